@@ -1,0 +1,315 @@
+package algorithm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Algorithm names one of the five rate-limiting algorithms. The zero value is
+// not a valid algorithm; Default is SlidingWindowCounter.
+type Algorithm uint8
+
+// The algorithms, by the names rule documents use.
+const (
+	// TokenBucket holds up to Burst tokens (default Limit), refilled at Limit
+	// per Window; a request takes Cost tokens. Allows bursts.
+	TokenBucket Algorithm = iota + 1
+	// LeakyBucket is a bucket of capacity Burst (default 1) that drains at
+	// Limit per Window; a request pours in Cost. With the default capacity it
+	// paces requests to one every Window/Limit: it smooths bursts.
+	LeakyBucket
+	// FixedWindow counts requests in windows aligned to the Unix epoch.
+	FixedWindow
+	// SlidingWindowLog remembers the time of every admitted request: exact.
+	SlidingWindowLog
+	// SlidingWindowCounter weighs the previous fixed window's count by its
+	// overlap with the sliding window. The default.
+	SlidingWindowCounter
+)
+
+// Default is the algorithm of a rule that names none.
+const Default = SlidingWindowCounter
+
+// All lists every algorithm, in declaration order.
+var All = [...]Algorithm{TokenBucket, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter}
+
+var names = [...]string{
+	TokenBucket:          "TokenBucket",
+	LeakyBucket:          "LeakyBucket",
+	FixedWindow:          "FixedWindow",
+	SlidingWindowLog:     "SlidingWindowLog",
+	SlidingWindowCounter: "SlidingWindowCounter",
+}
+
+// String returns the algorithm's name as rule documents spell it.
+func (a Algorithm) String() string {
+	if a.Valid() {
+		return names[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// Valid reports whether a is one of the five algorithms.
+func (a Algorithm) Valid() bool { return a >= TokenBucket && a <= SlidingWindowCounter }
+
+// IsBucket reports whether a is TokenBucket or LeakyBucket, the algorithms
+// that take a Burst.
+func (a Algorithm) IsBucket() bool { return a == TokenBucket || a == LeakyBucket }
+
+// ErrUnknown is returned by Parse for a name that is not an algorithm.
+var ErrUnknown = errors.New("algorithm: unknown algorithm")
+
+// Parse returns the algorithm with the given name (exactly as String spells
+// it). An empty name is an error; callers apply Default themselves.
+func Parse(name string) (Algorithm, error) {
+	for _, a := range All {
+		if names[a] == name {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want one of TokenBucket, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter)", ErrUnknown, name)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (a Algorithm) MarshalText() ([]byte, error) {
+	if !a.Valid() {
+		return nil, fmt.Errorf("%w: %d", ErrUnknown, uint8(a))
+	}
+	return []byte(names[a]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (a *Algorithm) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// Limits on parameters. They keep every intermediate value of every
+// algorithm below 2^53, so integer arithmetic in Go and double arithmetic in
+// Redis's Lua agree exactly.
+const (
+	// MaxLimit is the largest Limit or Burst.
+	MaxLimit = 1_000_000_000_000
+	// MaxWindow is the longest Window.
+	MaxWindow = 366 * 24 * time.Hour
+	// MaxLogLimit is the largest Limit of a SlidingWindowLog, which stores
+	// one entry per admitted unit of cost.
+	MaxLogLimit = 100_000
+	// maxExact is 2^53, the first integer a float64 cannot step past by one.
+	maxExact = 1 << 53
+)
+
+// ErrInvalidParams is wrapped by Params.Validate's errors.
+var ErrInvalidParams = errors.New("algorithm: invalid parameters")
+
+// Params are the limit in force for one key: the rule's limit, or a DC's
+// share of it, and the rule's window and burst.
+type Params struct {
+	Algorithm Algorithm
+	// Limit is the number of units of cost admitted per Window. Zero admits
+	// nothing (a DC whose share is zero).
+	Limit int64
+	// Window is the period Limit applies to; whole milliseconds count.
+	Window time.Duration
+	// Burst is the capacity of a bucket algorithm. Zero means the default:
+	// Limit for TokenBucket, 1 for LeakyBucket. Other algorithms ignore it.
+	Burst int64
+}
+
+// Validate reports whether p can be used, naming the first bad field.
+func (p Params) Validate() error {
+	w := p.Window.Milliseconds()
+	switch {
+	case !p.Algorithm.Valid():
+		return fmt.Errorf("%w: unknown algorithm %d", ErrInvalidParams, p.Algorithm)
+	case p.Limit < 0 || p.Limit > MaxLimit:
+		return fmt.Errorf("%w: limit %d outside [0, %d]", ErrInvalidParams, p.Limit, int64(MaxLimit))
+	case w < 1 || p.Window > MaxWindow:
+		return fmt.Errorf("%w: window %v outside [1ms, %v]", ErrInvalidParams, p.Window, MaxWindow)
+	case p.Burst < 0 || p.Burst > MaxLimit:
+		return fmt.Errorf("%w: burst %d outside [0, %d]", ErrInvalidParams, p.Burst, int64(MaxLimit))
+	case p.Algorithm == SlidingWindowLog && p.Limit > MaxLogLimit:
+		return fmt.Errorf("%w: a SlidingWindowLog limit must be at most %d, got %d", ErrInvalidParams, MaxLogLimit, p.Limit)
+	case p.Algorithm.IsBucket() && (p.Capacity()+1) > maxExact/w:
+		return fmt.Errorf("%w: (burst+1) x window in ms must stay below 2^53; burst %d with window %v is too large", ErrInvalidParams, p.Capacity(), p.Window)
+	}
+	return nil
+}
+
+// Capacity is the most units of cost the algorithm can admit at once from a
+// fresh state: Burst (or its default) for the buckets, Limit otherwise.
+func (p Params) Capacity() int64 {
+	if !p.Algorithm.IsBucket() {
+		return p.Limit
+	}
+	if p.Limit == 0 {
+		return 0
+	}
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	if p.Algorithm == LeakyBucket {
+		return 1
+	}
+	return p.Limit
+}
+
+// ClampCost returns the cost to apply for a request of the given cost: a
+// cost above Capacity can never be admitted, and applying Capacity+1
+// instead gives the same decision while keeping arithmetic bounded.
+// Negative costs are treated as zero.
+func (p Params) ClampCost(cost int64) int64 {
+	if cost < 0 {
+		return 0
+	}
+	if c := p.Capacity(); cost > c {
+		return c + 1
+	}
+	return cost
+}
+
+// Decision is the answer for one request.
+type Decision struct {
+	// Allowed reports whether the request was admitted (and its cost taken).
+	Allowed bool
+	// Limit is Params.Capacity: the most the key may spend at once.
+	Limit int64
+	// Remaining is how much cost the key could still spend now.
+	Remaining int64
+	// ResetAt is when, with no further requests, the key would be back to
+	// its full Limit.
+	ResetAt time.Time
+	// RetryAfter is zero for an admitted request; for a rejected one, how
+	// long until the same request would be admitted if no other came. A
+	// request whose cost exceeds Limit can never be admitted: its
+	// RetryAfter is the window.
+	RetryAfter time.Duration
+}
+
+// State is one key's state. The zero value is a fresh key. Which fields are
+// used depends on the algorithm; a state must only be used with the
+// algorithm that produced it.
+type State struct {
+	// Level is, for the buckets, the bucket's fill (used tokens for
+	// TokenBucket, water for LeakyBucket) in units of 1/window-ms tokens.
+	Level int64
+	// Last is, for the buckets, the time in Unix ms of the last update.
+	Last int64
+	// Window is, for the window algorithms, the start of the current window
+	// in Unix ms.
+	Window int64
+	// Count is the cost admitted in the current window.
+	Count int64
+	// Prev is, for SlidingWindowCounter, the cost admitted in the window
+	// before the current one.
+	Prev int64
+	// Log holds, for SlidingWindowLog, the Unix ms of every admitted unit of
+	// cost, oldest first.
+	Log []int64
+}
+
+// Decide applies a request of the given cost at now to s. It returns the
+// decision and the next state; a rejected request does not consume quota,
+// and a cost of zero only observes. For SlidingWindowLog the returned state
+// may share s.Log's backing array.
+func Decide(p Params, s State, now time.Time, cost int64) (Decision, State) {
+	t := now.UnixMilli()
+	cost = p.ClampCost(cost)
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		return decideBucket(p, s, t, cost)
+	case FixedWindow:
+		return decideFixed(p, s, t, cost)
+	case SlidingWindowCounter:
+		return decideCounter(p, s, t, cost)
+	case SlidingWindowLog:
+		return decideLog(p, s, t, cost)
+	}
+	return Decision{}, s
+}
+
+// Refund gives back the cost that a request admitted at time at took, as
+// seen at now. It is exact when nothing else touched the key in between
+// and otherwise never returns more than was taken; cost already gone from
+// the window (the window rolled, the bucket drained) is not returned.
+func Refund(p Params, s State, at, now time.Time, cost int64) State {
+	t, a := now.UnixMilli(), at.UnixMilli()
+	if cost <= 0 {
+		return s
+	}
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		return refundBucket(p, s, t, cost)
+	case FixedWindow:
+		return refundFixed(p, s, a, t, cost)
+	case SlidingWindowCounter:
+		return refundCounter(p, s, a, t, cost)
+	case SlidingWindowLog:
+		return refundLog(p, s, a, t, cost)
+	}
+	return s
+}
+
+// Expiry returns the Unix ms after which s is equivalent to a fresh state,
+// so a store may forget it. It is never before now.
+func Expiry(p Params, s State, now time.Time) int64 {
+	t := now.UnixMilli()
+	w := p.Window.Milliseconds()
+	var e int64
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		if p.Limit > 0 {
+			e = max(s.Last, t) + ceilDiv(s.Level, p.Limit)
+		}
+	case FixedWindow:
+		e = s.Window + w
+	case SlidingWindowCounter:
+		e = s.Window + 2*w
+	case SlidingWindowLog:
+		if n := len(s.Log); n > 0 {
+			e = s.Log[n-1] + w
+		}
+	}
+	return max(e, t)
+}
+
+func ms(t int64) time.Time { return time.UnixMilli(t) }
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// windowStart returns the start of the window of length w holding t.
+func windowStart(t, w int64) int64 {
+	r := t % w
+	if r < 0 {
+		r += w
+	}
+	return t - r
+}
+
+// never is the RetryAfter of a request that can never be admitted.
+func never(p Params) time.Duration { return time.Duration(p.Window.Milliseconds()) * time.Millisecond }
+
+func msDuration(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// Describe builds the decision for a request of the given cost (already
+// clamped with ClampCost) from the state it left behind. Stores that run
+// the transition elsewhere (a Redis script) use it to report decisions
+// exactly as Decide does. It must not be used for SlidingWindowLog, whose
+// stores report a LogView to DescribeLog instead.
+func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decision {
+	t := now.UnixMilli()
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		return describeBucket(p, s, t, cost, allowed)
+	case FixedWindow:
+		return describeFixed(p, s, t, cost, allowed)
+	case SlidingWindowCounter:
+		return describeCounter(p, s, t, cost, allowed)
+	}
+	return Decision{}
+}

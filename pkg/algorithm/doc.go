@@ -1,0 +1,13 @@
+// Package algorithm holds Weir's five rate-limiting algorithms as pure
+// functions: given a key's state, the limit in force, the time and the cost of
+// a request, each returns a decision and the key's next state. Nothing here
+// does I/O, reads a clock or keeps state of its own; stores (in memory, in
+// Redis) keep the states and call these functions or, in Redis, Lua scripts
+// that perform the same transitions.
+//
+// Time is handled as integer milliseconds since the Unix epoch, and the
+// bucket algorithms keep their levels in integer units of 1/window tokens,
+// so repeated refills never drift. Params.Validate bounds every product to
+// below 2^53, which keeps the Redis Lua scripts (whose numbers are IEEE
+// doubles) bit-for-bit equal to the Go code.
+package algorithm

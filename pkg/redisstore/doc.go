@@ -1,0 +1,15 @@
+// Package redisstore keeps rate-limit states in Redis. Every decision is one
+// atomic Lua script run by EVALSHA (loaded again on NOSCRIPT), so many
+// limiter instances can share one Redis; a batch of decisions is one
+// pipelined round trip.
+//
+// The caller's clock, not Redis's, is the time: each call passes now, so
+// tests run the same vectors with a fake clock against Redis and against
+// package memstore. Every key is "<prefix>:{<key>}:<algorithm tag>", one
+// Redis key per (rule, key) pair, whose braces form a Redis Cluster hash
+// tag; every key carries a TTL, refreshed on each write, after which its
+// state would be as good as fresh.
+//
+// The store works with anything that runs scripts and pipelines:
+// *redis.Client, *redis.ClusterClient, *redis.Ring.
+package redisstore

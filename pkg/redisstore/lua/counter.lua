@@ -1,0 +1,63 @@
+-- Sliding window counter (see pkg/algorithm/window.go).
+-- KEYS[1]  hash {w = current window start in Unix ms, c = its count,
+--          p = the previous window's count}
+-- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
+-- Returns  {allowed, window start, count, previous count}
+local key = KEYS[1]
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+local w = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+
+local start = now - (now % w)
+local v = redis.call('HMGET', key, 'w', 'c', 'p')
+local sw = tonumber(v[1])
+local count = tonumber(v[2]) or 0
+local prev = tonumber(v[3]) or 0
+if sw == nil then
+  sw, count, prev = start, 0, 0
+elseif sw >= start then
+  -- current window (or a clock ahead of ours): keep
+elseif sw == start - w then
+  sw, prev, count = start, count, 0
+else
+  sw, count, prev = start, 0, 0
+end
+
+local allowed = 0
+local write = false
+if mode == 'd' then
+  local est = count
+  if prev > 0 then
+    local elapsed = now - sw
+    if elapsed < 0 then elapsed = 0 end
+    if elapsed > w then elapsed = w end
+    -- Same IEEE operations, in the same order, as algorithm.weighted.
+    est = est + math.ceil(prev * (w - elapsed) / w)
+  end
+  if est + cost <= limit then
+    allowed = 1
+    if cost > 0 then
+      count = count + cost
+      write = true
+    end
+  end
+else
+  local at = tonumber(ARGV[6])
+  local as = at - (at % w)
+  if as == sw then
+    count = count - cost
+    if count < 0 then count = 0 end
+  elseif as == sw - w then
+    prev = prev - cost
+    if prev < 0 then prev = 0 end
+  end
+  write = true
+end
+
+if write then
+  redis.call('HSET', key, 'w', string.format('%d', sw), 'c', string.format('%d', count), 'p', string.format('%d', prev))
+  redis.call('PEXPIRE', key, string.format('%d', sw + 2 * w - now + 1000))
+end
+return {allowed, sw, count, prev}

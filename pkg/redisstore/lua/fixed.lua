@@ -1,0 +1,44 @@
+-- Fixed window counter (see pkg/algorithm/window.go).
+-- KEYS[1]  hash {w = window start in Unix ms, c = cost admitted in it}
+-- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
+-- Returns  {allowed, window start, count}
+local key = KEYS[1]
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+local w = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+
+local start = now - (now % w)
+local v = redis.call('HMGET', key, 'w', 'c')
+local sw = tonumber(v[1])
+local count = tonumber(v[2]) or 0
+if sw == nil or sw < start then
+  sw = start
+  count = 0
+end
+
+local allowed = 0
+local write = false
+if mode == 'd' then
+  if count + cost <= limit then
+    allowed = 1
+    if cost > 0 then
+      count = count + cost
+      write = true
+    end
+  end
+else
+  local at = tonumber(ARGV[6])
+  if sw == at - (at % w) then
+    count = count - cost
+    if count < 0 then count = 0 end
+    write = true
+  end
+end
+
+if write then
+  redis.call('HSET', key, 'w', string.format('%d', sw), 'c', string.format('%d', count))
+  redis.call('PEXPIRE', key, string.format('%d', sw + w - now + 1000))
+end
+return {allowed, sw, count}

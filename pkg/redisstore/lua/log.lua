@@ -1,0 +1,70 @@
+-- Sliding window log (see pkg/algorithm/log.go).
+-- KEYS[1]  sorted set: one member per admitted unit of cost, scored by its
+--          Unix ms; members at one score are named "<ms>:0" .. "<ms>:n-1".
+-- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
+-- Returns  {allowed, count, newest ms, kth ms} (see algorithm.LogView)
+local key = KEYS[1]
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+local w = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+
+local function fmt(n) return string.format('%d', n) end
+local function newest()
+  local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if r[2] then return tonumber(r[2]) end
+  return 0
+end
+
+redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - w))
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if mode == 'd' then
+  if count + cost <= limit then
+    allowed = 1
+    if cost > 0 then
+      -- Keep the log sorted when this clock is behind the newest entry.
+      local at = now
+      local nw = newest()
+      if nw > at then at = nw end
+      local base = redis.call('ZCOUNT', key, fmt(at), fmt(at))
+      local ats = fmt(at)
+      local i = 0
+      while i < cost do
+        local args = {}
+        local j = 0
+        while i < cost and j < 500 do
+          args[#args + 1] = ats
+          args[#args + 1] = ats .. ':' .. fmt(base + i)
+          i = i + 1
+          j = j + 1
+        end
+        redis.call('ZADD', key, unpack(args))
+      end
+      count = count + cost
+      redis.call('PEXPIRE', key, fmt(at + w - now + 1000))
+    end
+  end
+else
+  local at = tonumber(ARGV[6])
+  local ats = fmt(at)
+  local n = redis.call('ZCOUNT', key, ats, ats)
+  local k = 0
+  while k < cost and n > 0 do
+    n = n - 1
+    redis.call('ZREM', key, ats .. ':' .. fmt(n))
+    k = k + 1
+  end
+  count = count - k
+end
+
+local kth = 0
+if allowed == 0 then
+  local k = count + cost - limit - 1
+  if k >= 0 and k < count then
+    local r = redis.call('ZRANGE', key, k, k, 'WITHSCORES')
+    if r[2] then kth = tonumber(r[2]) end
+  end
+end
+return {allowed, count, newest(), kth}
