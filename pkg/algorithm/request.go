@@ -46,4 +46,3 @@ type Result struct {
 	Decision
 	Err error
 }
-
