@@ -3,10 +3,13 @@ module github.com/weirhq/weir
 go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0
 	go.yaml.in/yaml/v2 v2.4.2
-	golang.org/x/sys v0.48.0 // indirect
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
