@@ -1,0 +1,75 @@
+package breaker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/pkg/breaker"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestBreaker(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	var changes []breaker.State
+	b, err := breaker.New(breaker.Config{Failures: 2, Cooldown: time.Second, Now: c.now}, func(s breaker.State) { changes = append(changes, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name      string
+		advance   time.Duration
+		do        string // "allow", "ok", "fail"
+		wantOK    bool
+		wantProbe bool
+		wantState breaker.State
+	}{
+		{"closed allows", 0, "allow", true, false, breaker.Closed},
+		{"one failure stays closed", 0, "fail", false, false, breaker.Closed},
+		{"success resets the streak", 0, "ok", false, false, breaker.Closed},
+		{"failure 1", 0, "fail", false, false, breaker.Closed},
+		{"failure 2 opens", 0, "fail", false, false, breaker.Open},
+		{"open refuses", 999 * time.Millisecond, "allow", false, false, breaker.Open},
+		{"cooldown over: one probe", time.Millisecond, "allow", true, true, breaker.HalfOpen},
+		{"second caller refused while probing", 0, "allow", false, false, breaker.HalfOpen},
+		{"probe fails: open again", 0, "fail", false, false, breaker.Open},
+		{"still cooling down", 500 * time.Millisecond, "allow", false, false, breaker.Open},
+		{"next probe", 500 * time.Millisecond, "allow", true, true, breaker.HalfOpen},
+		{"probe succeeds: closed", 0, "ok", false, false, breaker.Closed},
+		{"closed allows again", 0, "allow", true, false, breaker.Closed},
+	}
+	for _, s := range steps {
+		c.t = c.t.Add(s.advance)
+		switch s.do {
+		case "allow":
+			ok, probe := b.Allow()
+			if ok != s.wantOK || probe != s.wantProbe {
+				t.Errorf("%s: got ok=%v probe=%v, want ok=%v probe=%v", s.name, ok, probe, s.wantOK, s.wantProbe)
+			}
+		case "ok":
+			b.Success()
+		case "fail":
+			b.Failure()
+		}
+		if got := b.State(); got != s.wantState {
+			t.Errorf("%s: got state %v, want %v", s.name, got, s.wantState)
+		}
+	}
+	want := []breaker.State{breaker.Open, breaker.HalfOpen, breaker.Open, breaker.HalfOpen, breaker.Closed}
+	if len(changes) != len(want) {
+		t.Fatalf("got changes %v, want %v", changes, want)
+	}
+	for i := range want {
+		if changes[i] != want[i] {
+			t.Fatalf("got changes %v, want %v", changes, want)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if _, err := breaker.New(breaker.Config{Failures: -1}, nil); err == nil {
+		t.Error("negative Failures: got nil error")
+	}
+}
