@@ -3,8 +3,12 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+TOOLS     := $(CURDIR)/.cache/bin
+PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all build test test-short bench lint fmt vet staticcheck ensure-redis clean
+.PHONY: all build test test-short bench lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -38,6 +42,23 @@ vet:
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+## proto: regenerate the committed Go code from proto/ (needs protoc: apt-get install protobuf-compiler)
+proto: proto-tools
+	PATH=$(TOOLS):$$PATH protoc -I proto \
+		--go_out=proto --go_opt=paths=source_relative \
+		--go-grpc_out=proto --go-grpc_opt=paths=source_relative \
+		$(PROTOS)
+
+## proto-check: fail when the committed generated code is stale
+proto-check: proto
+	@git diff --exit-code -- proto || { echo "generated code in proto/ is stale: run make proto and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- proto)" || { echo "make proto created files that are not committed:"; git ls-files --others --exclude-standard -- proto; exit 1; }
+
+proto-tools:
+	@mkdir -p $(TOOLS)
+	@test -x $(TOOLS)/protoc-gen-go || GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@test -x $(TOOLS)/protoc-gen-go-grpc || GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
 ensure-redis:
 	@scripts/ensure-redis.sh
