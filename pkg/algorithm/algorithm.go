@@ -244,7 +244,7 @@ func Refund(p Params, s State, at, now time.Time, cost int64) State {
 	}
 	switch p.Algorithm {
 	case TokenBucket, LeakyBucket:
-		return refundBucket(p, s, t, cost)
+		return refundBucket(p, s, a, t, cost)
 	case FixedWindow:
 		return refundFixed(p, s, a, t, cost)
 	case SlidingWindowCounter:

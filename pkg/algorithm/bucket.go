@@ -64,8 +64,18 @@ func describeBucket(p Params, s State, now, cost int64, allowed bool) Decision {
 	return d
 }
 
-func refundBucket(p Params, s State, now, cost int64) State {
+// refundBucket gives back what is left of a request of cost admitted at
+// time at: its cost less what the bucket has drained since, so a refund
+// never returns more than the request still holds.
+func refundBucket(p Params, s State, at, now, cost int64) State {
 	level, last := drain(p, s, now)
-	level = max(0, level-cost*p.Window.Milliseconds())
-	return State{Level: level, Last: last}
+	give := cost * p.Window.Milliseconds()
+	if elapsed := now - at; elapsed > 0 && p.Limit > 0 {
+		if elapsed >= ceilDiv(give, p.Limit) {
+			give = 0
+		} else {
+			give -= elapsed * p.Limit
+		}
+	}
+	return State{Level: max(0, level-give), Last: last}
 }

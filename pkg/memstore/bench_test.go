@@ -49,8 +49,8 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// BenchmarkDecideParallel has every core decide on distinct keys at once,
-// showing how the sharded locks scale.
+// BenchmarkDecideParallel has every core decide at once over the same 4,096
+// keys, showing how the sharded locks hold up under contention.
 func BenchmarkDecideParallel(b *testing.B) {
 	s := newStore(b, memstore.Config{})
 	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 1000, Window: time.Second}

@@ -63,7 +63,7 @@ func BenchmarkRedisDecide(b *testing.B) {
 // algorithm, as MEMORY USAGE measures it (key, value and overhead), for a
 // realistic key "api-global-default/203.0.113.77" with state in the current
 // window (and, for the window counters, the previous one). The sliding
-// window log is measured with 10 entries, and grows by about one entry's
+// window log is measured with 10 entries (run it with -benchtime 1x), and grows by about one entry's
 // size per admitted request.
 func BenchmarkRedisMemory(b *testing.B) {
 	srv := redistest.Start(b)
@@ -74,26 +74,24 @@ func BenchmarkRedisMemory(b *testing.B) {
 		b.Run(a.String(), func(b *testing.B) {
 			p := algorithm.Params{Algorithm: a, Limit: 100, Window: time.Minute}
 			const keys = 500
-			redisKeys := make([]string, keys)
-			for i := range keys {
-				r := algorithm.Request{Key: "api-global-default/203.0.113." + strconv.Itoa(i), Params: p, Cost: 1}
-				redisKeys[i] = s.RedisKey(r)
-				// Ten requests, 7 s apart: the previous and the current
-				// window both hold counts.
-				for j := range 10 {
-					if _, err := s.Decide(ctx, storetest.T0.Add(time.Duration(j)*7*time.Second), []algorithm.Request{r}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			// Each iteration measures every key once.
 			var total int64
 			for b.Loop() {
+				// Keys get TTLs in Redis's real time while the state uses
+				// the fake clock: measure each key right after writing it.
 				total = 0
-				for _, k := range redisKeys {
-					n, err := c.MemoryUsage(ctx, k, 0).Result()
+				for i := range keys {
+					r := algorithm.Request{Key: "api-global-default/203.0.113." + strconv.Itoa(i), Params: p, Cost: 1}
+					// Ten requests 5 s apart, across a window boundary:
+					// the previous and the current window both hold counts,
+					// and the log holds all ten.
+					for j := range 10 {
+						if _, err := s.Decide(ctx, storetest.T0.Add(time.Duration(40+5*j)*time.Second), []algorithm.Request{r}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					n, err := c.MemoryUsage(ctx, s.RedisKey(r), 0).Result()
 					if err != nil {
-						b.Fatal(err)
+						b.Fatalf("MEMORY USAGE %s: %v", s.RedisKey(r), err)
 					}
 					total += n
 				}

@@ -19,6 +19,7 @@ type Client interface {
 	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
 	ScriptLoad(ctx context.Context, script string) *redis.StringCmd
 	Pipeline() redis.Pipeliner
+	Ping(ctx context.Context) *redis.StatusCmd
 }
 
 var (
@@ -107,6 +108,14 @@ func (s *Store) Load(ctx context.Context) error {
 	return nil
 }
 
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: ping: %w", err)
+	}
+	return nil
+}
+
 // RedisKey returns the Redis key holding the state of r. Braces and percent
 // signs in r.Key are percent-escaped, so the hash tag is always the whole
 // key.
@@ -133,7 +142,7 @@ func (s *Store) prepare(r algorithm.Request, mode string, now, at int64) call {
 	cost := p.ClampCost(r.Cost)
 	c := call{sc: s.scripts[p.Algorithm], keys: []string{s.RedisKey(r)}}
 	if p.Algorithm.IsBucket() {
-		c.args = []any{mode, now, w, p.Limit, p.Capacity(), cost}
+		c.args = []any{mode, now, w, p.Limit, p.Capacity(), cost, at}
 	} else {
 		c.args = []any{mode, now, w, p.Limit, cost, at}
 	}

@@ -85,9 +85,19 @@ var vectors = map[algorithm.Algorithm][]vector{
 		{"refund", params(algorithm.TokenBucket, 3, 3*time.Second, 0), []step{
 			{At: 0, Cost: 3, Want: want{true, 0, 3000, 0}},
 			{At: 10, Refund: true, RefAt: 0, Cost: 2},
-			{At: 10, Cost: 0, Want: want{true, 2, 1000, 0}},
+			// 10ms after admission the request holds 2 tokens less what
+			// drained since: 6000 - 30 units.
+			{At: 10, Cost: 0, Want: want{true, 2, 1010, 0}},
 			{At: 10, Refund: true, RefAt: 0, Cost: 5}, // more than taken: capped
 			{At: 10, Cost: 3, Want: want{true, 0, 3010, 0}},
+		}},
+		{"refund of a drained request gives nothing", params(algorithm.TokenBucket, 10, time.Second, 0), []step{
+			{At: 0, Cost: 10, Want: want{true, 0, 1000, 0}},
+			{At: 1000, Cost: 10, Want: want{true, 0, 2000, 0}},
+			{At: 1000, Refund: true, RefAt: 0, Cost: 10},
+			{At: 1000, Cost: 1, Want: want{false, 0, 2000, 100}},
+			{At: 1000, Refund: true, RefAt: 500, Cost: 10}, // half drained: 5 back
+			{At: 1000, Cost: 5, Want: want{true, 0, 2000, 0}},
 		}},
 		{"zero limit", params(algorithm.TokenBucket, 0, time.Second, 0), []step{
 			{At: 0, Cost: 1, Want: want{false, 0, 0, 1000}},

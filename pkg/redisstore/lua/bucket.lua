@@ -1,7 +1,8 @@
 -- Token bucket and leaky bucket: one meter (see pkg/algorithm/bucket.go).
 -- KEYS[1]  hash {l = fill in 1/window-ms tokens, t = Unix ms of last update}
 -- ARGV     mode ("d" decide | "r" refund), now ms, window ms, limit,
---          capacity, cost
+--          capacity, cost, at ms (refund: when the refunded request was
+--          admitted)
 -- Returns  {allowed, fill, last}
 local key = KEYS[1]
 local mode = ARGV[1]
@@ -37,7 +38,18 @@ if mode == 'd' then
     end
   end
 else
-  level = level - cost * w
+  -- Give back what the request still holds: its cost less what drained
+  -- since it was admitted (as algorithm.refundBucket).
+  local give = cost * w
+  local elapsed = now - tonumber(ARGV[7])
+  if elapsed > 0 and limit > 0 then
+    if elapsed * limit >= give then
+      give = 0
+    else
+      give = give - elapsed * limit
+    end
+  end
+  level = level - give
   if level < 0 then level = 0 end
   write = true
 end
