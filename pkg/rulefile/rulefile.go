@@ -21,6 +21,10 @@ import (
 // read by rule.ParseSet, so both formats take the same fields and give the
 // same errors. Duplicate keys and more than one YAML document are errors.
 //
+// A configuration file of envoyproxy/ratelimit (a document with
+// descriptors and no rules) is recognised and converted, as ParseEnvoy
+// does.
+//
 // Errors wrap rule.ErrSyntax (not well-formed YAML or JSON), rule.ErrTooLarge
 // (over rule.MaxDocumentSize), or are a *rule.ValidationError listing every
 // problem with its field path.
@@ -28,6 +32,9 @@ func Parse(data []byte) (rule.Set, error) {
 	j, err := toJSON(data)
 	if err != nil {
 		return rule.Set{}, err
+	}
+	if isEnvoy(j) {
+		return parseEnvoyJSON(j)
 	}
 	return rule.ParseSet(j)
 }

@@ -1,0 +1,66 @@
+// Command limiter is Weir's regional limiter: it answers check requests
+// over HTTP and gRPC against the DC's Redis. See docs/operations.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weirhq/weir/pkg/envflag"
+	"github.com/weirhq/weir/pkg/limiterd"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "limiter:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var cfg limiterd.Config
+	fs := flag.NewFlagSet("limiter", flag.ContinueOnError)
+	fs.StringVar(&cfg.DC, "dc", "local", "name of this datacenter")
+	fs.StringVar(&cfg.Redis, "redis", "", "the DC's Redis: host:port, redis:// URL, or comma-separated cluster nodes; empty keeps state in memory")
+	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON), re-read when it changes")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address")
+	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC API listen address")
+	fs.DurationVar(&cfg.StoreTimeout, "store-timeout", 0, "bound on each Redis call (default 20ms)")
+	fs.DurationVar(&cfg.RulesPoll, "rules-poll", 0, "how often the rule file is checked for changes (default 1s)")
+	fs.Int64Var(&cfg.CacheKeys, "cache-keys", 0, "hot-key cache size in keys, negative disables (default 100000)")
+	fs.IntVar(&cfg.MemoryKeys, "memory-keys", 0, "cap on keys kept in memory (default 1000000)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 0, "time in-flight requests get on shutdown (default 10s)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fs.String("log-format", "json", "log format: json or text")
+	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR]")
+	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch *format {
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	default:
+		return fmt.Errorf("--log-format %q: want json or text", *format)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return limiterd.Run(ctx, cfg)
+}

@@ -1,0 +1,59 @@
+// Package envflag lets every command-line flag also be set by an
+// environment variable: flag "redis-timeout" of a command with prefix
+// "WEIR" reads WEIR_REDIS_TIMEOUT. A flag given on the command line wins
+// over the environment, which wins over the flag's default.
+package envflag
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Name returns the environment variable for flag name under prefix.
+func Name(prefix, flagName string) string {
+	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Parse applies the environment (through lookup, normally os.LookupEnv)
+// to fs's flags, then parses args. An invalid value in the environment is
+// an error naming the variable.
+func Parse(fs *flag.FlagSet, prefix string, args []string, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		name := Name(prefix, f.Name)
+		if v, ok := lookup(name); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("environment %s=%q: %w", name, v, serr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// Usage returns a usage function for fs that also names each flag's
+// environment variable.
+func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
+	return func() {
+		out := fs.Output()
+		fmt.Fprintln(out, synopsis)
+		fmt.Fprintln(out)
+		fs.VisitAll(func(f *flag.Flag) {
+			fmt.Fprintf(out, "  --%s (env %s)\n    \t%s", f.Name, Name(prefix, f.Name), f.Usage)
+			if f.DefValue != "" {
+				fmt.Fprintf(out, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
+}

@@ -1,0 +1,412 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// DefaultMaxBody is the default limit on a request body.
+const DefaultMaxBody = 64 << 10
+
+// Config configures a Server. Limiter is required.
+type Config struct {
+	Limiter *limiter.Limiter
+	// Metrics serves /metrics; nil serves 404 there.
+	Metrics http.Handler
+	// MaxBody limits request bodies in bytes. Default DefaultMaxBody.
+	MaxBody int64
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for relative header fields; use the limiter's.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP API. Safe for concurrent use.
+type Server struct {
+	lim     *limiter.Limiter
+	metrics http.Handler
+	maxBody int64
+	log     *slog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+}
+
+// New returns the API server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Limiter == nil {
+		return nil, errors.New("httpapi: Config.Limiter is required")
+	}
+	if cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("httpapi: negative MaxBody %d", cfg.MaxBody)
+	}
+	s := &Server{lim: cfg.Limiter, metrics: cfg.Metrics, maxBody: cfg.MaxBody, log: cfg.Logger}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.now = cfg.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/check", s.check)
+	mux.HandleFunc("POST /shouldAllowRequest", s.shouldAllow)
+	mux.HandleFunc("GET /v1/rate-limits/{rule_id}/{key...}", s.status)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics)
+	}
+	s.mux = mux
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// errorBody is every error's JSON.
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, kind, msg string) {
+	writeJSON(w, code, errorBody{Error: kind, Message: msg})
+}
+
+// writeLimiterError maps the limiter's errors to statuses.
+func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, limiter.ErrUnknownDomain):
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
+	case errors.Is(err, limiter.ErrUnknownRule):
+		writeError(w, http.StatusNotFound, "NOT_FOUND", err.Error())
+	case errors.Is(err, limiter.ErrNoRules), errors.Is(err, limiter.ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
+	default:
+		s.log.Error("unexpected limiter error", "err", err)
+		writeError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
+	}
+}
+
+// decode reads r's body into v strictly: one JSON value, known fields only,
+// at most maxBody bytes.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "INVALID_REQUEST", fmt.Sprintf("content type %q: want application/json", ct))
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "INVALID_REQUEST", fmt.Sprintf("body exceeds %d bytes", s.maxBody))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", "read body: "+err.Error())
+		return false
+	}
+	if err := decodeStrict(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
+		return false
+	}
+	return true
+}
+
+// decodeStrict decodes exactly one JSON value with only known fields.
+func decodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errors.New("empty body: want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return fmt.Errorf("%s: want %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return fmt.Errorf("malformed JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("malformed JSON: data after the object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// CheckRequest is the body of POST /v1/check.
+type CheckRequest struct {
+	// Domain names the rule set; optional when one is loaded.
+	Domain string `json:"domain,omitempty"`
+	// Attributes describe the request: ip, user_id, path, method, ...
+	Attributes map[string]string `json:"attributes,omitempty"`
+	// Descriptors are attributes as Envoy-style entries, merged into
+	// Attributes (a name given twice is an error).
+	Descriptors []Descriptor `json:"descriptors,omitempty"`
+	// ClientID is a shorthand for the attribute client_id.
+	ClientID string `json:"clientId,omitempty"`
+	// Hits is the request's cost, 1 when absent.
+	Hits *int64 `json:"hits,omitempty"`
+}
+
+// Descriptor is one key/value attribute.
+type Descriptor struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// item turns the body into a limiter item.
+func (c *CheckRequest) item() (limiter.Item, error) {
+	it := limiter.Item{Attributes: c.Attributes, Hits: 1}
+	if it.Attributes == nil {
+		it.Attributes = make(map[string]string, len(c.Descriptors)+1)
+	}
+	if len(c.Descriptors) > limiter.MaxAttributes {
+		return it, fmt.Errorf("%d descriptors, at most %d", len(c.Descriptors), limiter.MaxAttributes)
+	}
+	for i, d := range c.Descriptors {
+		if _, dup := it.Attributes[d.Key]; dup {
+			return it, fmt.Errorf("descriptors[%d]: attribute %q given twice", i, d.Key)
+		}
+		it.Attributes[d.Key] = d.Value
+	}
+	if c.ClientID != "" {
+		if v, dup := it.Attributes["client_id"]; dup && v != c.ClientID {
+			return it, errors.New("clientId and attributes.client_id disagree")
+		}
+		it.Attributes["client_id"] = c.ClientID
+	}
+	if c.Hits != nil {
+		if *c.Hits < 1 || *c.Hits > limiter.MaxHits {
+			return it, fmt.Errorf("hits: %d outside [1, %d]", *c.Hits, limiter.MaxHits)
+		}
+		it.Hits = *c.Hits
+	}
+	return it, nil
+}
+
+// RuleResult is one rule's decision in JSON.
+type RuleResult struct {
+	RuleID            string `json:"rule_id"`
+	Key               string `json:"key"`
+	Allowed           bool   `json:"allowed"`
+	Limit             int64  `json:"limit"`
+	Remaining         int64  `json:"remaining"`
+	ResetAt           string `json:"reset_at"`
+	RetryAfterSeconds int64  `json:"retry_after_seconds"`
+	WindowSeconds     int64  `json:"window_seconds"`
+	Shadow            bool   `json:"shadow,omitempty"`
+	Source            string `json:"source"`
+	RetryAdvice       string `json:"retry_advice,omitempty"`
+}
+
+// CheckResponse is the body answering POST /v1/check.
+type CheckResponse struct {
+	Allowed bool `json:"allowed"`
+	// Matched is false when no rule applied (the request is then allowed).
+	Matched           bool         `json:"matched"`
+	RuleID            string       `json:"rule_id,omitempty"`
+	Key               string       `json:"key,omitempty"`
+	Limit             int64        `json:"limit,omitempty"`
+	Remaining         int64        `json:"remaining"`
+	ResetAt           string       `json:"reset_at,omitempty"`
+	RetryAfterSeconds int64        `json:"retry_after_seconds"`
+	Error             string       `json:"error,omitempty"`
+	Message           string       `json:"message,omitempty"`
+	Results           []RuleResult `json:"results"`
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+func ruleResult(r *limiter.RuleResult) RuleResult {
+	out := RuleResult{
+		RuleID: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
+		ResetAt: r.ResetAt.UTC().Format(time.RFC3339), RetryAfterSeconds: ceilSeconds(r.RetryAfter),
+		WindowSeconds: r.Match.Rule.Spec.WindowSeconds, Shadow: r.Shadow(), Source: r.Source.String(),
+	}
+	if !r.Allowed {
+		out.RetryAdvice = string(r.Match.Rule.Spec.RetryAdvice)
+	}
+	return out
+}
+
+func (s *Server) check(w http.ResponseWriter, r *http.Request) {
+	var req CheckRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	it, err := req.item()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
+		return
+	}
+	s.answer(w, r.Context(), req.Domain, it, false)
+}
+
+// answer runs a check and writes headers and body; seed selects seed 000's
+// {"allowed"} body and a 200 either way.
+func (s *Server) answer(w http.ResponseWriter, ctx context.Context, domain string, it limiter.Item, seed bool) {
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: []limiter.Item{it}})
+	if err != nil {
+		s.writeLimiterError(w, err)
+		return
+	}
+	item := &resp.Items[0]
+	out := CheckResponse{Allowed: item.Allowed, Matched: len(item.Results) > 0, Results: make([]RuleResult, len(item.Results))}
+	for i := range item.Results {
+		out.Results[i] = ruleResult(&item.Results[i])
+	}
+	h := w.Header()
+	if item.Decisive >= 0 {
+		d := &item.Results[item.Decisive]
+		rr := out.Results[item.Decisive]
+		out.RuleID, out.Key, out.Limit, out.Remaining, out.ResetAt, out.RetryAfterSeconds = rr.RuleID, rr.Key, rr.Limit, rr.Remaining, rr.ResetAt, rr.RetryAfterSeconds
+		setRateLimitHeaders(h, item, d, s.now())
+		if !item.Allowed {
+			out.Error = "RATE_LIMIT_EXCEEDED"
+			out.Message = rejectionMessage(d)
+			h.Set("Retry-After", strconv.FormatInt(max(1, out.RetryAfterSeconds), 10))
+		}
+	} else {
+		out.Message = "no rule matched; allowed"
+	}
+	if seed {
+		writeJSON(w, http.StatusOK, map[string]bool{"allowed": item.Allowed})
+		return
+	}
+	code := http.StatusOK
+	if !item.Allowed {
+		code = http.StatusTooManyRequests
+	}
+	writeJSON(w, code, out)
+}
+
+func rejectionMessage(d *limiter.RuleResult) string {
+	if m := d.Match.Rule.Spec.RejectionMessage; m != "" {
+		return m
+	}
+	secs := max(1, ceilSeconds(d.RetryAfter))
+	switch d.Match.Rule.Spec.RetryAdvice {
+	case "exponential_backoff":
+		return fmt.Sprintf("Rate limit exceeded. Retry with exponential backoff, starting at %d seconds.", secs)
+	case "daily_limit_reached":
+		return "Daily limit reached. Try again after the limit resets."
+	}
+	return fmt.Sprintf("Rate limit exceeded. Please try again in %d seconds.", secs)
+}
+
+// setRateLimitHeaders writes the X-RateLimit-* fields of the decisive rule
+// and the IETF RateLimit-Policy (every limiting rule) and RateLimit (the
+// decisive rule) fields.
+func setRateLimitHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
+	reset := ceilSeconds(d.ResetAt.Sub(now))
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+	var policies []string
+	for i := range item.Results {
+		r := &item.Results[i]
+		if r.Source == limiter.SourceUnlimited || r.Source == limiter.SourceOverrideAllow {
+			continue
+		}
+		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Match.Rule.Spec.ID, r.Limit, r.Match.Rule.Spec.WindowSeconds))
+	}
+	if len(policies) > 0 {
+		h.Set("RateLimit-Policy", strings.Join(policies, ", "))
+		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", d.Match.Rule.Spec.ID, d.Remaining, reset))
+	}
+}
+
+// seedRequest is seed 000's body.
+type seedRequest struct {
+	ClientID  string `json:"clientId"`
+	Timestamp string `json:"timestamp,omitempty"`
+}
+
+func (s *Server) shouldAllow(w http.ResponseWriter, r *http.Request) {
+	var req seedRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.ClientID == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", "clientId: required")
+		return
+	}
+	if req.Timestamp != "" {
+		// Accepted for compatibility and checked, never trusted: a client's
+		// clock must not move its own windows.
+		if _, err := time.Parse(time.RFC3339Nano, req.Timestamp); err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST", fmt.Sprintf("timestamp: %q is not RFC 3339", req.Timestamp))
+			return
+		}
+	}
+	s.answer(w, r.Context(), "", limiter.Item{Attributes: map[string]string{"client_id": req.ClientID}, Hits: 1}, true)
+}
+
+// StatusResponse is the body answering GET /v1/rate-limits/{rule}/{key}.
+type StatusResponse struct {
+	RuleID        string `json:"rule_id"`
+	Key           string `json:"key"`
+	Limit         int64  `json:"limit"`
+	Remaining     int64  `json:"remaining"`
+	WindowSeconds int64  `json:"window_seconds"`
+	ResetTime     string `json:"reset_time"`
+	Source        string `json:"source"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ruleID, key := r.PathValue("rule_id"), r.PathValue("key")
+	if len(key) > limiter.MaxValueLen*4 {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", "key too long")
+		return
+	}
+	res, err := s.lim.Status(r.Context(), r.URL.Query().Get("domain"), ruleID, key)
+	if err != nil {
+		s.writeLimiterError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, StatusResponse{
+		RuleID: res.Match.Rule.Spec.ID, Key: res.Match.Key, Limit: res.Limit, Remaining: res.Remaining,
+		WindowSeconds: res.Match.Rule.Spec.WindowSeconds, ResetTime: res.ResetAt.UTC().Format(time.RFC3339), Source: res.Source.String(),
+	})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if err := s.lim.Ready(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,667 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/breaker"
+	"github.com/weirhq/weir/pkg/memstore"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/ruleset"
+)
+
+// Store keeps rate-limit states: memstore.Store and redisstore.Store.
+type Store interface {
+	// Decide decides every request at now; a non-nil error means none was.
+	Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error)
+	// Refund gives back the cost of requests admitted at time at.
+	Refund(ctx context.Context, at, now time.Time, reqs []algorithm.Request) error
+}
+
+// Pinger is implemented by stores that can be probed cheaply; the breaker
+// then probes with Ping in the background instead of risking a request.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Quotas gives the share of a global rule's limit this DC enforces. The
+// coordinator's assignments implement it; without one, every rule is
+// enforced whole (as local).
+type Quotas interface {
+	// Share returns this DC's share in [0, 1] of the rule's limit for key.
+	Share(domain string, r *ruleset.Rule, key string) float64
+}
+
+// Instances tells how many limiter instances the DC runs, for failure_mode
+// local. Without one, the limiter assumes it is alone.
+type Instances interface {
+	Live() int
+}
+
+// Limits on a request, so that no caller can make the limiter do unbounded
+// work.
+const (
+	MaxItems      = 256
+	MaxAttributes = 64
+	MaxNameLen    = 128
+	MaxValueLen   = 1024
+	MaxHits       = 1_000_000
+)
+
+// Errors returned by Check and Status; test with errors.Is.
+var (
+	// ErrInvalid marks a malformed request.
+	ErrInvalid = errors.New("limiter: invalid request")
+	// ErrUnknownDomain marks a domain with no rules loaded.
+	ErrUnknownDomain = errors.New("limiter: unknown domain")
+	// ErrUnknownRule marks a status request for a rule that does not exist.
+	ErrUnknownRule = errors.New("limiter: unknown rule")
+	// ErrNoRules is returned while no rule set is loaded.
+	ErrNoRules = errors.New("limiter: no rules loaded")
+)
+
+// Config configures a Limiter. Store is required; the rest have defaults.
+type Config struct {
+	// DC names this limiter's datacenter.
+	DC string
+	// Store keeps the DC's states. Required.
+	Store Store
+	// StoreTimeout bounds each store call. Default 20ms.
+	StoreTimeout time.Duration
+	// Breaker configures the store's circuit breaker (default: open after 3
+	// consecutive failures, probe every 500ms).
+	Breaker breaker.Config
+	// CacheKeys is how many hot keys the cache may hold; negative disables
+	// the cache. Default 100,000.
+	CacheKeys int64
+	// LocalKeys caps the in-memory store used by failure_mode local.
+	// Default 100,000.
+	LocalKeys int
+	// Quotas gives global rules' shares; nil enforces every rule whole.
+	Quotas Quotas
+	// Instances counts the DC's live limiters; nil means 1.
+	Instances Instances
+	// Observer, if not nil, is told every decision (metrics, usage reports).
+	Observer Observer
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports whether c is usable.
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("limiter: Config.Store is required")
+	case c.StoreTimeout < 0:
+		return fmt.Errorf("limiter: negative StoreTimeout %v", c.StoreTimeout)
+	case c.LocalKeys < 0:
+		return fmt.Errorf("limiter: negative LocalKeys %d", c.LocalKeys)
+	}
+	return c.Breaker.Validate()
+}
+
+// Limiter decides requests. Safe for concurrent use; create it with New and
+// release it with Close.
+type Limiter struct {
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	store   Store
+	local   *memstore.Store
+	breaker *breaker.Breaker
+	cache   *ristretto.Cache[string, blocked]
+	obs     Observer
+
+	rules atomic.Pointer[domains]
+
+	probes sync.WaitGroup
+	closed atomic.Bool
+}
+
+// domains is the rule sets in force, by domain.
+type domains struct {
+	byName map[string]*ruleset.Set
+	only   *ruleset.Set // the single domain, when there is exactly one
+}
+
+// blocked is what the cache knows of a key out of quota.
+type blocked struct {
+	until     int64 // Unix ms from which a request of cost 1 could pass
+	limit     int64
+	resetAt   int64
+	remaining int64
+}
+
+// New returns a limiter with no rules loaded; call SetRules.
+func New(cfg Config) (*Limiter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = 20 * time.Millisecond
+	}
+	if cfg.CacheKeys == 0 {
+		cfg.CacheKeys = 100_000
+	}
+	if cfg.LocalKeys == 0 {
+		cfg.LocalKeys = 100_000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	l := &Limiter{cfg: cfg, now: cfg.Now, log: cfg.Logger, store: cfg.Store, obs: cfg.Observer}
+	if l.obs == nil {
+		l.obs = nopObserver{}
+	}
+	var err error
+	if l.local, err = memstore.New(memstore.Config{MaxKeys: cfg.LocalKeys}); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	bcfg := cfg.Breaker
+	if bcfg.Now == nil {
+		bcfg.Now = cfg.Now
+	}
+	l.breaker, err = breaker.New(bcfg, func(s breaker.State) {
+		l.log.Warn("store circuit breaker changed state", "state", s.String())
+		l.obs.BreakerState(s)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	if cfg.CacheKeys > 0 {
+		l.cache, err = ristretto.NewCache(&ristretto.Config[string, blocked]{
+			NumCounters: cfg.CacheKeys * 10,
+			MaxCost:     cfg.CacheKeys,
+			BufferItems: 64,
+			Metrics:     true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("limiter: hot-key cache: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// Close waits for background probes and releases the cache.
+func (l *Limiter) Close() {
+	if l.closed.Swap(true) {
+		return
+	}
+	l.probes.Wait()
+	if l.cache != nil {
+		l.cache.Close()
+	}
+}
+
+// SetRules replaces the rule sets in force, all domains at once. Cached
+// knowledge about rules that changed is dropped with them: cache entries
+// are keyed by rule revision.
+func (l *Limiter) SetRules(sets ...*ruleset.Set) error {
+	d := &domains{byName: make(map[string]*ruleset.Set, len(sets))}
+	for _, s := range sets {
+		if _, dup := d.byName[s.Domain()]; dup {
+			return fmt.Errorf("limiter: domain %q loaded twice", s.Domain())
+		}
+		d.byName[s.Domain()] = s
+	}
+	if len(sets) == 1 {
+		d.only = sets[0]
+	}
+	l.rules.Store(d)
+	return nil
+}
+
+// Rules returns the rule set in force for domain ("" for the only one).
+func (l *Limiter) Rules(domain string) (*ruleset.Set, error) {
+	d := l.rules.Load()
+	if d == nil || len(d.byName) == 0 {
+		return nil, ErrNoRules
+	}
+	if domain == "" {
+		if d.only == nil {
+			return nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
+		}
+		return d.only, nil
+	}
+	s, ok := d.byName[domain]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownDomain, domain)
+	}
+	return s, nil
+}
+
+// Ready reports whether rules are loaded and the store answers.
+func (l *Limiter) Ready(ctx context.Context) error {
+	if d := l.rules.Load(); d == nil || len(d.byName) == 0 {
+		return ErrNoRules
+	}
+	if p, ok := l.store.(Pinger); ok {
+		ctx, cancel := context.WithTimeout(ctx, 10*l.cfg.StoreTimeout)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("limiter: store: %w", err)
+		}
+	}
+	return nil
+}
+
+// CacheStats returns the hot-key cache's hits and misses so far.
+func (l *Limiter) CacheStats() (hits, misses uint64) {
+	if l.cache == nil {
+		return 0, 0
+	}
+	m := l.cache.Metrics
+	return m.Hits(), m.Misses()
+}
+
+// Request is one Check call: items decided together.
+type Request struct {
+	// Domain names the rule set; "" when exactly one is loaded.
+	Domain string
+	Items  []Item
+}
+
+// Item is one request to decide.
+type Item struct {
+	// Attributes describe the request; "path" and "method" are the HTTP
+	// path and method.
+	Attributes map[string]string
+	// Hits is the cost; 0 means 1.
+	Hits int64
+}
+
+// Response answers a Check.
+type Response struct {
+	// Allowed is true when every item is.
+	Allowed bool
+	Items   []ItemResult
+}
+
+// ItemResult answers one item.
+type ItemResult struct {
+	Allowed bool
+	// Decisive indexes Results: the most constraining rule, or -1 when no
+	// rule matched.
+	Decisive int
+	Results  []RuleResult
+}
+
+// Source says how a decision was reached.
+type Source uint8
+
+// The sources.
+const (
+	SourceStore Source = iota + 1
+	SourceCache
+	SourceOverrideAllow
+	SourceOverrideDeny
+	SourceUnlimited
+	SourceFailureOpen
+	SourceFailureClosed
+	SourceFailureLocal
+)
+
+var sourceNames = [...]string{
+	SourceStore: "store", SourceCache: "cache", SourceOverrideAllow: "override_allow",
+	SourceOverrideDeny: "override_deny", SourceUnlimited: "unlimited", SourceFailureOpen: "failure_open",
+	SourceFailureClosed: "failure_closed", SourceFailureLocal: "failure_local",
+}
+
+func (s Source) String() string {
+	if int(s) < len(sourceNames) && sourceNames[s] != "" {
+		return sourceNames[s]
+	}
+	return "Source(" + strconv.Itoa(int(s)) + ")"
+}
+
+// RuleResult is one matching rule's decision.
+type RuleResult struct {
+	// Match is the rule and key the decision is about.
+	Match ruleset.Match
+	algorithm.Decision
+	Source Source
+	// Hits is the cost the rule was asked for.
+	Hits int64
+	// req is what the store was asked, for a refund.
+	req algorithm.Request
+}
+
+// Shadow reports whether the rule only observes.
+func (r *RuleResult) Shadow() bool { return r.Match.Rule.Spec.Shadow }
+
+// Validate checks an item against the limits on requests.
+func (it *Item) validate() error {
+	if len(it.Attributes) > MaxAttributes {
+		return fmt.Errorf("%w: %d attributes, at most %d", ErrInvalid, len(it.Attributes), MaxAttributes)
+	}
+	for k, v := range it.Attributes {
+		if k == "" || len(k) > MaxNameLen {
+			return fmt.Errorf("%w: attribute name of %d bytes (1 to %d)", ErrInvalid, len(k), MaxNameLen)
+		}
+		if len(v) > MaxValueLen {
+			return fmt.Errorf("%w: attribute %q has a value of %d bytes, at most %d", ErrInvalid, k, len(v), MaxValueLen)
+		}
+	}
+	if it.Hits < 0 || it.Hits > MaxHits {
+		return fmt.Errorf("%w: hits %d outside [0, %d]", ErrInvalid, it.Hits, MaxHits)
+	}
+	return nil
+}
+
+// pending is a rule result waiting for the store.
+type pending struct {
+	item, res int
+}
+
+// Check decides every item of req. It fails only for a malformed request
+// or an unknown domain; store trouble is handled by each rule's
+// failure_mode and shows in the results' Source.
+func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
+	if len(req.Items) == 0 || len(req.Items) > MaxItems {
+		return Response{}, fmt.Errorf("%w: %d items, want 1 to %d", ErrInvalid, len(req.Items), MaxItems)
+	}
+	set, err := l.Rules(req.Domain)
+	if err != nil {
+		return Response{}, err
+	}
+	for i := range req.Items {
+		if err := req.Items[i].validate(); err != nil {
+			return Response{}, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	start := l.now()
+	now := start
+	t := now.UnixMilli()
+	resp := Response{Allowed: true, Items: make([]ItemResult, len(req.Items))}
+	var waiting []pending
+	var storeReqs []algorithm.Request
+	var matches []ruleset.Match
+	for i, it := range req.Items {
+		hits := it.Hits
+		if hits == 0 {
+			hits = 1
+		}
+		matches = set.Match(it.Attributes, matches[:0])
+		results := make([]RuleResult, len(matches))
+		for j, m := range matches {
+			r := &results[j]
+			r.Match, r.Hits = m, hits
+			switch {
+			case m.Action == rule.ActionDeny:
+				r.Source = SourceOverrideDeny
+				r.Decision = algorithm.Decision{ResetAt: now, RetryAfter: m.Rule.Spec.Window()}
+			case m.Action == rule.ActionAllow:
+				r.Source, r.Decision = SourceOverrideAllow, algorithm.Decision{Allowed: true, ResetAt: now}
+			case m.Unlimited:
+				r.Source, r.Decision = SourceUnlimited, algorithm.Decision{Allowed: true, ResetAt: now}
+			default:
+				p := l.params(set.Domain(), m)
+				r.Decision.Limit = p.Capacity()
+				if b, ok := l.cached(m, p, t); ok && hits >= 1 {
+					r.Source = SourceCache
+					r.Decision = algorithm.Decision{Limit: b.limit, Remaining: b.remaining, ResetAt: time.UnixMilli(b.resetAt), RetryAfter: time.Duration(b.until-t) * time.Millisecond}
+					continue
+				}
+				r.req = algorithm.Request{Key: m.StoreKey, Params: p, Cost: hits}
+				waiting = append(waiting, pending{i, j})
+				storeReqs = append(storeReqs, r.req)
+			}
+		}
+		resp.Items[i].Results = results
+	}
+	if len(storeReqs) > 0 {
+		l.decide(ctx, now, &resp, waiting, storeReqs)
+	}
+	l.finish(ctx, now, &resp)
+	l.obs.Checked(set.Domain(), &resp, l.now().Sub(start))
+	return resp, nil
+}
+
+// params returns the algorithm parameters in force for a match: the rule's
+// (or override's) limit, times this DC's share for a global rule.
+func (l *Limiter) params(domain string, m ruleset.Match) algorithm.Params {
+	spec := &m.Rule.Spec
+	limit, burst := m.Limit, m.Burst
+	if spec.Scope == rule.ScopeGlobal && l.cfg.Quotas != nil {
+		share := l.cfg.Quotas.Share(domain, m.Rule, m.Key)
+		limit = scale(limit, share)
+		burst = scale(burst, share)
+	}
+	return m.Rule.Spec.Params(limit, burst)
+}
+
+// scale returns floor(n*share), share clamped to [0, 1]: the floor keeps the
+// DCs' local limits summing to at most the global one.
+func scale(n int64, share float64) int64 {
+	if share >= 1 || math.IsNaN(share) {
+		if math.IsNaN(share) {
+			return 0
+		}
+		return n
+	}
+	if share <= 0 {
+		return 0
+	}
+	return int64(math.Floor(float64(n) * share))
+}
+
+func cacheKey(m ruleset.Match, p algorithm.Params) string {
+	return m.StoreKey + "\x00" + strconv.FormatUint(m.Rule.Revision, 36) + "\x00" + strconv.FormatInt(p.Limit, 36) + "\x00" + strconv.FormatInt(p.Burst, 36)
+}
+
+func (l *Limiter) cached(m ruleset.Match, p algorithm.Params, now int64) (blocked, bool) {
+	if l.cache == nil {
+		return blocked{}, false
+	}
+	b, ok := l.cache.Get(cacheKey(m, p))
+	if !ok || b.until <= now {
+		return blocked{}, false
+	}
+	return b, true
+}
+
+// remember caches a key that cannot pass a request of cost 1 until
+// d.RetryAfter has passed.
+func (l *Limiter) remember(m ruleset.Match, p algorithm.Params, d algorithm.Decision, now int64) {
+	if l.cache == nil || d.Allowed || d.Remaining > 0 || d.RetryAfter <= 0 {
+		return
+	}
+	until := now + d.RetryAfter.Milliseconds()
+	l.cache.SetWithTTL(cacheKey(m, p), blocked{until: until, limit: d.Limit, resetAt: d.ResetAt.UnixMilli(), remaining: d.Remaining}, 1, d.RetryAfter)
+}
+
+// decide asks the store (or the failure modes) about the waiting results.
+func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) {
+	ok, probe := l.breaker.Allow()
+	if probe {
+		if p, isPinger := l.store.(Pinger); isPinger && !l.closed.Load() {
+			// Probe in the background; this request does not wait on it.
+			l.probes.Add(1)
+			go func() {
+				defer l.probes.Done()
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
+				defer cancel()
+				if err := p.Ping(pctx); err != nil {
+					l.breaker.Failure()
+					return
+				}
+				l.breaker.Success()
+			}()
+			ok = false
+		}
+	}
+	var results []algorithm.Result
+	var err error
+	if ok {
+		sctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
+		callStart := l.now()
+		results, err = l.store.Decide(sctx, now, reqs)
+		cancel()
+		callTime := l.now().Sub(callStart)
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up; that says nothing about the store.
+			err = nil
+			results = failAll(len(reqs), ctx.Err())
+		}
+		callErr := err
+		for _, r := range results {
+			if callErr == nil && r.Err != nil {
+				callErr = r.Err
+			}
+		}
+		l.obs.StoreCall(callTime, callErr)
+		if callErr != nil {
+			l.breaker.Failure()
+		} else {
+			l.breaker.Success()
+		}
+	}
+	if results == nil {
+		if err == nil {
+			err = errBreakerOpen
+		}
+		results = failAll(len(reqs), err)
+	}
+	var local []int
+	for k, w := range waiting {
+		r := &resp.Items[w.item].Results[w.res]
+		res := results[k]
+		if res.Err == nil {
+			r.Source, r.Decision = SourceStore, res.Decision
+			l.remember(r.Match, reqs[k].Params, res.Decision, now.UnixMilli())
+			continue
+		}
+		switch r.Match.Rule.Spec.FailureMode {
+		case rule.FailOpen:
+			r.Source = SourceFailureOpen
+			r.Decision = algorithm.Decision{Allowed: true, Limit: reqs[k].Params.Capacity(), Remaining: reqs[k].Params.Capacity(), ResetAt: now}
+		case rule.FailClosed:
+			r.Source = SourceFailureClosed
+			r.Decision = algorithm.Decision{Limit: reqs[k].Params.Capacity(), ResetAt: now, RetryAfter: time.Second}
+		default:
+			local = append(local, k)
+		}
+	}
+	if len(local) > 0 {
+		lreqs := make([]algorithm.Request, len(local))
+		n := 1
+		if l.cfg.Instances != nil {
+			n = max(1, l.cfg.Instances.Live())
+		}
+		for j, k := range local {
+			lreqs[j] = reqs[k]
+			lreqs[j].Params.Limit /= int64(n)
+			lreqs[j].Params.Burst /= int64(n)
+		}
+		lres, _ := l.local.Decide(ctx, now, lreqs)
+		for j, k := range local {
+			w := waiting[k]
+			r := &resp.Items[w.item].Results[w.res]
+			r.Source, r.Decision, r.req = SourceFailureLocal, lres[j].Decision, lreqs[j]
+			if lres[j].Err != nil {
+				// An invalid request for the store is invalid here too:
+				// reject rather than allow silently.
+				r.Decision = algorithm.Decision{ResetAt: now, RetryAfter: time.Second}
+			}
+		}
+	}
+}
+
+var errBreakerOpen = errors.New("limiter: store circuit breaker is open")
+
+func failAll(n int, err error) []algorithm.Result {
+	out := make([]algorithm.Result, n)
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
+// finish combines each item's rule results and gives back what the rules
+// that allowed a rejected item took.
+func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response) {
+	var storeRefunds, localRefunds []algorithm.Request
+	for i := range resp.Items {
+		it := &resp.Items[i]
+		it.Allowed = true
+		for j := range it.Results {
+			if r := &it.Results[j]; !r.Allowed && !r.Shadow() {
+				it.Allowed = false
+			}
+		}
+		it.Decisive = decisive(it)
+		if !it.Allowed {
+			resp.Allowed = false
+			for j := range it.Results {
+				r := &it.Results[j]
+				if !r.Allowed {
+					continue
+				}
+				switch r.Source {
+				case SourceStore:
+					storeRefunds = append(storeRefunds, r.req)
+				case SourceFailureLocal:
+					localRefunds = append(localRefunds, r.req)
+				default:
+					continue
+				}
+				r.Remaining = min(r.Limit, r.Remaining+r.Hits)
+			}
+		}
+	}
+	if len(storeRefunds) > 0 {
+		// A client hang-up must not leave the refund half done.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
+		callStart := l.now()
+		err := l.store.Refund(rctx, now, l.now(), storeRefunds)
+		cancel()
+		l.obs.StoreCall(l.now().Sub(callStart), err)
+	}
+	if len(localRefunds) > 0 {
+		_ = l.local.Refund(ctx, now, l.now(), localRefunds)
+	}
+}
+
+// decisive returns the index of an item's most constraining result: for a
+// rejected item the enforcing rejection with the longest retry-after; for
+// an allowed one the limited rule with the least remaining, else the first
+// rule. -1 when no rule matched.
+func decisive(it *ItemResult) int {
+	best := -1
+	for j := range it.Results {
+		r := &it.Results[j]
+		if !it.Allowed {
+			if !r.Allowed && !r.Shadow() && (best < 0 || r.RetryAfter > it.Results[best].RetryAfter) {
+				best = j
+			}
+			continue
+		}
+		if limited(r) && (best < 0 || !limited(&it.Results[best]) || r.Remaining < it.Results[best].Remaining) {
+			best = j
+		}
+	}
+	if best < 0 && len(it.Results) > 0 {
+		best = 0
+	}
+	return best
+}
+
+// limited reports whether a result comes from a limit, not a bypass.
+func limited(r *RuleResult) bool {
+	return r.Source != SourceUnlimited && r.Source != SourceOverrideAllow
+}

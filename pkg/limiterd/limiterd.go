@@ -1,0 +1,332 @@
+// Package limiterd runs a regional limiter: it wires the store (Redis or
+// memory), the limiter, the rule source, the HTTP and gRPC servers and the
+// metrics together, and shuts them down in order. cmd/limiter is a thin
+// main around Run.
+package limiterd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/weirhq/weir/pkg/grpcapi"
+	"github.com/weirhq/weir/pkg/httpapi"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/memstore"
+	"github.com/weirhq/weir/pkg/metrics"
+	"github.com/weirhq/weir/pkg/redisstore"
+	"github.com/weirhq/weir/pkg/rulefile"
+	"github.com/weirhq/weir/pkg/ruleset"
+)
+
+// Config configures a limiter process. Zero values take the documented
+// defaults; RulesFile is required.
+type Config struct {
+	// DC names the datacenter. Default "local".
+	DC string
+	// Redis is the DC's Redis: host:port, a redis:// URL, or several
+	// comma-separated host:port for Redis Cluster. Empty keeps state in
+	// memory (single-node use).
+	Redis string
+	// StoreTimeout bounds each store call. Default 20ms.
+	StoreTimeout time.Duration
+	// RulesFile is the YAML or JSON rule file, re-read when it changes.
+	RulesFile string
+	// RulesPoll is how often the rule file is checked. Default 1s.
+	RulesPoll time.Duration
+	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
+	HTTPAddr string
+	// GRPCAddr is the gRPC API's listen address. Default 127.0.0.1:9090.
+	GRPCAddr string
+	// CacheKeys sizes the hot-key cache (negative disables it). Default 100,000.
+	CacheKeys int64
+	// MemoryKeys caps the in-memory store (and the failure_mode local
+	// store). Default 1,000,000.
+	MemoryKeys int
+	// ShutdownGrace is how long in-flight requests get on shutdown.
+	// Default 10s.
+	ShutdownGrace time.Duration
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Ready, if not nil, is called with the bound addresses once both
+	// servers listen (tests use it with ":0" addresses).
+	Ready func(httpAddr, grpcAddr string)
+}
+
+func (c *Config) setDefaults() {
+	if c.DC == "" {
+		c.DC = "local"
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = 20 * time.Millisecond
+	}
+	if c.RulesPoll == 0 {
+		c.RulesPoll = time.Second
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
+	}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = "127.0.0.1:9090"
+	}
+	if c.MemoryKeys == 0 {
+		c.MemoryKeys = 1_000_000
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports whether c is usable.
+func (c Config) Validate() error {
+	var errs []error
+	if c.RulesFile == "" {
+		errs = append(errs, errors.New("a rules file is required (--rules)"))
+	}
+	if c.StoreTimeout < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if c.MemoryKeys < 0 {
+		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("limiterd: invalid config: %w", err)
+	}
+	return nil
+}
+
+// Run runs the limiter until ctx is done, then shuts down gracefully:
+// servers stop accepting, in-flight requests finish (up to ShutdownGrace).
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("dc", cfg.DC)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.NewLimiter(reg)
+	if err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+
+	store, closeStore, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	lim, err := limiter.New(limiter.Config{
+		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, CacheKeys: cfg.CacheKeys,
+		LocalKeys: cfg.MemoryKeys, Observer: met, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	defer lim.Close()
+	if err := metrics.CacheRatio(reg, lim.CacheStats); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+
+	rules := &fileRules{path: cfg.RulesFile, lim: lim, met: met, log: log}
+	if err := rules.load(); err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+
+	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("limiterd: listen http: %w", err)
+	}
+	grpcLn, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		httpLn.Close()
+		return fmt.Errorf("limiterd: listen grpc: %w", err)
+	}
+	api, err := httpapi.New(httpapi.Config{Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024))
+	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Go(func() {
+		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("limiterd: http: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := grpcSrv.Serve(grpcLn); err != nil {
+			errc <- fmt.Errorf("limiterd: grpc: %w", err)
+		}
+	})
+	rctx, stopRules := context.WithCancel(ctx)
+	wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
+	log.Info("limiter started", "http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(),
+		"store", storeName(cfg.Redis), "rules", cfg.RulesFile)
+	if cfg.Ready != nil {
+		cfg.Ready(httpLn.Addr().String(), grpcLn.Addr().String())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	log.Info("limiter shutting down")
+	hs.Shutdown()
+	stopRules()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	stopped := make(chan struct{})
+	go func() { grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		grpcSrv.Stop()
+		<-stopped
+	}
+	wg.Wait()
+	log.Info("limiter stopped")
+	return runErr
+}
+
+func storeName(addr string) string {
+	if addr == "" {
+		return "memory"
+	}
+	return "redis"
+}
+
+// openStore returns the DC's store and a function that releases it.
+func openStore(cfg Config) (limiter.Store, func(), error) {
+	if cfg.Redis == "" {
+		s, err := memstore.New(memstore.Config{MaxKeys: cfg.MemoryKeys})
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiterd: %w", err)
+		}
+		return s, func() {}, nil
+	}
+	var c redisstore.Client
+	var closeFn func() error
+	timeout := cfg.StoreTimeout
+	switch {
+	case strings.Contains(cfg.Redis, "://"):
+		opt, err := redis.ParseURL(cfg.Redis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+		}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClient(opt)
+		c, closeFn = rc, rc.Close
+	case strings.Contains(cfg.Redis, ","):
+		opt := &redis.ClusterOptions{Addrs: strings.Split(cfg.Redis, ",")}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClusterClient(opt)
+		c, closeFn = rc, rc.Close
+	default:
+		opt := &redis.Options{Addr: cfg.Redis}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClient(opt)
+		c, closeFn = rc, rc.Close
+	}
+	s, err := redisstore.New(c, redisstore.Config{})
+	if err != nil {
+		_ = closeFn()
+		return nil, nil, fmt.Errorf("limiterd: %w", err)
+	}
+	return s, func() { _ = closeFn() }, nil
+}
+
+// tune sets go-redis timeouts for a limiter: short, no retries (a retry
+// doubles the latency a dead Redis adds; the limiter's failure modes take
+// over instead).
+func tune(dial, read, write, pool *time.Duration, retries *int, ctxTimeout *bool, timeout time.Duration) {
+	*dial = max(100*time.Millisecond, 5*timeout)
+	*read, *write, *pool = timeout, timeout, timeout
+	*retries = -1
+	*ctxTimeout = true
+}
+
+// fileRules keeps the limiter's rules in step with a rule file.
+type fileRules struct {
+	path string
+	lim  *limiter.Limiter
+	met  *metrics.Limiter
+	log  *slog.Logger
+
+	digest string // of the content in force
+}
+
+// load reads the file and, when it changed and is valid, puts it in force.
+// An invalid file is refused and the rules in force stay.
+func (f *fileRules) load() error {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("read rules from %s: %w", f.path, err)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:8])
+	if digest == f.digest {
+		return nil
+	}
+	set, err := rulefile.Parse(data)
+	if err == nil {
+		var compiled *ruleset.Set
+		if compiled, err = ruleset.Compile(set); err == nil {
+			err = f.lim.SetRules(compiled)
+		}
+	}
+	if err != nil {
+		f.met.RulesRejected()
+		if f.digest != "" {
+			f.log.Error("refused new rules; the previous rules stay in force", "file", f.path, "version", f.digest, "err", err)
+		}
+		f.digest = digest // do not log the same bad content every poll
+		return fmt.Errorf("load rules from %s: %w", f.path, err)
+	}
+	f.met.RulesLoaded(set.Domain, digest, time.Now())
+	f.log.Info("rules loaded", "file", f.path, "domain", set.Domain, "rules", len(set.Rules), "version", digest)
+	f.digest = digest
+	return nil
+}
+
+func (f *fileRules) poll(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = f.load()
+		}
+	}
+}

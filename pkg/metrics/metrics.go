@@ -1,0 +1,139 @@
+// Package metrics exports what the limiter does as Prometheus metrics. It
+// observes the limiter (limiter.Observer) and never sits inside the
+// algorithms; every collector is registered on a registry the caller owns.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weirhq/weir/pkg/breaker"
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// Limiter is a limiter.Observer that keeps Prometheus metrics. Safe for
+// concurrent use.
+type Limiter struct {
+	decisions     *prometheus.CounterVec
+	latency       prometheus.Histogram
+	storeLatency  prometheus.Histogram
+	storeErrors   prometheus.Counter
+	breakerOpen   prometheus.Gauge
+	cacheAbsorbed prometheus.Counter
+	reloads       *prometheus.CounterVec
+	rulesVersion  *prometheus.GaugeVec
+	rulesLoaded   prometheus.Gauge
+}
+
+var _ limiter.Observer = (*Limiter)(nil)
+
+// NewLimiter creates the limiter's metrics and registers them on reg.
+func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
+	m := &Limiter{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weir_decisions_total",
+			Help: "Rule decisions, by domain, rule, result (allowed, rejected, shadow_rejected) and source (store, cache, override_allow, override_deny, unlimited, failure_open, failure_closed, failure_local).",
+		}, []string{"domain", "rule", "result", "source"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "weir_check_duration_seconds",
+			Help:    "Latency of a whole Check (all its items), as the limiter measured it.",
+			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3},
+		}),
+		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "weir_store_duration_seconds",
+			Help:    "Latency of store calls (one round trip each).",
+			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3},
+		}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "weir_store_errors_total",
+			Help: "Store calls that failed (timeouts, connection errors, bad replies).",
+		}),
+		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "weir_store_breaker_state",
+			Help: "The store circuit breaker: 0 closed, 1 open, 2 half-open.",
+		}),
+		cacheAbsorbed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "weir_cache_absorbed_total",
+			Help: "Rule decisions answered by the hot-key cache without a store call.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weir_rule_reloads_total",
+			Help: "Rule set loads, by result (ok, rejected).",
+		}, []string{"result"}),
+		rulesVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "weir_rules_version_info",
+			Help: "The rule set in force: 1 for its domain and version (a digest of its content).",
+		}, []string{"domain", "version"}),
+		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "weir_rules_loaded_timestamp_seconds",
+			Help: "When the rule set in force was loaded.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.storeLatency, m.storeErrors, m.breakerOpen, m.cacheAbsorbed, m.reloads, m.rulesVersion, m.rulesLoaded} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("rejected")
+	return m, nil
+}
+
+// Checked implements limiter.Observer.
+func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Duration) {
+	m.latency.Observe(latency.Seconds())
+	for i := range resp.Items {
+		for j := range resp.Items[i].Results {
+			r := &resp.Items[i].Results[j]
+			result := "allowed"
+			if !r.Allowed {
+				result = "rejected"
+				if r.Shadow() {
+					result = "shadow_rejected"
+				}
+			}
+			if r.Source == limiter.SourceCache {
+				m.cacheAbsorbed.Inc()
+			}
+			m.decisions.WithLabelValues(domain, r.Match.Rule.Spec.ID, result, r.Source.String()).Inc()
+		}
+	}
+}
+
+// StoreCall implements limiter.Observer.
+func (m *Limiter) StoreCall(latency time.Duration, err error) {
+	m.storeLatency.Observe(latency.Seconds())
+	if err != nil {
+		m.storeErrors.Inc()
+	}
+}
+
+// BreakerState implements limiter.Observer.
+func (m *Limiter) BreakerState(s breaker.State) { m.breakerOpen.Set(float64(s)) }
+
+// RulesLoaded records a rule set put in force.
+func (m *Limiter) RulesLoaded(domain, version string, at time.Time) {
+	m.reloads.WithLabelValues("ok").Inc()
+	m.rulesVersion.Reset()
+	m.rulesVersion.WithLabelValues(domain, version).Set(1)
+	m.rulesLoaded.Set(float64(at.Unix()))
+}
+
+// RulesRejected records a rule set refused (the previous one stays).
+func (m *Limiter) RulesRejected() { m.reloads.WithLabelValues("rejected").Inc() }
+
+// CacheRatio registers a gauge of the hot-key cache's hit ratio, read from
+// stats when scraped.
+func CacheRatio(reg prometheus.Registerer, stats func() (hits, misses uint64)) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weir_cache_hit_ratio",
+		Help: "Hits over lookups of the hot-key cache since start.",
+	}, func() float64 {
+		h, m := stats()
+		if h+m == 0 {
+			return 0
+		}
+		return float64(h) / float64(h+m)
+	}))
+}
