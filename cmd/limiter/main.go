@@ -35,6 +35,7 @@ func run(args []string) error {
 	fs.Int64Var(&cfg.CacheKeys, "cache-keys", 0, "hot-key cache size in keys, negative disables (default 100000)")
 	fs.IntVar(&cfg.MemoryKeys, "memory-keys", 0, "cap on keys kept in memory (default 1000000)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 0, "time in-flight requests get on shutdown (default 10s)")
+	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve pprof profiles on this address (keep it on loopback)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "json", "log format: json or text")
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR]")

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/weirhq/weir/pkg/coalesce"
 	"github.com/weirhq/weir/pkg/grpcapi"
 	"github.com/weirhq/weir/pkg/httpapi"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -59,6 +61,9 @@ type Config struct {
 	// MemoryKeys caps the in-memory store (and the failure_mode local
 	// store). Default 1,000,000.
 	MemoryKeys int
+	// DebugAddr, if set, serves Go's pprof profiles (net/http/pprof) on
+	// this address. Keep it on loopback.
+	DebugAddr string
 	// ShutdownGrace is how long in-flight requests get on shutdown.
 	// Default 10s.
 	ShutdownGrace time.Duration
@@ -182,6 +187,15 @@ func Run(ctx context.Context, cfg Config) error {
 			errc <- fmt.Errorf("limiterd: grpc: %w", err)
 		}
 	})
+	var dbg *http.Server
+	if cfg.DebugAddr != "" {
+		dbg = &http.Server{Addr: cfg.DebugAddr, Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
+		wg.Go(func() {
+			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("debug server", "err", err)
+			}
+		})
+	}
 	rctx, stopRules := context.WithCancel(ctx)
 	wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -205,6 +219,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	if dbg != nil {
+		_ = dbg.Close()
+	}
 	stopped := make(chan struct{})
 	go func() { grpcSrv.GracefulStop(); close(stopped) }()
 	select {
@@ -216,6 +233,16 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Wait()
 	log.Info("limiter stopped")
 	return runErr
+}
+
+func pprofMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func storeName(addr string) string {
@@ -262,7 +289,14 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 		_ = closeFn()
 		return nil, nil, fmt.Errorf("limiterd: %w", err)
 	}
-	return s, func() { _ = closeFn() }, nil
+	// Concurrent decisions share pipelines: one round trip, and one pair of
+	// syscalls, per batch instead of per decision.
+	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})
+	if err != nil {
+		_ = closeFn()
+		return nil, nil, fmt.Errorf("limiterd: %w", err)
+	}
+	return co, func() { co.Close(); _ = closeFn() }, nil
 }
 
 // tune sets go-redis timeouts for a limiter: short, no retries (a retry

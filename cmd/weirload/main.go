@@ -1,0 +1,277 @@
+// Command weirload is a lean load generator for the limiter's gRPC Check
+// API. It runs a bounded number of closed-loop workers (or paced workers at
+// a target rate), for a bounded time, and reports decisions per second,
+// latency percentiles and, given the limiter's PID, the limiter's CPU time
+// per decision read from /proc.
+//
+//	weirload --target 127.0.0.1:9090 --concurrency 50 --duration 10s --keys 1
+//
+// It only ever connects to the target it is given; use it on loopback or on
+// hosts you own.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+type config struct {
+	target      string
+	concurrency int
+	conns       int
+	duration    time.Duration
+	warmup      time.Duration
+	rate        float64
+	keys        int
+	batch       int
+	domain      string
+	attrs       string
+	keyAttr     string
+	pid         int
+	name        string
+	jsonOut     bool
+}
+
+// Result is what a run measured.
+type Result struct {
+	Name         string  `json:"name"`
+	Decisions    int64   `json:"decisions"`
+	Calls        int64   `json:"calls"`
+	Errors       int64   `json:"errors"`
+	Allowed      int64   `json:"allowed"`
+	Seconds      float64 `json:"seconds"`
+	PerSecond    float64 `json:"decisions_per_second"`
+	P50Micros    float64 `json:"p50_us"`
+	P99Micros    float64 `json:"p99_us"`
+	MaxMicros    float64 `json:"max_us"`
+	CPUMicros    float64 `json:"limiter_cpu_us_per_decision,omitempty"`
+	CallCPUMicro float64 `json:"limiter_cpu_us_per_call,omitempty"`
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "weirload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var c config
+	fs := flag.NewFlagSet("weirload", flag.ContinueOnError)
+	fs.StringVar(&c.target, "target", "127.0.0.1:9090", "limiter gRPC address")
+	fs.IntVar(&c.concurrency, "concurrency", 50, "workers (1 to 10,000)")
+	fs.IntVar(&c.conns, "conns", 2, "gRPC connections shared by the workers")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time (at most 10m)")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured time before it")
+	fs.Float64Var(&c.rate, "rate", 0, "target calls per second over all workers; 0 runs closed-loop as fast as answers come")
+	fs.IntVar(&c.keys, "keys", 1, "distinct key values to cycle through")
+	fs.IntVar(&c.batch, "batch", 1, "items per Check call")
+	fs.StringVar(&c.domain, "domain", "", "rule domain")
+	fs.StringVar(&c.attrs, "attrs", "", "fixed attributes, k=v,k=v")
+	fs.StringVar(&c.keyAttr, "key-attr", "user_id", "attribute that carries the varying key")
+	fs.IntVar(&c.pid, "pid", 0, "limiter PID, to report its CPU per decision")
+	fs.StringVar(&c.name, "name", "run", "name of this run in the report")
+	fs.BoolVar(&c.jsonOut, "json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case c.concurrency < 1 || c.concurrency > 10_000:
+		return fmt.Errorf("--concurrency %d outside [1, 10000]", c.concurrency)
+	case c.duration <= 0 || c.duration > 10*time.Minute:
+		return fmt.Errorf("--duration %v outside (0, 10m]", c.duration)
+	case c.batch < 1 || c.batch > 256 || c.keys < 1 || c.conns < 1:
+		return errors.New("--batch must be 1 to 256; --keys and --conns at least 1")
+	}
+	fixed := map[string]string{}
+	if c.attrs != "" {
+		for _, kv := range strings.Split(c.attrs, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("--attrs: %q is not k=v", kv)
+			}
+			fixed[k] = v
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := load(ctx, c, fixed)
+	if err != nil {
+		return err
+	}
+	if c.jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
+	if res.CPUMicros > 0 {
+		fmt.Printf("  limiter CPU %.1fµs/decision (%.1fµs/call)", res.CPUMicros, res.CallCPUMicro)
+	}
+	fmt.Println()
+	return nil
+}
+
+func load(ctx context.Context, c config, fixed map[string]string) (Result, error) {
+	conns := make([]weirv1.LimiterClient, c.conns)
+	for i := range conns {
+		cc, err := grpc.NewClient(c.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return Result{}, fmt.Errorf("connect %s: %w", c.target, err)
+		}
+		defer cc.Close()
+		conns[i] = weirv1.NewLimiterClient(cc)
+	}
+	var (
+		measuring atomic.Bool
+		calls     atomic.Int64
+		errs      atomic.Int64
+		allowed   atomic.Int64
+		mu        sync.Mutex
+		samples   []time.Duration
+		firstErr  atomic.Value
+	)
+	runCtx, cancel := context.WithTimeout(ctx, c.warmup+c.duration)
+	defer cancel()
+	var keyCounter atomic.Int64
+	var wg sync.WaitGroup
+	for w := range c.concurrency {
+		wg.Go(func() {
+			client := conns[w%len(conns)]
+			items := make([]*weirv1.CheckItem, c.batch)
+			for i := range items {
+				attrs := make(map[string]string, len(fixed)+1)
+				for k, v := range fixed {
+					attrs[k] = v
+				}
+				items[i] = &weirv1.CheckItem{Attributes: attrs, Hits: 1}
+			}
+			req := &weirv1.CheckRequest{Domain: c.domain, Items: items}
+			local := make([]time.Duration, 0, 1<<14)
+			var interval time.Duration
+			if c.rate > 0 {
+				interval = time.Duration(float64(time.Second) * float64(c.concurrency) / c.rate)
+			}
+			next := time.Now()
+			for runCtx.Err() == nil {
+				for _, it := range items {
+					it.Attributes[c.keyAttr] = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
+				}
+				start := time.Now()
+				if interval > 0 {
+					// Paced: latency counts from the scheduled send, so a
+					// slow answer is not hidden by sending later.
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+					start = next
+					next = next.Add(interval)
+				}
+				resp, err := client.Check(runCtx, req)
+				if runCtx.Err() != nil {
+					break
+				}
+				if !measuring.Load() {
+					continue
+				}
+				lat := time.Since(start)
+				calls.Add(1)
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				n := int64(0)
+				for _, ir := range resp.GetItems() {
+					if ir.GetAllowed() {
+						n++
+					}
+				}
+				allowed.Add(n)
+				local = append(local, lat)
+			}
+			mu.Lock()
+			samples = append(samples, local...)
+			mu.Unlock()
+		})
+	}
+	select {
+	case <-time.After(c.warmup):
+	case <-runCtx.Done():
+	}
+	cpu0 := procCPU(c.pid)
+	t0 := time.Now()
+	measuring.Store(true)
+	<-runCtx.Done()
+	elapsed := time.Since(t0)
+	cpu1 := procCPU(c.pid)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	slices.Sort(samples)
+	pct := func(p float64) float64 {
+		if len(samples) == 0 {
+			return 0
+		}
+		return float64(samples[min(len(samples)-1, int(p*float64(len(samples))))].Microseconds())
+	}
+	n := calls.Load() - errs.Load()
+	r := Result{
+		Name: c.name, Calls: calls.Load(), Decisions: n * int64(c.batch), Errors: errs.Load(), Allowed: allowed.Load(),
+		Seconds: elapsed.Seconds(), P50Micros: pct(0.50), P99Micros: pct(0.99), MaxMicros: pct(1),
+	}
+	r.PerSecond = float64(r.Decisions) / r.Seconds
+	if c.pid > 0 && cpu1 > cpu0 && r.Decisions > 0 {
+		r.CPUMicros = (cpu1 - cpu0).Seconds() * 1e6 / float64(r.Decisions)
+		r.CallCPUMicro = (cpu1 - cpu0).Seconds() * 1e6 / float64(n)
+	}
+	if e, ok := firstErr.Load().(string); ok {
+		fmt.Fprintln(os.Stderr, "weirload: first error:", e)
+	}
+	return r, nil
+}
+
+// procCPU returns the user+system CPU time of pid so far, from
+// /proc/PID/stat; 0 when pid is 0 or unreadable.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the ")" that ends the command name; utime and stime are
+	// fields 14 and 15 (1-based), in clock ticks (100 per second on Linux).
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
