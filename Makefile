@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all build test test-short bench lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: all run build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -25,11 +25,19 @@ test: ensure-redis
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+## run: one limiter with the in-memory store and the example rules
+run:
+	$(GO) run ./cmd/limiter --dc local --rules deploy/multidc/rules.yaml --log-format text
+
 ## bench: the benchmarks of the algorithms and the stores
 bench: ensure-redis
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./pkg/algorithm ./pkg/memstore
 	$(GO) test -run '^$$' -bench 'RedisDecide' -benchtime 1s ./pkg/redisstore
 	$(GO) test -run '^$$' -bench 'RedisMemory' -benchtime 1x ./pkg/redisstore
+
+## bench-limiter: load the limiter over gRPC (weirload), with Redis; about a minute
+bench-limiter:
+	scripts/bench-limiter.sh
 
 ## lint: formatting, go vet and staticcheck
 lint: fmt vet staticcheck
