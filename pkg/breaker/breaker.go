@@ -136,6 +136,22 @@ func (b *Breaker) Failure() {
 	}
 }
 
+// Release gives back a probe whose outcome is unknown (its caller gave up
+// before the call said anything about the dependency): the breaker goes
+// back to open with its cooldown already over, so the next Allow probes
+// again. It does nothing unless the breaker is half-open.
+func (b *Breaker) Release() {
+	b.mu.Lock()
+	released := b.state == HalfOpen
+	if released {
+		b.state = Open
+	}
+	b.mu.Unlock()
+	if released {
+		b.notify(Open)
+	}
+}
+
 // State returns the breaker's state.
 func (b *Breaker) State() State {
 	b.mu.Lock()

@@ -68,6 +68,25 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
+func TestReleaseLetsTheNextCallerProbe(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	b, _ := breaker.New(breaker.Config{Failures: 1, Cooldown: time.Second, Now: c.now}, nil)
+	b.Failure()
+	c.t = c.t.Add(time.Second)
+	if ok, probe := b.Allow(); !ok || !probe {
+		t.Fatalf("after cooldown: got ok=%v probe=%v, want a probe", ok, probe)
+	}
+	b.Release()
+	if ok, probe := b.Allow(); !ok || !probe {
+		t.Fatalf("after Release: got ok=%v probe=%v, want another probe at once", ok, probe)
+	}
+	b.Success()
+	b.Release() // closed: nothing to release
+	if got := b.State(); got != breaker.Closed {
+		t.Fatalf("Release on a closed breaker: got %v, want closed", got)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if _, err := breaker.New(breaker.Config{Failures: -1}, nil); err == nil {
 		t.Error("negative Failures: got nil error")

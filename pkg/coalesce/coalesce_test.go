@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newCoalescer(t, m, coalesce.Config{})
+		return newCoalescer(t, m, coalesce.Config{Timeout: 5 * time.Second})
 	})
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newCoalescer(t, s, coalesce.Config{})
+		return newCoalescer(t, s, coalesce.Config{Timeout: 5 * time.Second})
 	})
 }
 

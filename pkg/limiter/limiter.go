@@ -487,54 +487,8 @@ func (l *Limiter) remember(m ruleset.Match, p algorithm.Params, d algorithm.Deci
 
 // decide asks the store (or the failure modes) about the waiting results.
 func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) {
-	ok, probe := l.breaker.Allow()
-	if probe {
-		if p, isPinger := l.store.(Pinger); isPinger && !l.closed.Load() {
-			// Probe in the background; this request does not wait on it.
-			l.probes.Add(1)
-			go func() {
-				defer l.probes.Done()
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
-				defer cancel()
-				if err := p.Ping(pctx); err != nil {
-					l.breaker.Failure()
-					return
-				}
-				l.breaker.Success()
-			}()
-			ok = false
-		}
-	}
-	var results []algorithm.Result
-	var err error
-	if ok {
-		sctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
-		callStart := l.now()
-		results, err = l.store.Decide(sctx, now, reqs)
-		cancel()
-		callTime := l.now().Sub(callStart)
-		if err != nil && ctx.Err() != nil {
-			// The caller gave up; that says nothing about the store.
-			err = nil
-			results = failAll(len(reqs), ctx.Err())
-		}
-		callErr := err
-		for _, r := range results {
-			if callErr == nil && r.Err != nil {
-				callErr = r.Err
-			}
-		}
-		l.obs.StoreCall(callTime, callErr)
-		if callErr != nil {
-			l.breaker.Failure()
-		} else {
-			l.breaker.Success()
-		}
-	}
+	results, err := l.storeCall(ctx, now, reqs)
 	if results == nil {
-		if err == nil {
-			err = errBreakerOpen
-		}
 		results = failAll(len(reqs), err)
 	}
 	var local []int
@@ -583,6 +537,58 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 }
 
 var errBreakerOpen = errors.New("limiter: store circuit breaker is open")
+
+// storeCall asks the store to decide reqs, through the circuit breaker and
+// within the store timeout. It returns nil results and errBreakerOpen when
+// the breaker refuses the call. A caller that gives up (ctx done) says
+// nothing about the store: its failure is not held against the breaker.
+func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	ok, probe := l.breaker.Allow()
+	if probe {
+		if p, isPinger := l.store.(Pinger); isPinger && !l.closed.Load() {
+			// Probe in the background; this request does not wait on it.
+			l.probes.Add(1)
+			go func() {
+				defer l.probes.Done()
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
+				defer cancel()
+				if err := p.Ping(pctx); err != nil {
+					l.breaker.Failure()
+					return
+				}
+				l.breaker.Success()
+			}()
+			return nil, errBreakerOpen
+		}
+	}
+	if !ok {
+		return nil, errBreakerOpen
+	}
+	sctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
+	callStart := l.now()
+	results, err := l.store.Decide(sctx, now, reqs)
+	cancel()
+	callTime := l.now().Sub(callStart)
+	callErr := err
+	for _, r := range results {
+		if callErr == nil && r.Err != nil {
+			callErr = r.Err
+		}
+	}
+	if callErr != nil && ctx.Err() != nil {
+		if probe {
+			l.breaker.Release()
+		}
+		return results, err
+	}
+	l.obs.StoreCall(callTime, callErr)
+	if callErr != nil {
+		l.breaker.Failure()
+	} else {
+		l.breaker.Success()
+	}
+	return results, err
+}
 
 func failAll(n int, err error) []algorithm.Result {
 	out := make([]algorithm.Result, n)

@@ -43,20 +43,13 @@ func (l *Limiter) Status(ctx context.Context, domain, ruleID, key string) (RuleR
 		return res, nil
 	}
 	req := algorithm.Request{Key: m.StoreKey, Params: l.params(set.Domain(), m)}
-	var out []algorithm.Result
-	if ok, _ := l.breaker.Allow(); ok {
-		sctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
-		out, err = l.store.Decide(sctx, now, []algorithm.Request{req})
-		cancel()
-		if err == nil && out[0].Err == nil {
-			res.Source, res.Decision = SourceStore, out[0].Decision
-			return res, nil
-		}
-		if err == nil {
-			err = out[0].Err
-		}
-	} else {
-		err = errBreakerOpen
+	out, err := l.storeCall(ctx, now, []algorithm.Request{req})
+	if err == nil && out[0].Err == nil {
+		res.Source, res.Decision = SourceStore, out[0].Decision
+		return res, nil
+	}
+	if err == nil {
+		err = out[0].Err
 	}
 	if r.Spec.FailureMode != rule.FailLocal {
 		return RuleResult{}, fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -1,0 +1,90 @@
+package limiter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/redisstore"
+	"github.com/weirhq/weir/pkg/redistest"
+)
+
+// redisLimiter returns a limiter over a real redis-server, on clock c,
+// with modesYAML loaded and the hot-key cache off.
+func redisLimiter(t *testing.T, srv *redistest.Server, c *clock) *limiter.Limiter {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rc.Close() })
+	rs, err := redisstore.New(rc, redisstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := limiter.New(limiter.Config{Store: rs, CacheKeys: -1, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if err := l.SetRules(compile(t, modesYAML)); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func source(t *testing.T, l *limiter.Limiter, ctx context.Context) limiter.Source {
+	t.Helper()
+	resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"mode": "open", "k": "x"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Items[0].Results[0].Source
+}
+
+// TestStatusDuringOutageLetsTheBreakerRecover: a Status call that takes
+// the half-open breaker's probe must report how it went, or the breaker
+// stays half-open and the limiter never uses the store again.
+func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClock()
+	l := redisLimiter(t, srv, c)
+	srv.Stop()
+	for range 3 {
+		source(t, l, context.Background())
+	}
+	if got := source(t, l, context.Background()); got != limiter.SourceFailureOpen {
+		t.Fatalf("Redis dead: got %v, want failure_open", got)
+	}
+	c.add(time.Second) // past the breaker's cooldown
+	if _, err := l.Status(context.Background(), "", "open", "x"); err == nil {
+		t.Fatal("status with Redis dead: got nil error")
+	}
+	srv.Restart(t)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		c.add(time.Second)
+		if got := source(t, l, context.Background()); got == limiter.SourceStore {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Redis back for 3s (and the fake clock far past every cooldown): still not deciding from the store")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCancelledCallersDoNotOpenTheBreaker: callers that gave up say
+// nothing about the store, so they must not open its breaker.
+func TestCancelledCallersDoNotOpenTheBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	l := redisLimiter(t, srv, newClock())
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 5 {
+		source(t, l, cancelled)
+	}
+	if got := source(t, l, context.Background()); got != limiter.SourceStore {
+		t.Fatalf("healthy Redis after 5 cancelled callers: got %v, want store", got)
+	}
+}
