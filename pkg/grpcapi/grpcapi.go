@@ -7,7 +7,6 @@ package grpcapi
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,6 +15,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/runtime/protoiface"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -44,23 +46,59 @@ func Register(s *grpc.Server, svc *Service) *health.Server {
 	}
 	s.RegisterService(&desc, svc)
 	hs := health.NewServer()
+	hs.SetServingStatus(desc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)
 	return hs
 }
 
 // invalidArgumentOnDecode makes a request that does not unmarshal fail with
-// InvalidArgument instead of grpc-go's Internal.
+// InvalidArgument instead of grpc-go's Internal. grpc-go writes the status
+// of a failed RecvMsg itself, whatever the handler returns, so the request
+// must not fail there: the handler's decode function is given a decoded,
+// which takes the bytes and keeps the parse error for the handler.
 func invalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		return h(srv, ctx, func(m any) error {
-			err := dec(m)
-			if err != nil && status.Code(err) == codes.Internal && strings.Contains(err.Error(), "unmarshal") {
-				return status.Error(codes.InvalidArgument, "malformed request: "+status.Convert(err).Message())
+			pm, ok := m.(proto.Message)
+			if !ok {
+				return dec(m)
 			}
-			return err
+			d := &decoded{msg: pm}
+			if err := dec(d); err != nil {
+				return err
+			}
+			if d.err != nil {
+				return status.Error(codes.InvalidArgument, "malformed request: "+d.err.Error())
+			}
+			return nil
 		}, ic)
 	}
+}
+
+// decoded is a proto.Message that grpc-go's proto codec unmarshals into
+// without failing: its reflection is msg's, except that its fast-path
+// Unmarshal parses into msg and records the error in err.
+type decoded struct {
+	msg proto.Message
+	err error
+}
+
+// ProtoReflect implements proto.Message.
+func (d *decoded) ProtoReflect() protoreflect.Message {
+	return decodedReflect{Message: d.msg.ProtoReflect(), d: d}
+}
+
+type decodedReflect struct {
+	protoreflect.Message
+	d *decoded
+}
+
+func (r decodedReflect) ProtoMethods() *protoiface.Methods {
+	return &protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
+		r.d.err = proto.UnmarshalOptions{RecursionLimit: in.Depth}.Unmarshal(in.Buf, r.d.msg)
+		return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
+	}}
 }
 
 func toStatus(err error) error {

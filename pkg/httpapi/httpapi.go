@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
 // decode reads r's body into v strictly: one JSON value, known fields only,
 // at most maxBody bytes.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, "INVALID_REQUEST", fmt.Sprintf("content type %q: want application/json", ct))
 		return false
 	}
@@ -138,10 +139,25 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// decodeStrict decodes exactly one JSON value with only known fields.
+// isJSON reports whether the media type ct is application/json (media
+// types are case-insensitive and may carry parameters).
+// isJSON reports whether a request's content type may carry the JSON body:
+// application/json, or application/x-www-form-urlencoded, which curl -d
+// sends by default (the body must still be JSON).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || mt == "application/x-www-form-urlencoded")
+}
+
+// decodeStrict decodes exactly one JSON object with only known fields.
 func decodeStrict(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return errors.New("empty body: want a JSON object")
+	}
+	// encoding/json takes null for a zero object; a body must be one.
+	if trimmed[0] != '{' {
+		return errors.New("malformed JSON: want an object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -331,6 +347,11 @@ func rejectionMessage(d *limiter.RuleResult) string {
 // and the IETF RateLimit-Policy (every limiting rule) and RateLimit (the
 // decisive rule) fields.
 func setRateLimitHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
+	if d.Source == limiter.SourceUnlimited || d.Source == limiter.SourceOverrideAllow {
+		// Only bypasses matched: there is no limit to report, and a
+		// Limit and Remaining of 0 would tell clients to stop.
+		return
+	}
 	reset := ceilSeconds(d.ResetAt.Sub(now))
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))

@@ -397,6 +397,11 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			hits = 1
 		}
 		matches = set.Match(it.Attributes, matches[:0])
+		for _, m := range matches {
+			if m.Oversized {
+				return Response{}, fmt.Errorf("item %d: %w: the key values for rule %q make a key longer than %d bytes", i, ErrInvalid, m.Rule.Spec.ID, algorithm.MaxKeyLen)
+			}
+		}
 		results := make([]RuleResult, len(matches))
 		for j, m := range matches {
 			r := &results[j]

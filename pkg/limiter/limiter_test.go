@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -446,5 +447,28 @@ func TestFailureModesAgainstADeadRedis(t *testing.T) {
 			t.Fatalf("Redis back for 5s: still %v", r.Source)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOversizedKeyIsRefusedNotAllowed: attribute values at their size
+// limit can make a composite key too long to store; such a request must be
+// refused, never let past the rule.
+func TestOversizedKeyIsRefusedNotAllowed(t *testing.T) {
+	l, err := limiter.New(limiter.Config{Store: mem(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetRules(compile(t, `
+domain: wide
+rules:
+  - {rule_id: wide, key_type: [a, b, c, d, e], limit: 1, window_seconds: 60}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Repeat("x", limiter.MaxValueLen)
+	_, err = l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"a": v, "b": v, "c": v, "d": v, "e": v}}}})
+	if !errors.Is(err, limiter.ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid", err)
 	}
 }

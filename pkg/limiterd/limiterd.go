@@ -289,6 +289,13 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 		_ = closeFn()
 		return nil, nil, fmt.Errorf("limiterd: %w", err)
 	}
+	// Load the scripts now, so the first decisions need not; a Redis that
+	// is down at start is not fatal (the failure modes cover it).
+	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := s.Load(lctx); err != nil {
+		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
+	}
+	cancel()
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
 	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})

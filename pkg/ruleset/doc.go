@@ -32,10 +32,11 @@
 //     other value for it to be equal;
 //   - every key dimension is present. A request that lacks one is not
 //     counted by the rule at all (not charged to an "unknown" key);
-//   - its store key is at most algorithm.MaxKeyLen bytes (see Match).
-//     A request whose attribute values would make a longer key is not
-//     counted by the rule, rather than failing the request or sharing a
-//     truncated key with others.
+//
+// A request whose key values would make the rule's store key longer than
+// algorithm.MaxKeyLen gets a Match marked Oversized, which the limiter
+// answers with an invalid-request error: a request must neither share a
+// truncated key with others nor slip past the rule.
 //
 // Set.Match reports the rules in the order of the rule file.
 //

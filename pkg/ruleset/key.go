@@ -150,8 +150,8 @@ func (r *Rule) KeyFor(key string) (Match, error) {
 		ip = &p
 		vals[r.ipDim] = p.canon
 	}
-	m, ok := r.decide(vals, ip)
-	if !ok {
+	m, _ := r.decide(vals, ip)
+	if m.Oversized {
 		return Match{}, fmt.Errorf("%w: rule %q: key of %d bytes makes a store key longer than %d bytes", ErrInvalidKey, r.Spec.ID, len(key), algorithm.MaxKeyLen)
 	}
 	return m, nil

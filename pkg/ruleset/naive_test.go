@@ -20,10 +20,11 @@ type result struct {
 	Limit     int64
 	Burst     int64
 	Unlimited bool
+	Oversized bool
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("%s key=%q store=%q %s limit=%d burst=%d unlimited=%t", r.ID, r.Key, r.StoreKey, r.Action, r.Limit, r.Burst, r.Unlimited)
+	return fmt.Sprintf("%s key=%q store=%q %s limit=%d burst=%d unlimited=%t oversized=%t", r.ID, r.Key, r.StoreKey, r.Action, r.Limit, r.Burst, r.Unlimited, r.Oversized)
 }
 
 func results(ms []ruleset.Match) []result {
@@ -32,7 +33,7 @@ func results(ms []ruleset.Match) []result {
 	}
 	rs := make([]result, len(ms))
 	for i, m := range ms {
-		rs[i] = result{m.Rule.Spec.ID, m.Key, m.StoreKey, m.Action, m.Limit, m.Burst, m.Unlimited}
+		rs[i] = result{m.Rule.Spec.ID, m.Key, m.StoreKey, m.Action, m.Limit, m.Burst, m.Unlimited, m.Oversized}
 	}
 	return rs
 }
@@ -79,6 +80,7 @@ func naiveMatch(s rule.Set, attrs map[string]string) []result {
 		key := naiveKey(vals)
 		storeKey := s.Domain + "/" + r.ID + "/" + key
 		if len(storeKey) > algorithm.MaxKeyLen {
+			out = append(out, result{ID: r.ID, Oversized: true})
 			continue
 		}
 		res := result{ID: r.ID, Key: key, StoreKey: storeKey, Action: rule.ActionLimit, Limit: r.Limit, Burst: r.Burst, Unlimited: r.Unlimited}

@@ -85,6 +85,12 @@ type Match struct {
 	// Unlimited is the rule's Unlimited: count the request, never limit
 	// it. Limit and Burst are zero.
 	Unlimited bool
+	// Oversized reports a request that the rule applies to but whose key
+	// values would make a store key longer than algorithm.MaxKeyLen. Only
+	// Rule is set; the caller must refuse the request (counting it under a
+	// truncated key would merge keys, ignoring it would let it bypass the
+	// rule).
+	Oversized bool
 }
 
 // Params returns the algorithm parameters of m's counter: the rule's
@@ -297,7 +303,8 @@ func (r *Rule) match(req *request) (Match, bool) {
 
 // decide builds the Match of r for the key whose dimension values are
 // vals (non-empty, the "ip" one canonical) and whose "ip" dimension, if r
-// has one, is ip. It reports false if the store key would be too long.
+// has one, is ip. A store key that would be too long gives a Match marked
+// Oversized.
 func (r *Rule) decide(vals []string, ip *parsedIP) (Match, bool) {
 	m := Match{Rule: r, Action: rule.ActionLimit, Limit: r.Spec.Limit, Burst: r.Spec.Burst, Unlimited: r.Spec.Unlimited}
 	switch len(vals) {
@@ -305,14 +312,14 @@ func (r *Rule) decide(vals []string, ip *parsedIP) (Match, bool) {
 		m.StoreKey = r.prefix
 	case 1:
 		if len(r.prefix)+len(vals[0]) > algorithm.MaxKeyLen {
-			return Match{}, false
+			return Match{Rule: r, Oversized: true}, true
 		}
 		m.Key = vals[0]
 		m.StoreKey = r.prefix + vals[0]
 	default:
 		n := encodedLen(vals)
 		if len(r.prefix)+n > algorithm.MaxKeyLen {
-			return Match{}, false
+			return Match{Rule: r, Oversized: true}, true
 		}
 		// One allocation: the Builder's buffer becomes the string.
 		var b strings.Builder

@@ -375,14 +375,26 @@ func TestOversizedKeys(t *testing.T) {
 		want  []string
 	}{
 		{"at the limit", map[string]string{"v": fits}, []string{"global", "one"}},
-		{"one byte over", map[string]string{"v": fits + "a"}, []string{"global"}},
+		{"one byte over", map[string]string{"v": fits + "a"}, []string{"global", "one!"}},
 		{"composite at the limit", map[string]string{"v": strings.Repeat("a", algorithm.MaxKeyLen-len("shop/two/")-2), "w": "b"}, []string{"global", "one", "two"}},
-		{"composite over by escaping", map[string]string{"v": strings.Repeat("a", algorithm.MaxKeyLen-len("shop/two/")-3) + "|", "w": "b"}, []string{"global", "one"}},
+		{"composite over by escaping", map[string]string{"v": strings.Repeat("a", algorithm.MaxKeyLen-len("shop/two/")-3) + "|", "w": "b"}, []string{"global", "one", "two!"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ms := s.Match(tt.attrs, nil)
-			if got := ids(ms); !slices.Equal(got, tt.want) {
+			// "id!" marks a match reported Oversized.
+			var got []string
+			for _, m := range ms {
+				id := m.Rule.Spec.ID
+				if m.Oversized {
+					id += "!"
+					if m.Key != "" || m.StoreKey != "" {
+						t.Errorf("%s: oversized match carries key %q", id, m.StoreKey)
+					}
+				}
+				got = append(got, id)
+			}
+			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 			for _, m := range ms {
