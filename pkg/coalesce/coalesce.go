@@ -7,6 +7,10 @@
 // A merged call decides every request at the latest now among the calls it
 // merges (they arrived within one round trip of each other). Refunds are
 // passed straight through.
+//
+// With Config.Bound set, the coalescer also bounds how long each call
+// waits, with one timer for all of them instead of a context with a
+// deadline per call.
 package coalesce
 
 import (
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -38,18 +43,27 @@ type Config struct {
 	// Yields is how many times a worker yields the processor to let more
 	// requests join a batch before it sends it. Default 2; negative 0.
 	Yields int
+	// Bound, if positive, bounds every Decide: one not answered within
+	// Bound of being called fails with an error that wraps ErrTimeout
+	// and context.DeadlineExceeded (its requests may still be decided).
+	// Default 0: only callers' contexts bound how long they wait.
+	Bound time.Duration
 }
 
 // Validate reports whether c is usable.
 func (c Config) Validate() error {
-	if c.Workers < 0 || c.MaxBatch < 0 || c.Timeout < 0 {
-		return fmt.Errorf("coalesce: negative Workers %d, MaxBatch %d or Timeout %v", c.Workers, c.MaxBatch, c.Timeout)
+	if c.Workers < 0 || c.MaxBatch < 0 || c.Timeout < 0 || c.Bound < 0 {
+		return fmt.Errorf("coalesce: negative Workers %d, MaxBatch %d, Timeout %v or Bound %v", c.Workers, c.MaxBatch, c.Timeout, c.Bound)
 	}
 	return nil
 }
 
 // ErrClosed is returned by Decide after Close.
 var ErrClosed = errors.New("coalesce: closed")
+
+// ErrTimeout is wrapped by the error of a Decide that Config.Bound cut
+// short.
+var ErrTimeout = errors.New("coalesce: no answer within the bound")
 
 // Coalescer is a Store that merges concurrent Decide calls. Safe for
 // concurrent use. New starts its workers; Close stops them.
@@ -65,14 +79,72 @@ type Coalescer struct {
 	// mu orders sends to queue before Close: senders hold it for reading.
 	mu     sync.RWMutex
 	closed bool
+
+	bound    time.Duration
+	errBound error
+	// With a bound, the jobs not yet answered, oldest (so first to
+	// expire) first, and a timer set for the oldest's deadline.
+	bmu     sync.Mutex
+	waiting list
+	timer   *time.Timer
 }
 
+// A job is one Decide call. It is answered once, by whoever moves its state
+// from pending: the worker that decided it, or (with a bound) the timer
+// that expired it.
 type job struct {
 	now  time.Time
 	reqs []algorithm.Request
 	res  []algorithm.Result
 	err  error
 	done chan struct{}
+
+	state    atomic.Uint32
+	deadline time.Time
+	prev     *job // in Coalescer.waiting
+	next     *job
+	listed   bool
+}
+
+// Job states.
+const (
+	pending uint32 = iota
+	answered
+	expired
+)
+
+// answer moves j from pending to to, and reports whether it did: the
+// caller that did, and only it, may set j's results and send on done.
+func (j *job) answer(to uint32) bool { return j.state.CompareAndSwap(pending, to) }
+
+// list is a doubly linked list of jobs.
+type list struct{ front, back *job }
+
+func (l *list) push(j *job) {
+	j.prev, j.next, j.listed = l.back, nil, true
+	if l.back != nil {
+		l.back.next = j
+	} else {
+		l.front = j
+	}
+	l.back = j
+}
+
+func (l *list) remove(j *job) {
+	if !j.listed {
+		return
+	}
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		l.front = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	} else {
+		l.back = j.prev
+	}
+	j.prev, j.next, j.listed = nil, nil, false
 }
 
 var jobs = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
@@ -95,6 +167,12 @@ func New(inner Store, cfg Config) (*Coalescer, error) {
 		cfg.Yields = 2
 	}
 	c := &Coalescer{inner: inner, maxBatch: cfg.MaxBatch, yields: max(0, cfg.Yields), timeout: cfg.Timeout, queue: make(chan *job, 4096), stop: make(chan struct{})}
+	if cfg.Bound > 0 {
+		c.bound = cfg.Bound
+		c.errBound = fmt.Errorf("%w (%v): %w", ErrTimeout, cfg.Bound, context.DeadlineExceeded)
+		c.timer = time.AfterFunc(time.Hour, c.expire)
+		c.timer.Stop()
+	}
 	for range cfg.Workers {
 		c.wg.Go(c.work)
 	}
@@ -111,35 +189,59 @@ func (c *Coalescer) Close() {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 }
 
+// CallBound returns Config.Bound: how long a Decide may take at most,
+// whatever its context; 0 for no bound.
+func (c *Coalescer) CallBound() time.Duration { return c.bound }
+
 // Decide queues reqs for the next merged call and waits for its results,
-// or for ctx.
+// for ctx, or for the bound.
 func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
 	if len(reqs) >= c.maxBatch {
+		if c.bound > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.bound)
+			defer cancel()
+		}
 		return c.inner.Decide(ctx, now, reqs)
 	}
 	j := jobs.Get().(*job)
 	j.now, j.reqs, j.res, j.err = now, reqs, nil, nil
+	j.state.Store(pending)
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
 		jobs.Put(j)
 		return nil, ErrClosed
 	}
+	if c.bound > 0 {
+		c.watch(j)
+	}
 	select {
 	case c.queue <- j:
 		c.mu.RUnlock()
 	case <-ctx.Done():
 		c.mu.RUnlock()
-		jobs.Put(j)
+		// Unless the timer took the job, it stays pending: nothing will
+		// answer it, and it is dropped, not reused.
+		if j.answer(expired) {
+			c.unwatch(j)
+		}
 		return nil, ctx.Err()
 	}
 	select {
 	case <-j.done:
+		if j.state.Load() == expired {
+			// A worker may still hold the job: drop it, do not reuse it.
+			return nil, c.errBound
+		}
 		res, err := j.res, j.err
 		jobs.Put(j)
 		return res, err
@@ -147,6 +249,47 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 		// The job completes later; its worker's send to the buffered done
 		// channel does not block, and the job is dropped, not reused.
 		return nil, ctx.Err()
+	}
+}
+
+// watch puts j, just called, under the bound.
+func (c *Coalescer) watch(j *job) {
+	j.deadline = time.Now().Add(c.bound)
+	c.bmu.Lock()
+	c.waiting.push(j)
+	if c.waiting.front == j {
+		c.timer.Reset(c.bound)
+	}
+	c.bmu.Unlock()
+}
+
+// unwatch takes j, answered, from under the bound.
+func (c *Coalescer) unwatch(j *job) {
+	if c.bound == 0 {
+		return
+	}
+	c.bmu.Lock()
+	c.waiting.remove(j)
+	c.bmu.Unlock()
+}
+
+// expire answers the jobs past their deadline, and sets the timer for the
+// next deadline. Deadlines follow the order of the list, but for calls
+// made at nearly the same time: a job is never answered before its
+// deadline, and at worst late by that much.
+func (c *Coalescer) expire() {
+	now := time.Now()
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	for j := c.waiting.front; j != nil; j = c.waiting.front {
+		if j.deadline.After(now) {
+			c.timer.Reset(j.deadline.Sub(now))
+			return
+		}
+		c.waiting.remove(j)
+		if j.answer(expired) {
+			j.done <- struct{}{}
+		}
 	}
 }
 
@@ -193,19 +336,24 @@ func (c *Coalescer) work() {
 			yields++
 			runtime.Gosched()
 		}
-		c.run(batch, reqs[:0])
+		reqs = c.run(batch, reqs[:0])
 	}
 }
 
-// run sends one merged call for batch and hands each job its results.
-func (c *Coalescer) run(batch []*job, reqs []algorithm.Request) {
+// run sends one merged call for batch and hands each job its results. It
+// merges the requests into reqs, and returns it for the next batch.
+func (c *Coalescer) run(batch []*job, reqs []algorithm.Request) []algorithm.Request {
 	if len(batch) == 1 {
 		j := batch[0]
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		j.res, j.err = c.inner.Decide(ctx, j.now, j.reqs)
+		res, err := c.inner.Decide(ctx, j.now, j.reqs)
 		cancel()
-		j.done <- struct{}{}
-		return
+		if j.answer(answered) {
+			c.unwatch(j)
+			j.res, j.err = res, err
+			j.done <- struct{}{}
+		}
+		return reqs
 	}
 	now := batch[0].now
 	for _, j := range batch {
@@ -217,16 +365,30 @@ func (c *Coalescer) run(batch []*job, reqs []algorithm.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	res, err := c.inner.Decide(ctx, now, reqs)
 	cancel()
+	if c.bound > 0 {
+		c.bmu.Lock()
+		for _, j := range batch {
+			if j.state.Load() == pending {
+				c.waiting.remove(j)
+			}
+		}
+		c.bmu.Unlock()
+	}
 	off := 0
 	for _, j := range batch {
-		if err != nil {
-			j.err = err
-		} else {
-			j.res = res[off : off+len(j.reqs) : off+len(j.reqs)]
+		n := len(j.reqs)
+		if j.answer(answered) {
+			if err != nil {
+				j.err = err
+			} else {
+				j.res = res[off : off+n : off+n]
+			}
+			j.done <- struct{}{}
 		}
-		off += len(j.reqs)
-		j.done <- struct{}{}
+		off += n
 	}
+	clear(reqs) // keep no keys alive until the next batch
+	return reqs
 }
 
 // drain fails the jobs still queued at Close.
@@ -234,8 +396,11 @@ func (c *Coalescer) drain() {
 	for {
 		select {
 		case j := <-c.queue:
-			j.err = ErrClosed
-			j.done <- struct{}{}
+			if j.answer(answered) {
+				c.unwatch(j)
+				j.err = ErrClosed
+				j.done <- struct{}{}
+			}
 		default:
 			return
 		}

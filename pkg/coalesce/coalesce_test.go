@@ -39,6 +39,13 @@ func TestConformance(t *testing.T) {
 		}
 		return newCoalescer(t, m, coalesce.Config{Timeout: 5 * time.Second})
 	})
+	storetest.Run(t, "coalesced-memory-bounded", func(t *testing.T) storetest.Store {
+		m, err := memstore.New(memstore.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newCoalescer(t, m, coalesce.Config{Timeout: 5 * time.Second, Bound: 5 * time.Second})
+	})
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
 	var n atomic.Int64
@@ -131,5 +138,58 @@ func TestCallerDeadlineAndClose(t *testing.T) {
 	}
 	if _, err := coalesce.New(m, coalesce.Config{Workers: -1}); err == nil {
 		t.Fatal("negative Workers: got nil error")
+	}
+}
+
+// With a Bound, calls stuck behind a busy worker are answered with
+// ErrTimeout, not left waiting on their (deadline-less) contexts; once the
+// worker is free, calls are decided again.
+func TestBoundAnswersStuckCalls(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	const bound = 20 * time.Millisecond
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1, Bound: bound})
+	if got := c.CallBound(); got != bound {
+		t.Fatalf("got CallBound %v, want %v", got, bound)
+	}
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := c.Decide(context.Background(), storetest.T0, reqs)
+		firstErr <- err
+	}()
+	<-g.first // the only worker is busy: the next calls can only time out
+	errs := make(chan error, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			_, err := c.Decide(context.Background(), storetest.T0, reqs)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, coalesce.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call behind a busy worker: got %v, want ErrTimeout and DeadlineExceeded", err)
+		}
+	}
+	if err := <-firstErr; !errors.Is(err, coalesce.ErrTimeout) {
+		t.Fatalf("call held by the store: got %v, want ErrTimeout", err)
+	}
+	close(g.release)
+	res, err := c.Decide(context.Background(), storetest.T0, reqs)
+	if err != nil || len(res) != 1 || res[0].Err != nil || !res[0].Allowed {
+		t.Fatalf("worker free again: got %+v, %v; want allowed", res, err)
+	}
+	// A caller's own context still ends its wait first.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: got %v, want Canceled", err)
+	}
+	if _, err := coalesce.New(m, coalesce.Config{Bound: -time.Second}); err == nil {
+		t.Fatal("negative Bound: got nil error")
 	}
 }

@@ -64,7 +64,7 @@ func invalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 			if !ok {
 				return dec(m)
 			}
-			d := &decoded{msg: pm}
+			d := &decoded{Message: pm.ProtoReflect(), msg: pm}
 			if err := dec(d); err != nil {
 				return err
 			}
@@ -77,29 +77,27 @@ func invalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 }
 
 // decoded is a proto.Message that grpc-go's proto codec unmarshals into
-// without failing: its reflection is msg's, except that its fast-path
-// Unmarshal parses into msg and records the error in err.
+// without failing: it is its own reflection, msg's (Message), except that
+// its fast-path Unmarshal parses into msg and records the error in err.
+// It costs one allocation per request: the methods are shared, and find
+// the decoded they work for in their input.
 type decoded struct {
+	protoreflect.Message
 	msg proto.Message
 	err error
 }
 
 // ProtoReflect implements proto.Message.
-func (d *decoded) ProtoReflect() protoreflect.Message {
-	return decodedReflect{Message: d.msg.ProtoReflect(), d: d}
-}
+func (d *decoded) ProtoReflect() protoreflect.Message { return d }
 
-type decodedReflect struct {
-	protoreflect.Message
-	d *decoded
-}
+// ProtoMethods implements protoreflect.Message.
+func (d *decoded) ProtoMethods() *protoiface.Methods { return &decodedMethods }
 
-func (r decodedReflect) ProtoMethods() *protoiface.Methods {
-	return &protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-		r.d.err = proto.UnmarshalOptions{RecursionLimit: in.Depth}.Unmarshal(in.Buf, r.d.msg)
-		return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
-	}}
-}
+var decodedMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
+	d := in.Message.(*decoded)
+	d.err = proto.UnmarshalOptions{RecursionLimit: in.Depth}.Unmarshal(in.Buf, d.msg)
+	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
+}}
 
 func toStatus(err error) error {
 	switch {
@@ -119,24 +117,74 @@ func toStatus(err error) error {
 
 // Check implements weirv1.LimiterServer.
 func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.CheckResponse, error) {
-	items := make([]limiter.Item, len(req.GetItems()))
-	for i, it := range req.GetItems() {
-		items[i] = limiter.Item{Attributes: it.GetAttributes(), Hits: it.GetHits()}
+	var buf [8]limiter.Item // most requests fit: no allocation
+	items := buf[:0]
+	if n := len(req.GetItems()); n > len(buf) {
+		items = make([]limiter.Item, 0, n)
+	}
+	for _, it := range req.GetItems() {
+		items = append(items, limiter.Item{Attributes: it.GetAttributes(), Hits: it.GetHits()})
 	}
 	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &weirv1.CheckResponse{Allowed: resp.Allowed, Items: make([]*weirv1.ItemResult, len(resp.Items))}
+	return checkResponse(&resp), nil
+}
+
+// single is the response to a Check of one item with at most one result,
+// the most common, in one allocation.
+type single struct {
+	resp       weirv1.CheckResponse
+	items      [1]*weirv1.ItemResult
+	item       weirv1.ItemResult
+	results    [1]*weirv1.RuleResult
+	result     weirv1.RuleResult
+	resetAt    timestamppb.Timestamp
+	retryAfter durationpb.Duration
+}
+
+// checkResponse converts resp to its protobuf form. The messages of each
+// type are cut from one array: a few allocations whatever the size.
+func checkResponse(resp *limiter.Response) *weirv1.CheckResponse {
+	if len(resp.Items) == 1 && len(resp.Items[0].Results) <= 1 {
+		m := &single{}
+		m.resp.Allowed, m.resp.Items = resp.Allowed, m.items[:]
+		it := &resp.Items[0]
+		m.items[0] = &m.item
+		m.item.Allowed, m.item.Decisive, m.item.Results = it.Allowed, int32(it.Decisive), m.results[:0]
+		if len(it.Results) == 1 {
+			m.results[0] = &m.result
+			m.item.Results = m.results[:]
+			fillRuleResult(&m.result, &m.resetAt, &m.retryAfter, &it.Results[0])
+		}
+		return &m.resp
+	}
+	n := 0
+	for i := range resp.Items {
+		n += len(resp.Items[i].Results)
+	}
+	items := make([]weirv1.ItemResult, len(resp.Items))
+	itemPtrs := make([]*weirv1.ItemResult, len(resp.Items))
+	results := make([]weirv1.RuleResult, n)
+	resultPtrs := make([]*weirv1.RuleResult, n)
+	resetAts := make([]timestamppb.Timestamp, n)
+	retryAfters := make([]durationpb.Duration, n)
+	out := &weirv1.CheckResponse{Allowed: resp.Allowed, Items: itemPtrs}
+	k := 0
 	for i := range resp.Items {
 		it := &resp.Items[i]
-		ir := &weirv1.ItemResult{Allowed: it.Allowed, Decisive: int32(it.Decisive), Results: make([]*weirv1.RuleResult, len(it.Results))}
+		ir := &items[i]
+		itemPtrs[i] = ir
+		ir.Allowed, ir.Decisive = it.Allowed, int32(it.Decisive)
+		ir.Results = resultPtrs[k : k+len(it.Results) : k+len(it.Results)]
 		for j := range it.Results {
-			ir.Results[j] = RuleResult(&it.Results[j])
+			ir.Results[j] = &results[k]
+			fillRuleResult(&results[k], &resetAts[k], &retryAfters[k], &it.Results[j])
+			k++
 		}
-		out.Items[i] = ir
 	}
-	return out, nil
+	return out
 }
 
 // Status implements weirv1.LimiterServer.
@@ -151,7 +199,9 @@ func (s *Service) Status(ctx context.Context, req *weirv1.StatusRequest) (*weirv
 	return &weirv1.StatusResponse{Result: RuleResult(&res)}, nil
 }
 
-var sources = map[limiter.Source]weirv1.Source{
+// sources maps limiter.Source to weirv1.Source (an array: cheaper than a
+// map on every result).
+var sources = [...]weirv1.Source{
 	limiter.SourceStore:         weirv1.Source_SOURCE_STORE,
 	limiter.SourceCache:         weirv1.Source_SOURCE_CACHE,
 	limiter.SourceOverrideAllow: weirv1.Source_SOURCE_OVERRIDE_ALLOW,
@@ -162,26 +212,46 @@ var sources = map[limiter.Source]weirv1.Source{
 	limiter.SourceFailureLocal:  weirv1.Source_SOURCE_FAILURE_LOCAL,
 }
 
-var advice = map[rule.RetryAdvice]weirv1.RetryAdvice{
-	rule.RetryAfter:         weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER,
-	rule.ExponentialBackoff: weirv1.RetryAdvice_RETRY_ADVICE_EXPONENTIAL_BACKOFF,
-	rule.DailyLimitReached:  weirv1.RetryAdvice_RETRY_ADVICE_DAILY_LIMIT_REACHED,
+func source(s limiter.Source) weirv1.Source {
+	if int(s) < len(sources) {
+		return sources[s]
+	}
+	return weirv1.Source_SOURCE_UNSPECIFIED
+}
+
+func advice(a rule.RetryAdvice) weirv1.RetryAdvice {
+	switch a {
+	case rule.RetryAfter:
+		return weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER
+	case rule.ExponentialBackoff:
+		return weirv1.RetryAdvice_RETRY_ADVICE_EXPONENTIAL_BACKOFF
+	case rule.DailyLimitReached:
+		return weirv1.RetryAdvice_RETRY_ADVICE_DAILY_LIMIT_REACHED
+	}
+	return weirv1.RetryAdvice_RETRY_ADVICE_UNSPECIFIED
 }
 
 // RuleResult converts a limiter result to its protobuf form.
 func RuleResult(r *limiter.RuleResult) *weirv1.RuleResult {
-	out := &weirv1.RuleResult{
-		RuleId: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
-		ResetAt: timestamppb.New(r.ResetAt), WindowSeconds: r.Match.Rule.Spec.WindowSeconds,
-		Shadow: r.Shadow(), Source: sources[r.Source], RetryAdvice: advice[r.Match.Rule.Spec.RetryAdvice],
-	}
-	if r.RetryAfter > 0 {
-		out.RetryAfter = durationpb.New(r.RetryAfter)
-	} else {
-		out.RetryAfter = durationpb.New(time.Duration(0))
-	}
-	if !r.Allowed {
-		out.Message = r.Match.Rule.Spec.RejectionMessage
-	}
+	out := &weirv1.RuleResult{}
+	fillRuleResult(out, &timestamppb.Timestamp{}, &durationpb.Duration{}, r)
 	return out
+}
+
+// fillRuleResult sets out, a zero message, to r's protobuf form, with
+// resetAt and retryAfter, zero messages too, as its times.
+func fillRuleResult(out *weirv1.RuleResult, resetAt *timestamppb.Timestamp, retryAfter *durationpb.Duration, r *limiter.RuleResult) {
+	spec := &r.Match.Rule.Spec
+	out.RuleId, out.Key, out.Allowed, out.Limit, out.Remaining = spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining
+	out.WindowSeconds, out.Shadow, out.Source, out.RetryAdvice = spec.WindowSeconds, r.Shadow(), source(r.Source), advice(spec.RetryAdvice)
+	// As timestamppb.New and durationpb.New, without their allocations.
+	resetAt.Seconds, resetAt.Nanos = r.ResetAt.Unix(), int32(r.ResetAt.Nanosecond())
+	out.ResetAt = resetAt
+	if d := r.RetryAfter; d > 0 {
+		retryAfter.Seconds, retryAfter.Nanos = int64(d/time.Second), int32(d%time.Second)
+	}
+	out.RetryAfter = retryAfter
+	if !r.Allowed {
+		out.Message = spec.RejectionMessage
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,15 @@ type Store interface {
 // then probes with Ping in the background instead of risking a request.
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Bounded is implemented by stores that bound their own calls: each Decide
+// returns within CallBound (0 for no bound), whatever its context, as
+// coalesce.Coalescer does with a Bound. When that is within StoreTimeout,
+// the limiter passes its callers' contexts to Decide as they are, rather
+// than each with a deadline of its own: a timer per decision saved.
+type Bounded interface {
+	CallBound() time.Duration
 }
 
 // Quotas gives the share of a global rule's limit this DC enforces. The
@@ -123,8 +133,14 @@ type Limiter struct {
 	breaker *breaker.Breaker
 	cache   *ristretto.Cache[string, blocked]
 	obs     Observer
+	bounded bool // the store bounds its Decide calls within StoreTimeout
 
 	rules atomic.Pointer[domains]
+	// stale counts cache lookups that found an entry made under other
+	// parameters, and skipped those not made because no entry of the rule
+	// could be live: CacheStats reports both as misses, as if each entry
+	// had its own key and every lookup were made.
+	stale, skipped atomic.Uint64
 
 	probes sync.WaitGroup
 	closed atomic.Bool
@@ -134,14 +150,26 @@ type Limiter struct {
 type domains struct {
 	byName map[string]*ruleset.Set
 	only   *ruleset.Set // the single domain, when there is exactly one
+	// hot holds, by rule revision, the latest until (Unix ms) of the cache
+	// entries made for the rule's keys. Once the clock reaches it no entry
+	// of the rule can answer, and Check does not look the cache up: most
+	// rules are never over their limit, and their requests skip the
+	// cache. It is carried over to a rule of the same revision by SetRules.
+	hot map[uint64]*atomic.Int64
 }
 
-// blocked is what the cache knows of a key out of quota.
+// blocked is what the cache knows of a key out of quota. The cache is keyed
+// by store key; revision, plimit and pburst are the rule revision and the
+// parameters the entry was made under, and an entry answers only a request
+// under the same.
 type blocked struct {
 	until     int64 // Unix ms from which a request of cost 1 could pass
 	limit     int64
 	resetAt   int64
 	remaining int64
+
+	revision       uint64
+	plimit, pburst int64
 }
 
 // New returns a limiter with no rules loaded; call SetRules.
@@ -167,6 +195,9 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: cfg, now: cfg.Now, log: cfg.Logger, store: cfg.Store, obs: cfg.Observer}
 	if l.obs == nil {
 		l.obs = nopObserver{}
+	}
+	if b, ok := cfg.Store.(Bounded); ok {
+		l.bounded = b.CallBound() > 0 && b.CallBound() <= cfg.StoreTimeout
 	}
 	var err error
 	if l.local, err = memstore.New(memstore.Config{MaxKeys: cfg.LocalKeys}); err != nil {
@@ -210,9 +241,9 @@ func (l *Limiter) Close() {
 
 // SetRules replaces the rule sets in force, all domains at once. Cached
 // knowledge about rules that changed is dropped with them: cache entries
-// are keyed by rule revision.
+// answer only requests under the rule revision they were made under.
 func (l *Limiter) SetRules(sets ...*ruleset.Set) error {
-	d := &domains{byName: make(map[string]*ruleset.Set, len(sets))}
+	d := &domains{byName: make(map[string]*ruleset.Set, len(sets)), hot: map[uint64]*atomic.Int64{}}
 	for _, s := range sets {
 		if _, dup := d.byName[s.Domain()]; dup {
 			return fmt.Errorf("limiter: domain %q loaded twice", s.Domain())
@@ -222,27 +253,46 @@ func (l *Limiter) SetRules(sets ...*ruleset.Set) error {
 	if len(sets) == 1 {
 		d.only = sets[0]
 	}
+	old := l.rules.Load()
+	for _, s := range sets {
+		for _, r := range s.Rules() {
+			if old != nil && old.hot[r.Revision] != nil {
+				d.hot[r.Revision] = old.hot[r.Revision]
+			} else if d.hot[r.Revision] == nil {
+				d.hot[r.Revision] = new(atomic.Int64)
+			}
+		}
+	}
 	l.rules.Store(d)
 	return nil
 }
 
 // Rules returns the rule set in force for domain ("" for the only one).
 func (l *Limiter) Rules(domain string) (*ruleset.Set, error) {
+	s, _, err := l.domain(domain)
+	return s, err
+}
+
+// domain returns the rule set in force for domain, and the domains it is
+// one of.
+func (l *Limiter) domain(domain string) (*ruleset.Set, *domains, error) {
 	d := l.rules.Load()
 	if d == nil || len(d.byName) == 0 {
-		return nil, ErrNoRules
+		return nil, nil, ErrNoRules
 	}
 	if domain == "" {
 		if d.only == nil {
-			return nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
+			return nil, nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
 		}
-		return d.only, nil
+		return d.only, d, nil
 	}
 	s, ok := d.byName[domain]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownDomain, domain)
+		// A copy in the error keeps domain, and the Request it comes
+		// from, from escaping: Check's callers may keep them on the stack.
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownDomain, strings.Clone(domain))
 	}
-	return s, nil
+	return s, d, nil
 }
 
 // Ready reports whether rules are loaded and the store answers.
@@ -266,7 +316,8 @@ func (l *Limiter) CacheStats() (hits, misses uint64) {
 		return 0, 0
 	}
 	m := l.cache.Metrics
-	return m.Hits(), m.Misses()
+	stale := l.stale.Load()
+	return m.Hits() - min(stale, m.Hits()), m.Misses() + stale + l.skipped.Load()
 }
 
 // Request is one Check call: items decided together.
@@ -366,6 +417,7 @@ func (it *Item) validate() error {
 // pending is a rule result waiting for the store.
 type pending struct {
 	item, res int
+	hot       *atomic.Int64 // the rule's, in domains.hot
 }
 
 // Check decides every item of req. It fails only for a malformed request
@@ -375,7 +427,7 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	if len(req.Items) == 0 || len(req.Items) > MaxItems {
 		return Response{}, fmt.Errorf("%w: %d items, want 1 to %d", ErrInvalid, len(req.Items), MaxItems)
 	}
-	set, err := l.Rules(req.Domain)
+	set, doms, err := l.domain(req.Domain)
 	if err != nil {
 		return Response{}, err
 	}
@@ -387,10 +439,16 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	start := l.now()
 	now := start
 	t := now.UnixMilli()
-	resp := Response{Allowed: true, Items: make([]ItemResult, len(req.Items))}
-	var waiting []pending
+	n := len(req.Items)
+	resp := Response{Allowed: true, Items: make([]ItemResult, n)}
+	// The items' results are cut from one array, sized for a rule per
+	// item, and the scratch slices start on the stack: a Check costs a
+	// few allocations whatever its number of items.
+	all := make([]RuleResult, 0, n)
+	var waitBuf [8]pending
+	var matchBuf [4]ruleset.Match
+	waiting, matches := waitBuf[:0], matchBuf[:0]
 	var storeReqs []algorithm.Request
-	var matches []ruleset.Match
 	for i, it := range req.Items {
 		hits := it.Hits
 		if hits == 0 {
@@ -402,7 +460,11 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 				return Response{}, fmt.Errorf("item %d: %w: the key values for rule %q make a key longer than %d bytes", i, ErrInvalid, m.Rule.Spec.ID, algorithm.MaxKeyLen)
 			}
 		}
-		results := make([]RuleResult, len(matches))
+		if len(all)+len(matches) > cap(all) {
+			all = make([]RuleResult, 0, max(len(matches), n-i))
+		}
+		results := all[len(all) : len(all)+len(matches) : len(all)+len(matches)]
+		all = all[:len(all)+len(matches)]
 		for j, m := range matches {
 			r := &results[j]
 			r.Match, r.Hits = m, hits
@@ -417,13 +479,17 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			default:
 				p := l.params(set.Domain(), m)
 				r.Decision.Limit = p.Capacity()
-				if b, ok := l.cached(m, p, t); ok && hits >= 1 {
+				hot := doms.hot[m.Rule.Revision]
+				if b, ok := l.cached(&r.Match, p, hot, t); ok && hits >= 1 {
 					r.Source = SourceCache
 					r.Decision = algorithm.Decision{Limit: b.limit, Remaining: b.remaining, ResetAt: time.UnixMilli(b.resetAt), RetryAfter: time.Duration(b.until-t) * time.Millisecond}
 					continue
 				}
 				r.req = algorithm.Request{Key: m.StoreKey, Params: p, Cost: hits}
-				waiting = append(waiting, pending{i, j})
+				waiting = append(waiting, pending{i, j, hot})
+				if storeReqs == nil {
+					storeReqs = make([]algorithm.Request, 0, n-i)
+				}
 				storeReqs = append(storeReqs, r.req)
 			}
 		}
@@ -465,15 +531,21 @@ func scale(n int64, share float64) int64 {
 	return int64(math.Floor(float64(n) * share))
 }
 
-func cacheKey(m ruleset.Match, p algorithm.Params) string {
-	return m.StoreKey + "\x00" + strconv.FormatUint(m.Rule.Revision, 36) + "\x00" + strconv.FormatInt(p.Limit, 36) + "\x00" + strconv.FormatInt(p.Burst, 36)
-}
-
-func (l *Limiter) cached(m ruleset.Match, p algorithm.Params, now int64) (blocked, bool) {
+// cached returns what the cache knows of m's key under p at now, if it
+// knows that the key is blocked. hot is the rule's entry of domains.hot.
+func (l *Limiter) cached(m *ruleset.Match, p algorithm.Params, hot *atomic.Int64, now int64) (blocked, bool) {
 	if l.cache == nil {
 		return blocked{}, false
 	}
-	b, ok := l.cache.Get(cacheKey(m, p))
+	if hot == nil || now >= hot.Load() {
+		l.skipped.Add(1)
+		return blocked{}, false
+	}
+	b, ok := l.cache.Get(m.StoreKey)
+	if ok && (b.revision != m.Rule.Revision || b.plimit != p.Limit || b.pburst != p.Burst) {
+		l.stale.Add(1)
+		return blocked{}, false
+	}
 	if !ok || b.until <= now {
 		return blocked{}, false
 	}
@@ -481,13 +553,20 @@ func (l *Limiter) cached(m ruleset.Match, p algorithm.Params, now int64) (blocke
 }
 
 // remember caches a key that cannot pass a request of cost 1 until
-// d.RetryAfter has passed.
-func (l *Limiter) remember(m ruleset.Match, p algorithm.Params, d algorithm.Decision, now int64) {
+// d.RetryAfter has passed. hot is the rule's entry of domains.hot.
+func (l *Limiter) remember(m *ruleset.Match, p algorithm.Params, d algorithm.Decision, hot *atomic.Int64, now int64) {
 	if l.cache == nil || d.Allowed || d.Remaining > 0 || d.RetryAfter <= 0 {
 		return
 	}
 	until := now + d.RetryAfter.Milliseconds()
-	l.cache.SetWithTTL(cacheKey(m, p), blocked{until: until, limit: d.Limit, resetAt: d.ResetAt.UnixMilli(), remaining: d.Remaining}, 1, d.RetryAfter)
+	if hot != nil {
+		for h := hot.Load(); h < until && !hot.CompareAndSwap(h, until); h = hot.Load() {
+		}
+	}
+	l.cache.SetWithTTL(m.StoreKey, blocked{
+		until: until, limit: d.Limit, resetAt: d.ResetAt.UnixMilli(), remaining: d.Remaining,
+		revision: m.Rule.Revision, plimit: p.Limit, pburst: p.Burst,
+	}, 1, d.RetryAfter)
 }
 
 // decide asks the store (or the failure modes) about the waiting results.
@@ -502,7 +581,7 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 		res := results[k]
 		if res.Err == nil {
 			r.Source, r.Decision = SourceStore, res.Decision
-			l.remember(r.Match, reqs[k].Params, res.Decision, now.UnixMilli())
+			l.remember(&r.Match, reqs[k].Params, res.Decision, w.hot, now.UnixMilli())
 			continue
 		}
 		switch r.Match.Rule.Spec.FailureMode {
@@ -569,7 +648,10 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 	if !ok {
 		return nil, errBreakerOpen
 	}
-	sctx, cancel := context.WithTimeout(ctx, l.cfg.StoreTimeout)
+	sctx, cancel := ctx, func() {}
+	if !l.bounded {
+		sctx, cancel = context.WithTimeout(ctx, l.cfg.StoreTimeout)
+	}
 	callStart := l.now()
 	results, err := l.store.Decide(sctx, now, reqs)
 	cancel()

@@ -472,3 +472,87 @@ rules:
 		t.Fatalf("got %v, want ErrInvalid", err)
 	}
 }
+
+// deadlineStore records whether Decide's context had a deadline, and
+// claims to bound its calls by bound.
+type deadlineStore struct {
+	limiter.Store
+	bound       time.Duration
+	hadDeadline atomic.Bool
+}
+
+func (s *deadlineStore) CallBound() time.Duration { return s.bound }
+
+func (s *deadlineStore) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	_, ok := ctx.Deadline()
+	s.hadDeadline.Store(ok)
+	return s.Store.Decide(ctx, now, reqs)
+}
+
+// The limiter bounds each store call by StoreTimeout itself, unless the
+// store bounds its calls within that (limiter.Bounded).
+func TestStoreTimeoutUnlessTheStoreBoundsItsCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		bound        time.Duration
+		wantDeadline bool
+	}{
+		{"no bound", 0, true},
+		{"bound within the timeout", 20 * time.Millisecond, false},
+		{"bound beyond the timeout", time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &deadlineStore{Store: mem(t), bound: tc.bound}
+			l := newLimiter(t, s, newClock(), func(c *limiter.Config) { c.StoreTimeout = 20 * time.Millisecond })
+			if it := check(t, l, map[string]string{"user_id": "u"}, 1); !it.Allowed {
+				t.Fatal("got rejected, want allowed")
+			}
+			if got := s.hadDeadline.Load(); got != tc.wantDeadline {
+				t.Fatalf("store call with a deadline: got %v, want %v", got, tc.wantDeadline)
+			}
+		})
+	}
+}
+
+// Every decision of a limited rule counts as a cache lookup, made or not:
+// a rule that never went over its limit is not looked up (nothing can be
+// cached for it), yet counts a miss. Reloading the same rules keeps what
+// the cache knows.
+func TestCacheStatsAndReloadKeepTheCache(t *testing.T) {
+	c := newClock()
+	store := &countingStore{Store: mem(t)}
+	l := newLimiter(t, store, c)
+	user := map[string]string{"user_id": "ann"}
+	for range 2 {
+		if it := check(t, l, user, 1); !it.Allowed {
+			t.Fatal("user under her limits: got rejected")
+		}
+	}
+	if hits, misses := l.CacheStats(); hits != 0 || misses != 4 {
+		t.Fatalf("two checks of two limited rules: got %d hits, %d misses; want 0, 4", hits, misses)
+	}
+	login := map[string]string{"path": "/auth/login", "method": "POST", "username": "bob"}
+	check(t, l, login, 1)
+	if it := check(t, l, login, 1); it.Allowed {
+		t.Fatal("second login: got allowed")
+	}
+	// Ristretto applies sets asynchronously: wait for the cache to answer.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if it := check(t, l, login, 1); it.Results[0].Source == limiter.SourceCache {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rejected login: the cache never answered")
+		}
+	}
+	if err := l.SetRules(compile(t, rulesYAML)); err != nil {
+		t.Fatal(err)
+	}
+	before := store.decides.Load()
+	if it := check(t, l, login, 1); it.Allowed || it.Results[0].Source != limiter.SourceCache {
+		t.Fatalf("after reloading the same rules: got allowed=%v source %v, want rejected from cache", it.Allowed, it.Results[0].Source)
+	}
+	if got := store.decides.Load() - before; got != 0 {
+		t.Fatalf("got %d store calls for a cached rejection, want 0", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ import (
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
 )
+
+var _ limiter.Bounded = (*coalesce.Coalescer)(nil)
 
 // Config configures a limiter process. Zero values take the documented
 // defaults; RulesFile is required.
@@ -172,7 +175,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: %w", err)
 	}
 	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024))
+	// Stream workers serve calls on goroutines that outlive them, whose
+	// stacks have grown already; without them every call starts a
+	// goroutine and grows its stack again. Calls beyond the workers get a
+	// goroutine each, as without them.
+	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
+		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
 
 	var wg sync.WaitGroup
@@ -298,7 +306,10 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	cancel()
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
-	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})
+	// Bound: the coalescer bounds each decision's wait by the store timeout
+	// with one timer, which spares the limiter a context and a timer per
+	// decision (see limiter.Bounded).
+	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1, Bound: timeout})
 	if err != nil {
 		_ = closeFn()
 		return nil, nil, fmt.Errorf("limiterd: %w", err)

@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,28 @@ type Limiter struct {
 	reloads       *prometheus.CounterVec
 	rulesVersion  *prometheus.GaugeVec
 	rulesLoaded   prometheus.Gauge
+
+	// counters caches the children of decisions by decisionKey, which is
+	// cheaper to look up than their label values for every result.
+	counters sync.Map
 }
+
+// decisionKey names a child of weir_decisions_total.
+type decisionKey struct {
+	domain, rule string
+	result       result
+	source       limiter.Source
+}
+
+type result uint8
+
+const (
+	allowed result = iota
+	rejected
+	shadowRejected
+)
+
+var resultNames = [...]string{allowed: "allowed", rejected: "rejected", shadowRejected: "shadow_rejected"}
 
 var _ limiter.Observer = (*Limiter)(nil)
 
@@ -86,19 +108,28 @@ func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Du
 	for i := range resp.Items {
 		for j := range resp.Items[i].Results {
 			r := &resp.Items[i].Results[j]
-			result := "allowed"
+			k := decisionKey{domain: domain, rule: r.Match.Rule.Spec.ID, result: allowed, source: r.Source}
 			if !r.Allowed {
-				result = "rejected"
+				k.result = rejected
 				if r.Shadow() {
-					result = "shadow_rejected"
+					k.result = shadowRejected
 				}
 			}
 			if r.Source == limiter.SourceCache {
 				m.cacheAbsorbed.Inc()
 			}
-			m.decisions.WithLabelValues(domain, r.Match.Rule.Spec.ID, result, r.Source.String()).Inc()
+			m.decision(k).Inc()
 		}
 	}
+}
+
+// decision returns the child of decisions for k.
+func (m *Limiter) decision(k decisionKey) prometheus.Counter {
+	if c, ok := m.counters.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.counters.LoadOrStore(k, m.decisions.WithLabelValues(k.domain, k.rule, resultNames[k.result], k.source.String()))
+	return c.(prometheus.Counter)
 }
 
 // StoreCall implements limiter.Observer.

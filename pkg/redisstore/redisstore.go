@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +15,11 @@ import (
 	"github.com/weirhq/weir/pkg/algorithm"
 )
 
-// Client is what the store needs of a go-redis client.
+// Client is what the store needs of a go-redis client. The store runs its
+// scripts with Process: EVALSHA commands it builds itself, whose replies
+// are read straight into integers.
 type Client interface {
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	Process(ctx context.Context, cmd redis.Cmder) error
 	ScriptLoad(ctx context.Context, script string) *redis.StringCmd
 	Pipeline() redis.Pipeliner
 	Ping(ctx context.Context) *redis.StatusCmd
@@ -58,9 +61,13 @@ var (
 
 type script struct {
 	src, sha string
+	shaArg   any // sha, boxed once rather than for every call
 }
 
-func newScript(src string) script { return script{src: src, sha: redis.NewScript(src).Hash()} }
+func newScript(src string) script {
+	sha := redis.NewScript(src).Hash()
+	return script{src: src, sha: sha, shaArg: sha}
+}
 
 // Store is a Redis-backed rate-limit store, safe for concurrent use.
 type Store struct {
@@ -120,33 +127,115 @@ func (s *Store) Ping(ctx context.Context) error {
 // signs in r.Key are percent-escaped, so the hash tag is always the whole
 // key.
 func (s *Store) RedisKey(r algorithm.Request) string {
-	k := r.Key
-	if strings.ContainsAny(k, "{}%") {
-		k = keyEscaper.Replace(k)
+	return string(s.appendKey(nil, r))
+}
+
+// appendKey appends the Redis key of r to b.
+func (s *Store) appendKey(b []byte, r algorithm.Request) []byte {
+	b = append(append(b, s.prefix...), ":{"...)
+	if k := r.Key; strings.ContainsAny(k, "{}%") {
+		b = append(b, keyEscaper.Replace(k)...)
+	} else {
+		b = append(b, k...)
 	}
-	return s.prefix + ":{" + k + "}:" + s.tags[r.Params.Algorithm]
+	return append(append(b, "}:"...), s.tags[r.Params.Algorithm]...)
 }
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// call is one script invocation prepared for a request.
+// call is one script invocation prepared for a request: its EVALSHA
+// arguments, kept in the call rather than in a slice of their own.
 type call struct {
-	sc   script
-	keys []string
-	args []any
+	req  int // the request's index
+	sc   *script
+	p    algorithm.Params
+	argv [11]any
+	argc int
+	cmd  *redis.IntSliceCmd // the last command sent
 }
 
-func (s *Store) prepare(r algorithm.Request, mode string, now, at int64) call {
+// Script modes, the first argument of every script.
+const (
+	modeDecide = "d"
+	modeRefund = "r"
+)
+
+// prepare fills c for r, whose Redis key is key, at now and at. Boxing a
+// number in an interface allocates, so now and at come boxed, once for a
+// batch, and so do the parameters when prev, the call before c, has the
+// same: a batch mostly holds requests of a few rules.
+func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund bool, now, at any) {
 	p := r.Params
-	w := p.Window.Milliseconds()
-	cost := p.ClampCost(r.Cost)
-	c := call{sc: s.scripts[p.Algorithm], keys: []string{s.RedisKey(r)}}
-	if p.Algorithm.IsBucket() {
-		c.args = []any{mode, now, w, p.Limit, p.Capacity(), cost, at}
-	} else {
-		c.args = []any{mode, now, w, p.Limit, cost, at}
+	c.sc, c.p = &s.scripts[p.Algorithm], p
+	c.argv[0], c.argv[1], c.argv[2], c.argv[3] = "evalsha", c.sc.shaArg, 1, key
+	c.argv[4] = modeDecide // a constant: boxed without allocating
+	if refund {
+		c.argv[4] = modeRefund
 	}
-	return c
+	c.argv[5] = now
+	n := 8
+	if p.Algorithm.IsBucket() {
+		n++
+	}
+	if prev != nil && prev.p == p {
+		copy(c.argv[6:n], prev.argv[6:n])
+	} else {
+		c.argv[6], c.argv[7] = p.Window.Milliseconds(), p.Limit
+		if p.Algorithm.IsBucket() {
+			c.argv[8] = p.Capacity()
+		}
+	}
+	c.argv[n], c.argv[n+1] = p.ClampCost(r.Cost), at
+	c.argc = n + 2
+}
+
+// send returns a new EVALSHA command for c, which c keeps.
+func (c *call) send(ctx context.Context) *redis.IntSliceCmd {
+	c.cmd = redis.NewIntSliceCmd(ctx, c.argv[:c.argc]...)
+	c.cmd.SetFirstKeyPos(3)
+	return c.cmd
+}
+
+// prepareAll prepares a call for each of reqs that validates, leaving out
+// refunds of nothing (cost 0). It stores the error of each other in out,
+// if not nil, and returns the first.
+func (s *Store) prepareAll(reqs []algorithm.Request, out []algorithm.Result, refund bool, now, at int64) ([]call, error) {
+	var first error
+	calls := make([]call, 0, len(reqs))
+	// The keys are cut from one string: one allocation for all of them.
+	n := 0
+	for _, r := range reqs {
+		n += len(s.prefix) + len(r.Key) + 8
+	}
+	buf := make([]byte, 0, n)
+	ends := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if err := r.Validate(); err != nil {
+			first = firstErr(first, err)
+			if out != nil {
+				out[i].Err = err
+			}
+			continue
+		}
+		if refund && r.Cost <= 0 {
+			continue
+		}
+		buf = s.appendKey(buf, r)
+		ends = append(ends, len(buf))
+		calls = append(calls, call{req: i})
+	}
+	keys, start := string(buf), 0
+	var nowArg, atArg any = now, at
+	for j := range calls {
+		c := &calls[j]
+		var prev *call
+		if j > 0 {
+			prev = &calls[j-1]
+		}
+		s.prepare(c, prev, reqs[c.req], keys[start:ends[j]], refund, nowArg, atArg)
+		start = ends[j]
+	}
+	return calls, first
 }
 
 // Decide decides every request at now in one round trip: one EVALSHA, or a
@@ -155,32 +244,22 @@ func (s *Store) prepare(r algorithm.Request, mode string, now, at int64) call {
 // requests, including a request that does not validate, are in their
 // Results. Each script is atomic; the batch as a whole is not.
 func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
-	t := now.UnixMilli()
 	out := make([]algorithm.Result, len(reqs))
-	calls := make([]call, 0, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if err := r.Validate(); err != nil {
-			out[i].Err = err
-			continue
-		}
-		calls = append(calls, s.prepare(r, "d", t, 0))
-		idx = append(idx, i)
-	}
+	calls, _ := s.prepareAll(reqs, out, false, now.UnixMilli(), 0)
 	if len(calls) == 0 {
 		return out, nil
 	}
-	replies, err := s.run(ctx, calls)
-	if err != nil {
+	if err := s.run(ctx, calls); err != nil {
 		return nil, err
 	}
-	for j, rep := range replies {
-		i := idx[j]
-		if rep.err != nil {
-			out[i].Err = rep.err
+	for j := range calls {
+		c := &calls[j]
+		vals, err := c.cmd.Result()
+		if err != nil {
+			out[c.req].Err = replyError(err)
 			continue
 		}
-		out[i].Decision, out[i].Err = describe(reqs[i], now, rep.vals)
+		out[c.req].Decision, out[c.req].Err = describe(reqs[c.req], now, vals)
 	}
 	return out, nil
 }
@@ -190,27 +269,17 @@ func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Requ
 // should pass a context that outlives a client's hang-up
 // (context.WithoutCancel): a refund cut short leaves quota spent.
 func (s *Store) Refund(ctx context.Context, at, now time.Time, reqs []algorithm.Request) error {
-	t, a := now.UnixMilli(), at.UnixMilli()
-	calls := make([]call, 0, len(reqs))
-	var first error
-	for _, r := range reqs {
-		if err := r.Validate(); err != nil {
-			first = firstErr(first, err)
-			continue
-		}
-		if r.Cost > 0 {
-			calls = append(calls, s.prepare(r, "r", t, a))
-		}
-	}
+	calls, first := s.prepareAll(reqs, nil, true, now.UnixMilli(), at.UnixMilli())
 	if len(calls) == 0 {
 		return first
 	}
-	replies, err := s.run(ctx, calls)
-	if err != nil {
+	if err := s.run(ctx, calls); err != nil {
 		return err
 	}
-	for _, rep := range replies {
-		first = firstErr(first, rep.err)
+	for j := range calls {
+		if err := calls[j].cmd.Err(); err != nil {
+			first = firstErr(first, replyError(err))
+		}
 	}
 	return first
 }
@@ -222,101 +291,77 @@ func firstErr(first, err error) error {
 	return err
 }
 
-type reply struct {
-	vals []int64
-	err  error
-}
-
 // run sends calls in one round trip, and one more for those whose script
-// Redis did not have.
-func (s *Store) run(ctx context.Context, calls []call) ([]reply, error) {
-	out := make([]reply, len(calls))
+// Redis did not have; each call's cmd then holds its reply.
+func (s *Store) run(ctx context.Context, calls []call) error {
 	if len(calls) == 1 {
-		c := calls[0]
-		v, err := s.c.EvalSha(ctx, c.sc.sha, c.keys, c.args...).Result()
+		c := &calls[0]
+		err := s.c.Process(ctx, c.send(ctx))
 		if isNoScript(err) {
-			if err = s.c.ScriptLoad(ctx, c.sc.src).Err(); err == nil {
-				v, err = s.c.EvalSha(ctx, c.sc.sha, c.keys, c.args...).Result()
+			if err = s.c.ScriptLoad(ctx, c.sc.src).Err(); err != nil {
+				c.cmd.SetErr(err)
+			} else {
+				err = s.c.Process(ctx, c.send(ctx))
 			}
 		}
 		if err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("redisstore: %w", err)
+			return fmt.Errorf("redisstore: %w", err)
 		}
-		out[0] = parse(v, err)
-		return out, nil
+		return nil
 	}
-	cmds, err := s.pipeline(ctx, calls)
+	err := s.pipeline(ctx, calls)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
+		return fmt.Errorf("redisstore: %w", err)
 	}
 	var retry []int
-	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
-			retry = append(retry, i)
+	var loaded []*script
+	for i := range calls {
+		c := &calls[i]
+		if !isNoScript(c.cmd.Err()) {
+			continue
+		}
+		retry = append(retry, i)
+		if !slices.Contains(loaded, c.sc) {
+			loaded = append(loaded, c.sc)
+			if err := s.c.ScriptLoad(ctx, c.sc.src).Err(); err != nil {
+				return fmt.Errorf("redisstore: load script: %w", err)
+			}
 		}
 	}
 	if len(retry) > 0 {
-		loaded := map[string]bool{}
-		again := make([]call, len(retry))
-		for j, i := range retry {
-			again[j] = calls[i]
-			if sc := calls[i].sc; !loaded[sc.sha] {
-				loaded[sc.sha] = true
-				if err := s.c.ScriptLoad(ctx, sc.src).Err(); err != nil {
-					return nil, fmt.Errorf("redisstore: load script: %w", err)
-				}
-			}
+		pipe := s.c.Pipeline()
+		for _, i := range retry {
+			_ = pipe.Process(ctx, calls[i].send(ctx))
 		}
-		cmds2, _ := s.pipeline(ctx, again)
-		for j, i := range retry {
-			cmds[i] = cmds2[j]
-		}
+		_, _ = pipe.Exec(ctx)
 	}
-	for i, cmd := range cmds {
-		out[i] = parse(cmd.Result())
-	}
-	return out, nil
+	return nil
 }
 
-func (s *Store) pipeline(ctx context.Context, calls []call) ([]*redis.Cmd, error) {
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, c.sc.sha, c.keys, c.args...)
+// pipeline sends a new command for each of calls in one pipeline.
+func (s *Store) pipeline(ctx context.Context, calls []call) error {
+	cmds := make([]redis.Cmder, len(calls))
+	for i := range calls {
+		cmds[i] = calls[i].send(ctx)
 	}
+	pipe := s.c.Pipeline()
+	_ = pipe.BatchProcess(ctx, cmds...)
 	_, err := pipe.Exec(ctx)
-	return cmds, err
+	return err
 }
 
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// parse turns a script's reply into integers.
-func parse(v any, err error) reply {
-	if err != nil {
-		return reply{err: fmt.Errorf("redisstore: %w", err)}
+// replyError wraps the error of a script's command: a reply that is not a
+// list of integers wraps ErrReply.
+func replyError(err error) error {
+	var num *strconv.NumError
+	if errors.As(err, &num) || strings.HasPrefix(err.Error(), "redis: can't parse") {
+		return fmt.Errorf("%w: %w", ErrReply, err)
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return reply{err: fmt.Errorf("%w: %T", ErrReply, v)}
-	}
-	vals := make([]int64, len(arr))
-	for i, x := range arr {
-		switch n := x.(type) {
-		case int64:
-			vals[i] = n
-		case string: // RESP3 may deliver numbers as strings in some proxies
-			p, err := strconv.ParseInt(n, 10, 64)
-			if err != nil {
-				return reply{err: fmt.Errorf("%w: element %d is %q", ErrReply, i, n)}
-			}
-			vals[i] = p
-		default:
-			return reply{err: fmt.Errorf("%w: element %d is %T", ErrReply, i, x)}
-		}
-	}
-	return reply{vals: vals}
+	return fmt.Errorf("redisstore: %w", err)
 }
 
 // describe builds the decision from a decide script's reply.
