@@ -42,7 +42,8 @@ echo "closed loop, concurrency $CONC, $DURATION per run"
 load() { "${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$gport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" "$@"; }
 load --name "hot key under its limit" --keys 1 --attrs bench=under
 load --name "hot key over its limit" --keys 1 --attrs bench=over
-peak=$(load --name "100k distinct keys" --keys 100000 --attrs bench=under --json | tee /dev/stderr | sed -E 's/.*"decisions_per_second":([0-9.]+).*/\1/')
+load --name "100k distinct keys" --keys 100000 --attrs bench=under --json >"$work/peak.json"
+peak=$(sed -E 's/.*"decisions_per_second":([0-9.]+).*/\1/' "$work/peak.json")
 load --name "16 items per Check" --keys 100000 --attrs bench=under --batch 16
 half=$(awk -v p="$peak" 'BEGIN{printf "%d", p/2}')
 load --name "100k keys at half peak" --keys 100000 --attrs bench=under --rate "$half"

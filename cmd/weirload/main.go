@@ -119,14 +119,19 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// With --json the JSON goes to stdout and the line for people to stderr.
+	human := os.Stdout
 	if c.jsonOut {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		human = os.Stderr
+		if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+			return err
+		}
 	}
-	fmt.Printf("%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
+	fmt.Fprintf(human, "%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
 	if res.CPUMicros > 0 {
-		fmt.Printf("  limiter CPU %.1fµs/decision (%.1fµs/call)", res.CPUMicros, res.CallCPUMicro)
+		fmt.Fprintf(human, "  limiter CPU %.1fµs/decision (%.1fµs/call)", res.CPUMicros, res.CallCPUMicro)
 	}
-	fmt.Println()
+	fmt.Fprintln(human)
 	return nil
 }
 
@@ -149,8 +154,13 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		samples   []time.Duration
 		firstErr  atomic.Value
 	)
-	runCtx, cancel := context.WithTimeout(ctx, c.warmup+c.duration)
+	// Cancelled by a timer rather than given a deadline: a deadline would
+	// travel with every call, and the calls in flight at the end would
+	// come back as DeadlineExceeded errors a moment before the run ends.
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopTimer := time.AfterFunc(c.warmup+c.duration, cancel)
+	defer stopTimer.Stop()
 	var keyCounter atomic.Int64
 	var wg sync.WaitGroup
 	for w := range c.concurrency {
