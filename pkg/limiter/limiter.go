@@ -581,7 +581,11 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 		res := results[k]
 		if res.Err == nil {
 			r.Source, r.Decision = SourceStore, res.Decision
-			l.remember(&r.Match, reqs[k].Params, res.Decision, w.hot, now.UnixMilli())
+			if reqs[k].Cost == 1 {
+				// Only a rejection of cost 1 says when any request could
+				// pass again; a larger cost's RetryAfter is too long.
+				l.remember(&r.Match, reqs[k].Params, res.Decision, w.hot, now.UnixMilli())
+			}
 			continue
 		}
 		switch r.Match.Rule.Spec.FailureMode {

@@ -556,3 +556,24 @@ func TestCacheStatsAndReloadKeepTheCache(t *testing.T) {
 		t.Fatalf("got %d store calls for a cached rejection, want 0", got)
 	}
 }
+
+// TestCacheRemembersOnlyCostOneRejections: a rejection of a larger cost
+// says nothing about when a cost-1 request could pass, so it must not put
+// the key in the hot-key cache.
+func TestCacheRemembersOnlyCostOneRejections(t *testing.T) {
+	l := newLimiter(t, mem(t), newClock())
+	user := map[string]string{"user_id": "big"}
+	if it := check(t, l, user, 2); !it.Allowed {
+		t.Fatal("first request of cost 2: got rejected")
+	}
+	if it := check(t, l, user, 3); it.Allowed {
+		t.Fatal("cost 3 over a per-second limit of 2: got allowed")
+	}
+	time.Sleep(20 * time.Millisecond) // Ristretto sets are asynchronous
+	it := check(t, l, user, 1)
+	for _, r := range it.Results {
+		if r.Source == limiter.SourceCache {
+			t.Fatalf("rule %s: got a cached answer after a cost-3 rejection, want the store's", r.Match.Rule.Spec.ID)
+		}
+	}
+}
