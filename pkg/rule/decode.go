@@ -294,29 +294,30 @@ func (f *fields) strings(name string) []string {
 
 // stringMap reads an object of strings; nil if it is absent or empty.
 func (f *fields) stringMap(name string) map[string]string {
-	path := key(f.path, name)
-	v, ok := f.get(name)
-	if !ok {
-		return nil
-	}
-	o, ok := v.(*object)
-	if !ok {
-		f.rep.fail(path, "want an object of strings, got %s", describe(v))
-		return nil
-	}
-	reportDups(f.rep, path, o)
-	if len(o.keys) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(o.keys))
-	for i, k := range o.keys {
-		m[k], _ = asString(f.rep, key(path, k), o.vals[i])
-	}
-	return m
+	return objectOf(f, name, "strings", func(path string, v any) (string, bool) { return asString(f.rep, path, v) })
 }
 
 // floatMap reads an object of numbers; nil if it is absent or empty.
 func (f *fields) floatMap(name string) map[string]float64 {
+	return objectOf(f, name, "numbers", func(path string, v any) (float64, bool) {
+		n, ok := v.(json.Number)
+		if !ok {
+			f.rep.fail(path, "want a number, got %s", describe(v))
+			return 0, false
+		}
+		x, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			f.rep.fail(path, "%s is out of range", n)
+			return 0, false
+		}
+		return x, true
+	})
+}
+
+// objectOf reads the object field name of f whose values conv converts
+// (reporting its own errors); nil if it is absent or empty. Values conv
+// refuses are left out.
+func objectOf[T any](f *fields, name, what string, conv func(path string, v any) (T, bool)) map[string]T {
 	path := key(f.path, name)
 	v, ok := f.get(name)
 	if !ok {
@@ -324,27 +325,18 @@ func (f *fields) floatMap(name string) map[string]float64 {
 	}
 	o, ok := v.(*object)
 	if !ok {
-		f.rep.fail(path, "want an object of numbers, got %s", describe(v))
+		f.rep.fail(path, "want an object of %s, got %s", what, describe(v))
 		return nil
 	}
 	reportDups(f.rep, path, o)
 	if len(o.keys) == 0 {
 		return nil
 	}
-	m := make(map[string]float64, len(o.keys))
+	m := make(map[string]T, len(o.keys))
 	for i, k := range o.keys {
-		kp := key(path, k)
-		n, ok := o.vals[i].(json.Number)
-		if !ok {
-			f.rep.fail(kp, "want a number, got %s", describe(o.vals[i]))
-			continue
+		if x, ok := conv(key(path, k), o.vals[i]); ok {
+			m[k] = x
 		}
-		x, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			f.rep.fail(kp, "%s is out of range", n)
-			continue
-		}
-		m[k] = x
 	}
 	return m
 }
