@@ -26,8 +26,7 @@ import (
 	"github.com/weirhq/weir/pkg/grpcapi"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/memstore"
-	"github.com/weirhq/weir/pkg/rulefile"
-	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -81,18 +80,7 @@ type clock struct{ ns atomic.Int64 }
 
 func (c *clock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
 
-func compile(t testing.TB, src string) *ruleset.Set {
-	t.Helper()
-	set, err := rulefile.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := ruleset.Compile(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+var compile = rulesettest.Compile
 
 // serve starts a real gRPC server on loopback with the service, health
 // and reflection registered, over a limiter on a memory store and a fake

@@ -24,6 +24,7 @@ import (
 	"github.com/weirhq/weir/pkg/metrics"
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
 )
 
 // rulesYAML has one rule per kind of answer the API gives. Conditions and
@@ -91,18 +92,7 @@ func newClock() *clock {
 func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-func compile(t testing.TB, src string) *ruleset.Set {
-	t.Helper()
-	set, err := rulefile.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := ruleset.Compile(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+var compile = rulesettest.Compile
 
 // fixture is an API server over a real limiter and memory store, on a
 // fake clock shared by the limiter and the server.

@@ -15,8 +15,8 @@ import (
 	"github.com/weirhq/weir/pkg/memstore"
 	"github.com/weirhq/weir/pkg/redisstore"
 	"github.com/weirhq/weir/pkg/redistest"
-	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
 )
 
 const rulesYAML = `
@@ -66,18 +66,7 @@ rules:
     enabled: false
 `
 
-func compile(t testing.TB, src string) *ruleset.Set {
-	t.Helper()
-	set, err := rulefile.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := ruleset.Compile(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+var compile = rulesettest.Compile
 
 type clock struct{ t atomic.Int64 }
 
