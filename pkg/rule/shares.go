@@ -1,0 +1,64 @@
+package rule
+
+import "math"
+
+// CheckDC reports whether name is a valid DC name: 1 to 64 characters of
+// lower-case letters, digits and '-', starting with a letter or digit. Its
+// error is a *ValidationError.
+func CheckDC(name string) error {
+	var rep report
+	checkDC(&rep, "dc", name)
+	return rep.err()
+}
+
+// StaticShare returns dc's safe static share of r's limit, among the DCs
+// dcs (dc counts as one of them whether listed or not). A local rule's is 1.
+// For a global rule, a DC named in Shares gets its share (all of them scaled
+// down in proportion when they sum above 1), and the DCs not named split
+// what the named ones leave in equal parts; with no Shares every DC gets
+// 1/N. The static shares of the DCs of one list sum to at most 1 exactly,
+// as float64 added in any order, so that their local limits — each
+// floor(share × limit) — never sum above the limit.
+func (r *Rule) StaticShare(dc string, dcs []string) float64 {
+	if r.Scope == ScopeLocal {
+		return 1
+	}
+	sum := 0.0
+	for _, v := range r.Shares {
+		if v > 0 && !math.IsNaN(v) {
+			sum += v
+		}
+	}
+	if v, ok := r.Shares[dc]; ok {
+		if v <= 0 || math.IsNaN(v) {
+			return 0
+		}
+		if sum > 1 {
+			v /= sum
+		}
+		return shrink(min(v, 1), len(r.Shares))
+	}
+	unlisted := 0
+	for _, d := range dcs {
+		if _, ok := r.Shares[d]; !ok && d != dc {
+			unlisted++
+		}
+	}
+	unlisted++ // dc itself, listed or not
+	// A DC listed twice in dcs counts twice: harmless, it only lowers the
+	// shares.
+	rest := 1 - min(sum, 1)
+	if rest <= 0 {
+		return 0
+	}
+	return shrink(rest/float64(unlisted), len(r.Shares)+unlisted)
+}
+
+// shrink lowers a share by n units in the last place, so that n shares
+// computed by division never sum above 1 through rounding.
+func shrink(v float64, n int) float64 {
+	for range n {
+		v = math.Nextafter(v, 0)
+	}
+	return max(v, 0)
+}
