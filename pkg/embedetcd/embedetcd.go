@@ -1,0 +1,130 @@
+// Package embedetcd runs a single-member etcd server inside the process,
+// through go.etcd.io/etcd/server/v3/embed — the real etcd, not an imitation.
+// It backs `coordinator --dev` and the tests (package etcdtest).
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// Config configures an embedded etcd. Dir is required.
+type Config struct {
+	// Dir holds the data; it is created when missing and reused when not.
+	Dir string
+	// ClientAddr is the host:port clients reach it on. Default
+	// 127.0.0.1:2379; port 0 picks a free port.
+	ClientAddr string
+	// PeerAddr is the host:port of the (unused) peer listener. Default
+	// 127.0.0.1:0, a free port.
+	PeerAddr string
+	// TickMs and ElectionMs are the Raft heartbeat and election timeout;
+	// defaults 10 and 50, which start a single member in well under 100 ms.
+	TickMs, ElectionMs uint
+	// LogLevel is etcd's zap log level. Default "error".
+	LogLevel string
+	// StartTimeout bounds the start. Default 10s.
+	StartTimeout time.Duration
+}
+
+// Server is a running embedded etcd. Close stops it.
+type Server struct {
+	etcd     *embed.Etcd
+	endpoint string
+}
+
+// Start starts an embedded etcd and returns once it serves clients.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("embedetcd: Config.Dir is required")
+	}
+	if cfg.ClientAddr == "" {
+		cfg.ClientAddr = "127.0.0.1:2379"
+	}
+	if cfg.PeerAddr == "" {
+		cfg.PeerAddr = "127.0.0.1:0"
+	}
+	if cfg.TickMs == 0 {
+		cfg.TickMs = 10
+	}
+	if cfg.ElectionMs == 0 {
+		cfg.ElectionMs = 50
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "error"
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	client, err := resolve(cfg.ClientAddr)
+	if err != nil {
+		return nil, fmt.Errorf("embedetcd: client address: %w", err)
+	}
+	peer, err := resolve(cfg.PeerAddr)
+	if err != nil {
+		return nil, fmt.Errorf("embedetcd: peer address: %w", err)
+	}
+	ec := embed.NewConfig()
+	ec.Name = "weir"
+	ec.Dir = cfg.Dir
+	ec.TickMs, ec.ElectionMs = cfg.TickMs, cfg.ElectionMs
+	ec.LogLevel = cfg.LogLevel
+	cu := url.URL{Scheme: "http", Host: client}
+	pu := url.URL{Scheme: "http", Host: peer}
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("embedetcd: start on %s: %w", client, err)
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return &Server{etcd: e, endpoint: cu.String()}, nil
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedetcd: start: %w", err)
+	case <-timer.C:
+		e.Close()
+		return nil, fmt.Errorf("embedetcd: not ready after %v", cfg.StartTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// resolve replaces port 0 by a free port: etcd must know its URLs before it
+// listens. Another process may take the port in between; Start then fails
+// with an address-in-use error and callers may retry.
+func resolve(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if port != "0" {
+		return addr, nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Endpoint is the client URL, e.g. http://127.0.0.1:2379.
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// Err reports fatal server errors.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Close stops the server and waits for it; the data stays in Dir.
+func (s *Server) Close() { s.etcd.Close() }
