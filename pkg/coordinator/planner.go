@@ -1,0 +1,893 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/demand"
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Bounds on what the planner keeps, so that no report can make it grow
+// without limit.
+const (
+	// MaxKeysPerRule caps the keys of one rule with shares of their own.
+	MaxKeysPerRule = 10_000
+	// MaxEntries caps rules plus keys.
+	MaxEntries = 200_000
+	// MaxKeyLen caps a key's length in bytes.
+	MaxKeyLen = 4096
+	// MaxInstances caps the instances whose sequences are remembered.
+	MaxInstances = 100_000
+	// maxCount bounds any count in a report: far more than any instance
+	// decides in an interval.
+	maxCount = 1e12
+	ring     = 4 // intervals of reports kept per (entry, DC)
+	heardLen = 8 // intervals remembered per DC
+)
+
+// ErrReport marks a report the planner refused; the caller logs it, counts
+// it and goes on.
+var ErrReport = errors.New("coordinator: report refused")
+
+// PlannerConfig configures a Planner.
+type PlannerConfig struct {
+	// DCs are every DC's name. Required; reports from others are refused.
+	DCs []string
+	// Interval is the reporting interval. Default 1s.
+	Interval time.Duration
+	// TTL is how long an assignment lease keeps a DC's shares in force.
+	// Default 5 × Interval.
+	TTL time.Duration
+	// Skew is the clock skew tolerated between coordinator and limiters.
+	// Default 1s.
+	Skew time.Duration
+	// Warmup is how many intervals a new leader observes before it moves
+	// any share. Default 3.
+	Warmup int
+	// Retire is how many intervals a key's own share outlives its
+	// pressure. Default 30.
+	Retire int
+	// Estimator configures the demand estimates.
+	Estimator demand.Config
+}
+
+func (c *PlannerConfig) setDefaults() {
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.TTL <= 0 {
+		c.TTL = 5 * c.Interval
+	}
+	if c.Skew <= 0 {
+		c.Skew = time.Second
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = 3
+	}
+	if c.Retire <= 0 {
+		c.Retire = 30
+	}
+}
+
+// Planner is the coordinator's pure core: it turns usage reports into
+// demand estimates, shares, and the two-phase schedule of writes that keeps
+// the shares in force summing to at most 1 (docs/architecture.md). It does
+// no I/O and reads no clock: the caller passes times, feeds reports, acks
+// and write outcomes, and performs the writes it is given. Not safe for
+// concurrent use.
+type Planner struct {
+	cfg        PlannerConfig
+	intervalMs int64
+	est        *demand.Estimator
+	dcs        []string
+	dcIndex    map[string]int
+	dc         []dcState
+	rules      map[ruleRef]*ruleState
+	entries    int
+	seqs       map[string]*seqWindow
+	epoch      uint64
+	started    int64 // first interval closed as leader; -1 until then
+	closed     int64 // last interval closed
+	stats      Stats
+}
+
+// Stats counts what the planner saw and refused.
+type Stats struct {
+	Reports, Duplicates, Refused, UnknownRules, LateReports, KeysUntracked uint64
+	Writes, WriteFailures                                                  uint64
+}
+
+type ruleRef struct{ domain, id string }
+
+type dcState struct {
+	heard      [heardLen]int64 // interval indexes heard from, by idx % heardLen
+	heardAt    time.Time
+	leaseUntil time.Time // valid_until of the last lease written
+	expired    bool
+	ack        int64 // every instance of the DC has applied up to here
+}
+
+type ruleState struct {
+	ref      ruleRef
+	spec     rule.Rule
+	static   []float64
+	policy   []allocate.DC
+	entry    *entry
+	keys     map[string]*entry
+	dirty    []bool // the DC's document must be rewritten
+	hasDoc   []bool
+	docEpoch []uint64
+}
+
+// entry is a rule, or one key of it with shares of its own.
+type entry struct {
+	key      string // "" for the rule
+	limit    int64
+	est      []demand.State
+	pend     [][ring]pending
+	target   []float64
+	grant    []float64 // in the DC's document (or static)
+	held     []float64 // at most this may be in force in the DC
+	wrote    []int64   // revision of the last write of grant; MaxInt64: unknown
+	next     []float64 // grants of the write in flight
+	quiet    int       // intervals without pressure (keys)
+	retiring bool
+}
+
+type pending struct {
+	idx int64
+	sum float64
+}
+
+type seqWindow struct {
+	max  uint64
+	bits uint64 // bit i: max-i seen
+	seen int64  // interval of the last report
+}
+
+// NewPlanner returns a planner for the DCs of cfg.
+func NewPlanner(cfg PlannerConfig) (*Planner, error) {
+	cfg.setDefaults()
+	if len(cfg.DCs) == 0 {
+		return nil, errors.New("coordinator: no DCs configured")
+	}
+	if len(cfg.DCs) > allocate.MaxStackDCs {
+		return nil, fmt.Errorf("coordinator: %d DCs; at most %d", len(cfg.DCs), allocate.MaxStackDCs)
+	}
+	est, err := demand.New(cfg.Estimator)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	p := &Planner{
+		cfg: cfg, intervalMs: cfg.Interval.Milliseconds(), est: est,
+		dcs: slices.Clone(cfg.DCs), dcIndex: map[string]int{},
+		rules: map[ruleRef]*ruleState{}, seqs: map[string]*seqWindow{},
+		started: -1,
+	}
+	if p.intervalMs <= 0 {
+		return nil, fmt.Errorf("coordinator: interval %v is under 1ms", cfg.Interval)
+	}
+	for i, d := range p.dcs {
+		if err := rule.CheckDC(d); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		if _, dup := p.dcIndex[d]; dup {
+			return nil, fmt.Errorf("coordinator: DC %q listed twice", d)
+		}
+		p.dcIndex[d] = i
+	}
+	p.dc = make([]dcState, len(p.dcs))
+	for i := range p.dc {
+		for j := range p.dc[i].heard {
+			p.dc[i].heard[j] = -1
+		}
+	}
+	return p, nil
+}
+
+// DCs returns the DCs' names, in the order of every per-DC slice.
+func (p *Planner) DCs() []string { return p.dcs }
+
+// Stats returns the counters.
+func (p *Planner) Stats() Stats { return p.stats }
+
+// Epoch returns the epoch of the last round.
+func (p *Planner) Epoch() uint64 { return p.epoch }
+
+func (p *Planner) newEntry(key string, limit int64) *entry {
+	n := len(p.dcs)
+	e := &entry{
+		key: key, limit: limit,
+		est: make([]demand.State, n), pend: make([][ring]pending, n),
+		target: make([]float64, n), grant: make([]float64, n), held: make([]float64, n),
+		wrote: make([]int64, n),
+	}
+	for d := range e.pend {
+		for j := range e.pend[d] {
+			e.pend[d][j].idx = -1
+		}
+	}
+	p.entries++
+	return e
+}
+
+// SetRules sets the global rules to plan for; rules that are not global or
+// not enabled are ignored. A rule dropped from the set keeps its documents
+// in etcd until it returns (the limiters no longer match it).
+func (p *Planner) SetRules(rules []rule.Rule) {
+	keep := map[ruleRef]bool{}
+	for _, r := range rules {
+		if r.Scope != rule.ScopeGlobal || !r.Enabled || r.Unlimited {
+			continue
+		}
+		ref := ruleRef{r.Domain, r.ID}
+		keep[ref] = true
+		rs := p.rules[ref]
+		if rs == nil {
+			if p.entries >= MaxEntries {
+				continue
+			}
+			rs = &ruleState{ref: ref, keys: map[string]*entry{},
+				dirty: make([]bool, len(p.dcs)), hasDoc: make([]bool, len(p.dcs)), docEpoch: make([]uint64, len(p.dcs)),
+				policy: make([]allocate.DC, len(p.dcs)), static: make([]float64, len(p.dcs))}
+			rs.entry = p.newEntry("", r.Limit)
+			p.rules[ref] = rs
+		}
+		rs.spec = r
+		rs.entry.limit = r.Limit
+		for d, name := range p.dcs {
+			rs.static[d] = r.StaticShare(name, p.dcs)
+			if !rs.hasDoc[d] {
+				rs.entry.grant[d], rs.entry.held[d] = rs.static[d], rs.static[d]
+			}
+		}
+	}
+	for ref, rs := range p.rules {
+		if !keep[ref] {
+			p.entries -= 1 + len(rs.keys)
+			delete(p.rules, ref)
+		}
+	}
+}
+
+// SetPolicy sets the operator's settings of a rule's shares, by DC name;
+// nil clears them. It reports an error, and changes nothing, when the rule
+// is unknown or a setting is invalid.
+func (p *Planner) SetPolicy(domain, ruleID string, pol Policy) error {
+	rs := p.rules[ruleRef{domain, ruleID}]
+	if rs == nil {
+		return fmt.Errorf("coordinator: policy for unknown global rule %s/%s", domain, ruleID)
+	}
+	dcs, err := pol.settings(p.dcs)
+	if err != nil {
+		return err
+	}
+	copy(rs.policy, dcs)
+	return nil
+}
+
+// Ingest accounts for one usage report received at now. A refused report
+// changes nothing and returns an error wrapping ErrReport; a duplicate
+// returns nil and changes nothing.
+func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
+	d, ok := p.dcIndex[r.GetDc()]
+	switch {
+	case !ok:
+		return p.refuse("unknown DC %q", r.GetDc())
+	case r.GetInstance() == "" || len(r.GetInstance()) > 256:
+		return p.refuse("instance id of %d bytes", len(r.GetInstance()))
+	case r.GetSequence() == 0:
+		return p.refuse("sequence 0")
+	case r.GetIntervalMs() <= 0 || r.GetIntervalMs() > 3600_000:
+		return p.refuse("interval of %d ms", r.GetIntervalMs())
+	}
+	idx := r.GetIntervalStartMs() / p.intervalMs
+	nowIdx := now.UnixMilli() / p.intervalMs
+	if skew := p.cfg.Skew.Milliseconds()/p.intervalMs + 1; idx > nowIdx+skew {
+		return p.refuse("interval starting %d ms from now", r.GetIntervalStartMs()-now.UnixMilli())
+	}
+	if p.duplicate(r.GetInstance(), r.GetSequence(), nowIdx) {
+		p.stats.Duplicates++
+		return nil
+	}
+	p.stats.Reports++
+	ds := &p.dc[d]
+	ds.heardAt = now
+	// Reports of intervals already closed still prove the DC alive; their
+	// counts are too late for the estimates.
+	if idx <= p.closed && p.started >= 0 {
+		p.stats.LateReports++
+		return nil
+	}
+	ds.heard[idx%heardLen] = idx
+	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
+	for _, ru := range r.GetRules() {
+		rs := p.rules[ruleRef{ru.GetDomain(), ru.GetRuleId()}]
+		if rs == nil {
+			p.stats.UnknownRules++
+			continue
+		}
+		if !countsOK(ru.GetOffered(), ru.GetAdmitted(), ru.GetRejected()) {
+			p.stats.Refused++
+			continue
+		}
+		add(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
+		for _, k := range ru.GetKeys() {
+			p.ingestKey(rs, d, idx, k, scale)
+		}
+	}
+	return nil
+}
+
+func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64) {
+	key, limit := k.GetKey(), k.GetLimit()
+	if key == "" || len(key) > MaxKeyLen || limit <= 0 || limit > algorithm.MaxLimit || !countsOK(k.GetOffered(), k.GetAdmitted(), k.GetRejected()) {
+		p.stats.Refused++
+		return
+	}
+	f := p.fraction(float64(k.GetOffered())*scale, limit, rs.spec.WindowSeconds)
+	e := rs.keys[key]
+	if e == nil {
+		// A key earns a share of its own when it uses at least half of
+		// what the rule's share gives it here, or is rejected.
+		if (f < rs.entry.grant[d]/2 && k.GetRejected() == 0) || len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
+			p.stats.KeysUntracked++
+			return
+		}
+		e = p.newEntry(key, limit)
+		for i := range p.dcs {
+			// Until its own shares are written, each DC enforces the
+			// rule's for the key.
+			e.grant[i], e.held[i], e.wrote[i] = rs.entry.grant[i], rs.entry.held[i], rs.entry.wrote[i]
+			e.target[i] = rs.entry.grant[i]
+		}
+		rs.keys[key] = e
+	}
+	e.limit = limit
+	add(e, d, idx, f)
+}
+
+// fraction converts an offered count per interval into a fraction of limit
+// per window.
+func (p *Planner) fraction(offered float64, limit, windowSeconds int64) float64 {
+	if limit <= 0 || windowSeconds <= 0 {
+		return 0
+	}
+	perInterval := float64(limit) * float64(p.intervalMs) / float64(windowSeconds*1000)
+	return offered / perInterval
+}
+
+func add(e *entry, d int, idx int64, f float64) {
+	slot := &e.pend[d][idx%ring]
+	if slot.idx != idx {
+		*slot = pending{idx: idx}
+	}
+	slot.sum += f
+}
+
+func countsOK(offered, admitted, rejected uint64) bool {
+	return offered <= maxCount && admitted <= offered && rejected <= offered && admitted+rejected <= offered+offered/100+1
+}
+
+func (p *Planner) refuse(format string, args ...any) error {
+	p.stats.Refused++
+	return fmt.Errorf("%w: %s", ErrReport, fmt.Sprintf(format, args...))
+}
+
+// duplicate reports whether (instance, seq) was seen, remembering it. It
+// remembers the last 64 sequences of each instance; older ones count as
+// duplicates.
+func (p *Planner) duplicate(instance string, seq uint64, nowIdx int64) bool {
+	w := p.seqs[instance]
+	if w == nil {
+		if len(p.seqs) >= MaxInstances {
+			p.forgetInstances(nowIdx)
+		}
+		w = &seqWindow{}
+		p.seqs[instance] = w
+	}
+	w.seen = nowIdx
+	switch {
+	case seq > w.max:
+		shift := seq - w.max
+		if shift >= 64 {
+			w.bits = 0
+		} else {
+			w.bits <<= shift
+		}
+		w.bits |= 1
+		w.max = seq
+		return false
+	case w.max-seq >= 64:
+		return true
+	default:
+		bit := uint64(1) << (w.max - seq)
+		if w.bits&bit != 0 {
+			return true
+		}
+		w.bits |= bit
+		return false
+	}
+}
+
+// forgetInstances drops the instances not heard from for an hour, or the
+// oldest half when none is that old.
+func (p *Planner) forgetInstances(nowIdx int64) {
+	hour := int64(time.Hour/time.Millisecond) / p.intervalMs
+	for k, w := range p.seqs {
+		if nowIdx-w.seen > hour {
+			delete(p.seqs, k)
+		}
+	}
+	if len(p.seqs) < MaxInstances {
+		return
+	}
+	seen := make([]int64, 0, len(p.seqs))
+	for _, w := range p.seqs {
+		seen = append(seen, w.seen)
+	}
+	slices.Sort(seen)
+	cut := seen[len(seen)/2]
+	for k, w := range p.seqs {
+		if w.seen <= cut {
+			delete(p.seqs, k)
+		}
+	}
+}
+
+// SetAck records that every live instance of dc has applied its assignments
+// up to etcd revision rev (the caller takes the minimum over the DC's
+// instances, and over instances lost too recently to be sure they stopped).
+// A DC with no instance acknowledges everything: pass math.MaxInt64.
+func (p *Planner) SetAck(dc string, rev int64) {
+	if d, ok := p.dcIndex[dc]; ok {
+		p.dc[d].ack = rev
+	}
+}
+
+// Tick closes the intervals that ended before now (minus a grace of
+// 40% of an interval for reports in flight), updates the estimates and the
+// targets, and notices DCs whose lease ran out. Call it about every
+// interval; the first call after Load starts the warm-up.
+func (p *Planner) Tick(now time.Time) {
+	ms := now.UnixMilli() - p.intervalMs*4/10
+	last := ms/p.intervalMs - 1 // the last interval that ended before ms
+	if p.started < 0 {
+		p.started, p.closed = last, last
+		p.expire(now)
+		return
+	}
+	for idx := p.closed + 1; idx <= last; idx++ {
+		p.close(idx)
+	}
+	if last > p.closed {
+		p.closed = last
+	}
+	p.expire(now)
+	p.retarget()
+}
+
+func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }
+
+// close feeds interval idx's sums to the estimates.
+func (p *Planner) close(idx int64) {
+	for _, rs := range p.rules {
+		p.closeEntry(rs.entry, idx)
+		for _, e := range rs.keys {
+			p.closeEntry(e, idx)
+		}
+	}
+}
+
+func (p *Planner) closeEntry(e *entry, idx int64) {
+	for d := range p.dcs {
+		slot := &e.pend[d][idx%ring]
+		switch {
+		case slot.idx == idx:
+			p.est.Observe(&e.est[d], idx, slot.sum)
+		case p.heard(d, idx):
+			p.est.Observe(&e.est[d], idx, 0)
+		default:
+			p.est.Advance(&e.est[d], idx)
+		}
+		if slot.idx <= idx {
+			slot.idx = -1
+		}
+	}
+}
+
+// expire notices the DCs whose lease has run out for sure: their limiters
+// enforce at most min(static, assigned) now, so that is all they may hold,
+// and the other DCs may grow into the rest.
+func (p *Planner) expire(now time.Time) {
+	for d := range p.dc {
+		ds := &p.dc[d]
+		if ds.leaseUntil.IsZero() || ds.expired || !now.After(ds.leaseUntil.Add(p.cfg.Skew)) {
+			continue
+		}
+		ds.expired = true
+		p.each(func(rs *ruleState, e *entry) { e.held[d] = min(rs.static[d], e.held[d]) })
+	}
+}
+
+// each calls f for every entry.
+func (p *Planner) each(f func(rs *ruleState, e *entry)) {
+	for _, rs := range p.rules {
+		f(rs, rs.entry)
+		for _, e := range rs.keys {
+			f(rs, e)
+		}
+	}
+}
+
+// retarget computes every entry's target shares from the estimates.
+func (p *Planner) retarget() {
+	if p.closed-p.started < int64(p.cfg.Warmup) {
+		return // a new leader first learns the demand
+	}
+	n := len(p.dcs)
+	in := make([]allocate.DC, n)
+	out := make([]float64, n)
+	for _, rs := range p.rules {
+		p.allocate(rs, rs.entry, in, out)
+		for key, e := range rs.keys {
+			pressured := false
+			for d := range p.dcs {
+				if e.est[d].Estimate() > rs.entry.grant[d]/2 {
+					pressured = true
+				}
+			}
+			if pressured {
+				e.quiet, e.retiring = 0, false
+			} else if e.quiet++; e.quiet > p.cfg.Retire {
+				e.retiring = true
+			}
+			if e.retiring {
+				copy(e.target, rs.entry.target)
+				if p.retired(rs, e) {
+					delete(rs.keys, key)
+					p.entries--
+					for d := range rs.dirty {
+						rs.dirty[d] = true
+					}
+				}
+				continue
+			}
+			p.allocate(rs, e, in, out)
+		}
+	}
+}
+
+func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []float64) {
+	copy(in, rs.policy)
+	for d := range in {
+		in[d].Demand = e.est[d].Estimate()
+	}
+	allocate.Allocate(in, out)
+	copy(e.target, out)
+}
+
+// retired reports whether key entry e can leave the documents: its shares
+// equal the rule's in every DC, and are the only ones that may be in force.
+func (p *Planner) retired(rs *ruleState, e *entry) bool {
+	for d := range p.dcs {
+		if e.grant[d] != rs.entry.grant[d] || e.held[d] != e.grant[d] || e.next != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Write is one document to write: a DC's assignment of a rule.
+type Write struct {
+	DC, Domain, RuleID string
+	Doc                *weirv1.RuleAssignment
+}
+
+// Plan applies the acknowledgements and computes the next grants of every
+// entry (two-phase: shrinks at once; grows only into quota no other DC may
+// still hold), and returns the documents that change, marked in flight.
+// The caller writes them and reports each outcome with Written. Plan with
+// writes in flight returns nothing.
+func (p *Planner) Plan(now time.Time) []Write {
+	if p.inFlight() {
+		return nil
+	}
+	for _, rs := range p.rules {
+		p.step(rs, rs.entry)
+		for _, e := range rs.keys {
+			p.step(rs, e)
+		}
+	}
+	p.epoch++
+	var ws []Write
+	refs := make([]ruleRef, 0, len(p.rules))
+	for ref := range p.rules {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		return refs[i].domain < refs[j].domain || refs[i].domain == refs[j].domain && refs[i].id < refs[j].id
+	})
+	for _, ref := range refs {
+		rs := p.rules[ref]
+		for d, dc := range p.dcs {
+			if !rs.dirty[d] && !p.changed(rs, d) {
+				continue
+			}
+			ws = append(ws, Write{DC: dc, Domain: ref.domain, RuleID: ref.id, Doc: p.doc(rs, d, now)})
+		}
+	}
+	if len(ws) == 0 {
+		p.epoch--
+	}
+	return ws
+}
+
+func (p *Planner) inFlight() bool {
+	for _, rs := range p.rules {
+		if rs.entry.next != nil {
+			return true
+		}
+		for _, e := range rs.keys {
+			if e.next != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// changed reports whether DC d's document of rs must change.
+func (p *Planner) changed(rs *ruleState, d int) bool {
+	if rs.entry.next[d] != rs.entry.grant[d] || !rs.hasDoc[d] && rs.entry.next[d] != rs.static[d] {
+		return true
+	}
+	for _, e := range rs.keys {
+		if e.next[d] != e.grant[d] || !rs.hasDoc[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// step applies the acknowledgements to e and sets e.next.
+func (p *Planner) step(rs *ruleState, e *entry) {
+	n := len(p.dcs)
+	for d := range n {
+		if e.wrote[d] <= p.dc[d].ack {
+			e.held[d] = e.grant[d]
+		}
+	}
+	next := make([]float64, n)
+	for d := range n {
+		// Shrinks at once, and grows free of charge up to what the DC may
+		// hold already. A DC whose lease ran out only shrinks: it must fit
+		// in what it holds before its lease is renewed.
+		next[d] = min(e.target[d], e.grant[d])
+		if p.dc[d].expired {
+			next[d] = min(next[d], e.held[d])
+		} else {
+			next[d] = max(next[d], min(e.target[d], e.held[d]))
+		}
+	}
+	// Grows: into the room no DC may hold, shared in proportion to what
+	// each DC still wants.
+	sum, want := 0.0, 0.0
+	for d := range n {
+		sum += p.bound(rs, e, d, next[d])
+		if !p.dc[d].expired {
+			want += max(0, e.target[d]-max(e.held[d], next[d]))
+		}
+	}
+	if room := 1 - sum; room > 0 && want > 0 {
+		f := min(1, room/want)
+		for d := range n {
+			if w := e.target[d] - max(e.held[d], next[d]); w > 0 && !p.dc[d].expired {
+				next[d] = min(e.target[d], max(e.held[d], next[d])+w*f)
+			}
+		}
+	}
+	// Float rounding must not take the sum above 1: trim the grows.
+	for range 4 {
+		s := 0.0
+		for d := range n {
+			s += p.bound(rs, e, d, next[d])
+		}
+		if s <= 1 {
+			break
+		}
+		over := s - 1
+		for d := n - 1; d >= 0 && over > 0; d-- {
+			if floor := max(e.held[d], min(e.target[d], e.grant[d])); next[d] > floor {
+				cut := min(over*(1+1e-9)+1e-15, next[d]-floor)
+				next[d] -= cut
+				over -= cut
+			}
+		}
+	}
+	e.next = next
+}
+
+// bound is the most DC d may enforce of e once next is written.
+func (p *Planner) bound(rs *ruleState, e *entry, d int, next float64) float64 {
+	if p.dc[d].expired {
+		return max(e.held[d], min(rs.static[d], next))
+	}
+	return max(e.held[d], next)
+}
+
+// doc builds DC d's document of rs from the grants in flight.
+func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignment {
+	doc := &weirv1.RuleAssignment{
+		Dc: p.dcs[d], Domain: rs.ref.domain, RuleId: rs.ref.id,
+		Epoch: p.epoch, Share: rs.entry.next[d], IssuedMs: now.UnixMilli(),
+	}
+	keys := make([]string, 0, len(rs.keys))
+	for k := range rs.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		doc.Keys = append(doc.Keys, &weirv1.KeyShare{Key: k, Share: rs.keys[k].next[d]})
+	}
+	return doc
+}
+
+// Written reports the outcome of writing ws (a part of what Plan returned):
+// ok with the revision of the write, or not ok when the write failed or
+// its outcome is unknown. Call it for every Write Plan returned, then
+// Settle.
+func (p *Planner) Written(ws []Write, rev int64, ok bool) {
+	if ok {
+		p.stats.Writes += uint64(len(ws))
+	} else {
+		p.stats.WriteFailures += uint64(len(ws))
+	}
+	for _, w := range ws {
+		rs := p.rules[ruleRef{w.Domain, w.RuleID}]
+		d, known := p.dcIndex[w.DC]
+		if rs == nil || !known {
+			continue
+		}
+		apply := func(e *entry, share float64) {
+			e.held[d] = p.bound(rs, e, d, share)
+			if ok {
+				if share != e.grant[d] || !rs.hasDoc[d] || e.wrote[d] == math.MaxInt64 {
+					e.wrote[d] = rev
+				}
+				e.grant[d] = share
+			} else {
+				// It may or may not be in force: held covers it; only a
+				// later successful write can be acknowledged.
+				e.wrote[d] = math.MaxInt64
+			}
+		}
+		apply(rs.entry, w.Doc.GetShare())
+		for _, k := range w.Doc.GetKeys() {
+			if e := rs.keys[k.GetKey()]; e != nil {
+				apply(e, k.GetShare())
+			}
+		}
+		if ok {
+			rs.hasDoc[d], rs.dirty[d], rs.docEpoch[d] = true, false, w.Doc.GetEpoch()
+		} else {
+			rs.dirty[d] = true
+		}
+	}
+}
+
+// Settle ends the round Plan started: the grants not written stay as they
+// were.
+func (p *Planner) Settle() {
+	for _, rs := range p.rules {
+		rs.entry.next = nil
+		for _, e := range rs.keys {
+			e.next = nil
+		}
+	}
+}
+
+// Leases returns the lease to write for each DC heard from since `since`,
+// valid until now + TTL; the other DCs' leases run out. A DC whose lease
+// has run out is renewed only once its documents fit in what it may hold
+// and it has acknowledged them, so that renewing it cannot take the shares
+// in force above 1.
+func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv1.AssignmentLease {
+	var out []*weirv1.AssignmentLease
+	for d, dc := range p.dcs {
+		if p.dc[d].heardAt.Before(since) || p.dc[d].expired && !p.renewable(d) {
+			continue
+		}
+		out = append(out, &weirv1.AssignmentLease{
+			Dc: dc, Epoch: p.epoch, ValidUntilMs: now.Add(p.cfg.TTL).UnixMilli(),
+			TtlMs: p.cfg.TTL.Milliseconds(), Leader: leader,
+		})
+	}
+	return out
+}
+
+func (p *Planner) renewable(d int) bool {
+	ok := true
+	p.each(func(rs *ruleState, e *entry) {
+		if e.grant[d] > e.held[d] || e.wrote[d] > p.dc[d].ack {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// LeaseWritten records that l was written.
+func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease) {
+	d, ok := p.dcIndex[l.GetDc()]
+	if !ok {
+		return
+	}
+	ds := &p.dc[d]
+	ds.leaseUntil = time.UnixMilli(l.GetValidUntilMs())
+	if ds.expired {
+		ds.expired = false
+		p.each(func(rs *ruleState, e *entry) { e.held[d] = max(e.held[d], e.grant[d]) })
+	}
+}
+
+// Load starts a new leader from what etcd holds: the documents (each with
+// the revision that last modified it) and the leases. Call it once, after
+// SetRules and before the first Tick. Until a DC acknowledges a document's
+// revision, the planner assumes the DC may hold any share of it (a former
+// leader may have written more since), so nothing grows into it.
+func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*weirv1.AssignmentLease) {
+	for i, doc := range docs {
+		p.epoch = max(p.epoch, doc.GetEpoch())
+		rs := p.rules[ruleRef{doc.GetDomain(), doc.GetRuleId()}]
+		d, ok := p.dcIndex[doc.GetDc()]
+		if rs == nil || !ok {
+			continue
+		}
+		load := func(e *entry, share float64) {
+			e.grant[d], e.held[d], e.wrote[d] = share, 1, revs[i]
+			e.target[d] = share
+		}
+		rs.hasDoc[d], rs.docEpoch[d] = true, doc.GetEpoch()
+		load(rs.entry, doc.GetShare())
+		for _, k := range doc.GetKeys() {
+			e := rs.keys[k.GetKey()]
+			if e == nil {
+				if len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
+					continue
+				}
+				e = p.newEntry(k.GetKey(), rs.entry.limit)
+				for j := range p.dcs {
+					e.grant[j], e.held[j], e.wrote[j], e.target[j] = rs.entry.grant[j], 1, math.MaxInt64, rs.entry.grant[j]
+				}
+				rs.keys[k.GetKey()] = e
+			}
+			load(e, k.GetShare())
+		}
+	}
+	// A key listed in some DCs' documents but not others is at the rule's
+	// share there; those DCs' grants were copied from the rule above only if
+	// the rule's document came first, so copy them again.
+	for _, rs := range p.rules {
+		for _, e := range rs.keys {
+			for d := range p.dcs {
+				if e.wrote[d] == math.MaxInt64 {
+					e.grant[d], e.target[d], e.wrote[d] = rs.entry.grant[d], rs.entry.grant[d], rs.entry.wrote[d]
+				}
+			}
+		}
+	}
+	for _, l := range leases {
+		p.epoch = max(p.epoch, l.GetEpoch())
+		if d, ok := p.dcIndex[l.GetDc()]; ok {
+			p.dc[d].leaseUntil = time.UnixMilli(l.GetValidUntilMs())
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package coordinator
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+var simDCs = []string{"a", "b", "c"}
+
+func simRule() rule.Rule {
+	return rule.Rule{Domain: "api", ID: "r", Limit: 1000, WindowSeconds: 1, Scope: rule.ScopeGlobal, Enabled: true}
+}
+
+// sim plays limiters around a Planner: documents reach each DC after a
+// random delay (in order, as an etcd watch delivers them), and each DC
+// acknowledges what it applied. It checks after every event that the shares
+// in force sum to at most 1.
+type sim struct {
+	t      *testing.T
+	p      *Planner
+	rng    *rand.Rand
+	now    time.Time
+	rev    int64
+	seq    map[string]uint64
+	inbox  map[string][]delivery
+	force  map[string]map[string]float64 // DC → entry key ("" rule) → share in force
+	maxLag time.Duration
+	lost   float64 // fraction of reports lost
+	dup    float64 // fraction of reports duplicated
+	worst  float64
+}
+
+type delivery struct {
+	at  time.Time
+	rev int64
+	doc *weirv1.RuleAssignment
+}
+
+func newSim(t *testing.T, maxLag time.Duration) *sim {
+	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{simRule()})
+	s := &sim{t: t, p: p, rng: rand.New(rand.NewPCG(7, 9)), now: time.UnixMilli(1_700_000_000_000),
+		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]float64{}, maxLag: maxLag}
+	r := simRule()
+	st := r.StaticShare("a", simDCs)
+	for _, d := range simDCs {
+		s.force[d] = map[string]float64{"": st}
+	}
+	p.Load(nil, nil, nil)
+	return s
+}
+
+// share returns what DC d enforces for key: its own share, or the rule's.
+func (s *sim) share(d, key string) float64 {
+	if v, ok := s.force[d][key]; ok {
+		return v
+	}
+	return s.force[d][""]
+}
+
+func (s *sim) check(keys []string) {
+	for _, k := range append([]string{""}, keys...) {
+		sum := 0.0
+		for _, d := range simDCs {
+			sum += s.share(d, k)
+		}
+		s.worst = max(s.worst, sum)
+		if sum > 1 {
+			s.t.Fatalf("at %v: shares in force for %q sum to %.17g > 1: %v", s.now, k, sum, s.force)
+		}
+	}
+}
+
+// report sends each DC's offered counts for the interval that just ended.
+func (s *sim) report(offered map[string]map[string]uint64) {
+	start := s.now.Add(-time.Second).UnixMilli() / 1000 * 1000
+	for _, d := range simDCs {
+		if s.rng.Float64() < s.lost {
+			continue
+		}
+		s.seq[d]++
+		ru := &weirv1.RuleUsage{Domain: "api", RuleId: "r"}
+		for k, n := range offered[d] {
+			if k == "" {
+				ru.Offered, ru.Admitted = n, n
+				continue
+			}
+			ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: k, Offered: n, Admitted: n, Limit: 1000})
+		}
+		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: s.seq[d], IntervalStartMs: start, IntervalMs: 1000, Rules: []*weirv1.RuleUsage{ru}}
+		for range 1 + boolInt(s.rng.Float64() < s.dup) {
+			if err := s.p.Ingest(r, s.now); err != nil {
+				s.t.Fatalf("ingest: %v", err)
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// plan writes what the planner asks, to arrive later.
+func (s *sim) plan() {
+	ws := s.p.Plan(s.now)
+	if len(ws) > 0 {
+		s.rev++
+		for _, w := range ws {
+			q := s.inbox[w.DC]
+			at := s.now.Add(time.Duration(s.rng.Int64N(int64(s.maxLag) + 1)))
+			if n := len(q); n > 0 && q[n-1].at.After(at) {
+				at = q[n-1].at
+			}
+			s.inbox[w.DC] = append(q, delivery{at: at, rev: s.rev, doc: w.Doc})
+		}
+		s.p.Written(ws, s.rev, true)
+	}
+	s.p.Settle()
+}
+
+// deliver applies the documents due by now, DC by DC, checking after each.
+func (s *sim) deliver(keys []string) {
+	for _, d := range simDCs {
+		q := s.inbox[d]
+		for len(q) > 0 && !q[0].at.After(s.now) {
+			doc := q[0].doc
+			f := map[string]float64{"": doc.GetShare()}
+			for _, k := range doc.GetKeys() {
+				f[k.GetKey()] = k.GetShare()
+			}
+			s.force[d] = f
+			s.p.SetAck(d, q[0].rev)
+			q = q[1:]
+			s.check(keys)
+		}
+		s.inbox[d] = q
+	}
+}
+
+// run plays demand(second) for n seconds in steps of 100 ms.
+func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[string]uint64) {
+	for sec := range n {
+		for step := range 10 {
+			s.now = s.now.Add(100 * time.Millisecond)
+			if step == 4 {
+				s.report(demand(sec))
+				s.p.Tick(s.now)
+				for _, l := range s.p.Leases(s.now, s.now.Add(-3*time.Second), "test") {
+					s.p.LeaseWritten(l)
+				}
+			}
+			s.deliver(keys)
+			s.plan()
+		}
+	}
+}
+
+func TestPlannerTwoPhaseSafety(t *testing.T) {
+	for _, lag := range []time.Duration{0, 300 * time.Millisecond, 2500 * time.Millisecond} {
+		t.Run(lag.String(), func(t *testing.T) {
+			s := newSim(t, lag)
+			s.lost, s.dup = 0.2, 0.2
+			phase := func(a, b, c uint64) func(int) map[string]map[string]uint64 {
+				return func(int) map[string]map[string]uint64 {
+					return map[string]map[string]uint64{"a": {"": a}, "b": {"": b}, "c": {"": c}}
+				}
+			}
+			s.run(15, nil, phase(900, 50, 50))
+			s.run(15, nil, phase(50, 900, 50))
+			s.run(15, nil, phase(50, 50, 900))
+			if s.worst > 1 {
+				t.Fatalf("worst sum %v", s.worst)
+			}
+			// Demand 50/50/900 of 1000: c gets nearly all of it.
+			if got := s.share("c", ""); got < 0.85 {
+				t.Errorf("c's share in force = %v, want ≥ 0.85 (force %v)", got, s.force)
+			}
+			t.Logf("worst sum of shares in force %.6f; final %v", s.worst, s.force)
+		})
+	}
+}
+
+func TestPlannerHotKeyInOneDC(t *testing.T) {
+	s := newSim(t, 200*time.Millisecond)
+	keys := []string{"user-1"}
+	s.run(12, keys, func(int) map[string]map[string]uint64 {
+		return map[string]map[string]uint64{"a": {"": 100}, "b": {"": 100}, "c": {"": 1200, "user-1": 1100}}
+	})
+	if got := s.share("c", "user-1"); got < 0.95 {
+		t.Errorf("c's share of user-1 = %v, want ≥ 0.95 (force %v)", got, s.force)
+	}
+	if s.share("a", "user-1")+s.share("b", "user-1") > 0.05 {
+		t.Errorf("a and b keep %v of user-1", s.share("a", "user-1")+s.share("b", "user-1"))
+	}
+}
+
+func TestPlannerRefusesHostileReports(t *testing.T) {
+	p, err := NewPlanner(PlannerConfig{DCs: simDCs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{simRule()})
+	now := time.UnixMilli(1_700_000_000_000)
+	ok := func() *weirv1.UsageReport {
+		return &weirv1.UsageReport{Dc: "a", Instance: "i", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000}
+	}
+	tests := []struct {
+		name   string
+		mutate func(r *weirv1.UsageReport)
+	}{
+		{"unknown DC", func(r *weirv1.UsageReport) { r.Dc = "zz" }},
+		{"no instance", func(r *weirv1.UsageReport) { r.Instance = "" }},
+		{"sequence 0", func(r *weirv1.UsageReport) { r.Sequence = 0 }},
+		{"interval 0", func(r *weirv1.UsageReport) { r.IntervalMs = 0 }},
+		{"interval in the future", func(r *weirv1.UsageReport) { r.IntervalStartMs = now.Add(time.Hour).UnixMilli() }},
+	}
+	for _, tt := range tests {
+		r := ok()
+		tt.mutate(r)
+		if err := p.Ingest(r, now); !errors.Is(err, ErrReport) {
+			t.Errorf("%s: Ingest = %v, want ErrReport", tt.name, err)
+		}
+	}
+	// Absurd counts inside a good report are skipped, not fatal.
+	r := ok()
+	r.Rules = []*weirv1.RuleUsage{
+		{Domain: "api", RuleId: "r", Offered: 1, Admitted: 5},
+		{Domain: "api", RuleId: "r", Offered: math.MaxUint64},
+		{Domain: "api", RuleId: "nope", Offered: 1},
+		{Domain: "api", RuleId: "r", Offered: 10, Keys: []*weirv1.KeyUsage{{Key: "", Offered: 1, Limit: 1}, {Key: "k", Offered: 1, Limit: -1}}},
+	}
+	if err := p.Ingest(r, now); err != nil {
+		t.Fatalf("Ingest = %v", err)
+	}
+	st := p.Stats()
+	if st.Refused != uint64(len(tests))+4 || st.UnknownRules != 1 {
+		t.Errorf("stats %+v: want %d refused, 1 unknown rule", st, len(tests)+4)
+	}
+	if err := p.Ingest(r, now); err != nil || p.Stats().Duplicates != 1 {
+		t.Errorf("duplicate: err %v, stats %+v", err, p.Stats())
+	}
+}
