@@ -6,13 +6,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/weirhq/weir/pkg/envflag"
 	"github.com/weirhq/weir/pkg/limiterd"
+	"github.com/weirhq/weir/pkg/logflag"
 )
 
 func main() {
@@ -36,8 +36,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.MemoryKeys, "memory-keys", 0, "cap on keys kept in memory (default 1000000)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 0, "time in-flight requests get on shutdown (default 10s)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve pprof profiles on this address (keep it on loopback)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	format := fs.String("log-format", "json", "log format: json or text")
+	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
 		if err == flag.ErrHelp {
@@ -48,18 +47,9 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch *format {
-	case "json":
-		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	case "text":
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
-	default:
-		return fmt.Errorf("--log-format %q: want json or text", *format)
+	var err error
+	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

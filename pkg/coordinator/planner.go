@@ -55,6 +55,10 @@ type PlannerConfig struct {
 	// Retire is how many intervals a key's own share outlives its
 	// pressure. Default 30.
 	Retire int
+	// TakeoverGrace is how long a new leader renews the leases of the DCs
+	// whose lease it found valid, before it hears from them through Kafka
+	// (joining the consumer group may take a session timeout). Default 10s.
+	TakeoverGrace time.Duration
 	// Estimator configures the demand estimates.
 	Estimator demand.Config
 }
@@ -74,6 +78,9 @@ func (c *PlannerConfig) setDefaults() {
 	}
 	if c.Retire <= 0 {
 		c.Retire = 30
+	}
+	if c.TakeoverGrace <= 0 {
+		c.TakeoverGrace = 10 * time.Second
 	}
 }
 
@@ -135,12 +142,23 @@ type entry struct {
 	pend     [][ring]pending
 	target   []float64
 	grant    []float64 // in the DC's document (or static)
-	held     []float64 // at most this may be in force in the DC
-	wrote    []int64   // revision of the last write of grant; MaxInt64: unknown
+	// hist holds, per DC, the writes the DC may not have applied yet: the
+	// first was in force at some revision the DC has acknowledged, the
+	// others came later. Whatever the DC enforces is one of them.
+	hist     [][]write
 	next     []float64 // grants of the write in flight
 	quiet    int       // intervals without pressure (keys)
 	retiring bool
 }
+
+type write struct {
+	rev   int64 // math.MaxInt64 while unknown (a write whose outcome is unknown)
+	share float64
+}
+
+// maxHist bounds the writes remembered per (entry, DC); older ones merge,
+// conservatively, into the first.
+const maxHist = 16
 
 type pending struct {
 	idx int64
@@ -207,8 +225,7 @@ func (p *Planner) newEntry(key string, limit int64) *entry {
 	e := &entry{
 		key: key, limit: limit,
 		est: make([]demand.State, n), pend: make([][ring]pending, n),
-		target: make([]float64, n), grant: make([]float64, n), held: make([]float64, n),
-		wrote: make([]int64, n),
+		target: make([]float64, n), grant: make([]float64, n), hist: make([][]write, n),
 	}
 	for d := range e.pend {
 		for j := range e.pend[d] {
@@ -246,7 +263,10 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 		for d, name := range p.dcs {
 			rs.static[d] = r.StaticShare(name, p.dcs)
 			if !rs.hasDoc[d] {
-				rs.entry.grant[d], rs.entry.held[d] = rs.static[d], rs.static[d]
+				// Without a document the DC enforces its static share; it
+				// stays the target until the estimates say otherwise.
+				rs.entry.grant[d], rs.entry.target[d] = rs.static[d], rs.static[d]
+				rs.entry.hist[d] = []write{{0, rs.static[d]}}
 			}
 		}
 	}
@@ -346,7 +366,7 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 		for i := range p.dcs {
 			// Until its own shares are written, each DC enforces the
 			// rule's for the key.
-			e.grant[i], e.held[i], e.wrote[i] = rs.entry.grant[i], rs.entry.held[i], rs.entry.wrote[i]
+			e.grant[i], e.hist[i] = rs.entry.grant[i], slices.Clone(rs.entry.hist[i])
 			e.target[i] = rs.entry.grant[i]
 		}
 		rs.keys[key] = e
@@ -514,7 +534,6 @@ func (p *Planner) expire(now time.Time) {
 			continue
 		}
 		ds.expired = true
-		p.each(func(rs *ruleState, e *entry) { e.held[d] = min(rs.static[d], e.held[d]) })
 	}
 }
 
@@ -579,7 +598,7 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 // equal the rule's in every DC, and are the only ones that may be in force.
 func (p *Planner) retired(rs *ruleState, e *entry) bool {
 	for d := range p.dcs {
-		if e.grant[d] != rs.entry.grant[d] || e.held[d] != e.grant[d] || e.next != nil {
+		if e.grant[d] != rs.entry.grant[d] || len(e.hist[d]) != 1 || e.next != nil {
 			return false
 		}
 	}
@@ -661,10 +680,10 @@ func (p *Planner) changed(rs *ruleState, d int) bool {
 // step applies the acknowledgements to e and sets e.next.
 func (p *Planner) step(rs *ruleState, e *entry) {
 	n := len(p.dcs)
+	var heldBuf [allocate.MaxStackDCs]float64
+	held := heldBuf[:n]
 	for d := range n {
-		if e.wrote[d] <= p.dc[d].ack {
-			e.held[d] = e.grant[d]
-		}
+		held[d] = p.held(rs, e, d)
 	}
 	next := make([]float64, n)
 	for d := range n {
@@ -673,25 +692,25 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 		// in what it holds before its lease is renewed.
 		next[d] = min(e.target[d], e.grant[d])
 		if p.dc[d].expired {
-			next[d] = min(next[d], e.held[d])
+			next[d] = min(next[d], held[d])
 		} else {
-			next[d] = max(next[d], min(e.target[d], e.held[d]))
+			next[d] = max(next[d], min(e.target[d], held[d]))
 		}
 	}
 	// Grows: into the room no DC may hold, shared in proportion to what
 	// each DC still wants.
 	sum, want := 0.0, 0.0
 	for d := range n {
-		sum += p.bound(rs, e, d, next[d])
+		sum += p.bound(rs, d, held[d], next[d])
 		if !p.dc[d].expired {
-			want += max(0, e.target[d]-max(e.held[d], next[d]))
+			want += max(0, e.target[d]-max(held[d], next[d]))
 		}
 	}
 	if room := 1 - sum; room > 0 && want > 0 {
 		f := min(1, room/want)
 		for d := range n {
-			if w := e.target[d] - max(e.held[d], next[d]); w > 0 && !p.dc[d].expired {
-				next[d] = min(e.target[d], max(e.held[d], next[d])+w*f)
+			if w := e.target[d] - max(held[d], next[d]); w > 0 && !p.dc[d].expired {
+				next[d] = min(e.target[d], max(held[d], next[d])+w*f)
 			}
 		}
 	}
@@ -699,14 +718,14 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 	for range 4 {
 		s := 0.0
 		for d := range n {
-			s += p.bound(rs, e, d, next[d])
+			s += p.bound(rs, d, held[d], next[d])
 		}
 		if s <= 1 {
 			break
 		}
 		over := s - 1
 		for d := n - 1; d >= 0 && over > 0; d-- {
-			if floor := max(e.held[d], min(e.target[d], e.grant[d])); next[d] > floor {
+			if floor := max(held[d], min(e.target[d], e.grant[d])); next[d] > floor {
 				cut := min(over*(1+1e-9)+1e-15, next[d]-floor)
 				next[d] -= cut
 				over -= cut
@@ -716,12 +735,39 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 	e.next = next
 }
 
-// bound is the most DC d may enforce of e once next is written.
-func (p *Planner) bound(rs *ruleState, e *entry, d int, next float64) float64 {
+// bound is the most DC d may enforce of an entry of rs that it may hold
+// up to held, once next is written.
+func (p *Planner) bound(rs *ruleState, d int, held, next float64) float64 {
 	if p.dc[d].expired {
-		return max(e.held[d], min(rs.static[d], next))
+		return max(held, min(rs.static[d], next))
 	}
-	return max(e.held[d], next)
+	return max(held, next)
+}
+
+// held prunes e's writes in DC d to those the DC may still enforce, given
+// its acknowledgement, and returns the most it may enforce: the largest of
+// them, or, while its lease has run out, no more than its static share.
+func (p *Planner) held(rs *ruleState, e *entry, d int) float64 {
+	h := e.hist[d]
+	ack := p.dc[d].ack
+	i := 0
+	for j := range h {
+		if h[j].rev <= ack {
+			i = j
+		}
+	}
+	if i > 0 {
+		h = append(h[:0], h[i:]...)
+		e.hist[d] = h
+	}
+	m := 0.0
+	for _, w := range h {
+		m = max(m, w.share)
+	}
+	if p.dc[d].expired {
+		return min(rs.static[d], m)
+	}
+	return m
 }
 
 // doc builds DC d's document of rs from the grants in flight.
@@ -758,17 +804,27 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 			continue
 		}
 		apply := func(e *entry, share float64) {
-			e.held[d] = p.bound(rs, e, d, share)
+			h := e.hist[d]
 			if ok {
-				if share != e.grant[d] || !rs.hasDoc[d] || e.wrote[d] == math.MaxInt64 {
-					e.wrote[d] = rev
+				for j := range h {
+					if h[j].rev == math.MaxInt64 {
+						h[j].rev = rev - 1 // it happened, if at all, before rev
+					}
+				}
+				if share != e.grant[d] || len(h) == 0 || !rs.hasDoc[d] {
+					h = append(h, write{rev, share})
 				}
 				e.grant[d] = share
 			} else {
-				// It may or may not be in force: held covers it; only a
-				// later successful write can be acknowledged.
-				e.wrote[d] = math.MaxInt64
+				// It may or may not be in force; only a later successful
+				// write can be acknowledged.
+				h = append(h, write{math.MaxInt64, share})
 			}
+			if len(h) > maxHist {
+				h[1] = write{h[0].rev, max(h[0].share, h[1].share)}
+				h = h[1:]
+			}
+			e.hist[d] = h
 		}
 		apply(rs.entry, w.Doc.GetShare())
 		for _, k := range w.Doc.GetKeys() {
@@ -817,8 +873,11 @@ func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv
 func (p *Planner) renewable(d int) bool {
 	ok := true
 	p.each(func(rs *ruleState, e *entry) {
-		if e.grant[d] > e.held[d] || e.wrote[d] > p.dc[d].ack {
-			ok = false
+		p.held(rs, e, d)
+		for _, w := range e.hist[d] {
+			if w.share > rs.static[d] {
+				ok = false
+			}
 		}
 	})
 	return ok
@@ -834,7 +893,6 @@ func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease) {
 	ds.leaseUntil = time.UnixMilli(l.GetValidUntilMs())
 	if ds.expired {
 		ds.expired = false
-		p.each(func(rs *ruleState, e *entry) { e.held[d] = max(e.held[d], e.grant[d]) })
 	}
 }
 
@@ -843,7 +901,7 @@ func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease) {
 // SetRules and before the first Tick. Until a DC acknowledges a document's
 // revision, the planner assumes the DC may hold any share of it (a former
 // leader may have written more since), so nothing grows into it.
-func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*weirv1.AssignmentLease) {
+func (p *Planner) Load(now time.Time, docs []*weirv1.RuleAssignment, revs []int64, leases []*weirv1.AssignmentLease) {
 	for i, doc := range docs {
 		p.epoch = max(p.epoch, doc.GetEpoch())
 		rs := p.rules[ruleRef{doc.GetDomain(), doc.GetRuleId()}]
@@ -852,8 +910,9 @@ func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*we
 			continue
 		}
 		load := func(e *entry, share float64) {
-			e.grant[d], e.held[d], e.wrote[d] = share, 1, revs[i]
-			e.target[d] = share
+			// Until the DC acknowledges rev, it may hold anything.
+			e.grant[d], e.target[d] = share, share
+			e.hist[d] = []write{{0, 1}, {revs[i], share}}
 		}
 		rs.hasDoc[d], rs.docEpoch[d] = true, doc.GetEpoch()
 		load(rs.entry, doc.GetShare())
@@ -865,7 +924,7 @@ func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*we
 				}
 				e = p.newEntry(k.GetKey(), rs.entry.limit)
 				for j := range p.dcs {
-					e.grant[j], e.held[j], e.wrote[j], e.target[j] = rs.entry.grant[j], 1, math.MaxInt64, rs.entry.grant[j]
+					e.grant[j], e.target[j], e.hist[j] = rs.entry.grant[j], rs.entry.grant[j], nil
 				}
 				rs.keys[k.GetKey()] = e
 			}
@@ -878,8 +937,8 @@ func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*we
 	for _, rs := range p.rules {
 		for _, e := range rs.keys {
 			for d := range p.dcs {
-				if e.wrote[d] == math.MaxInt64 {
-					e.grant[d], e.target[d], e.wrote[d] = rs.entry.grant[d], rs.entry.grant[d], rs.entry.wrote[d]
+				if e.hist[d] == nil {
+					e.grant[d], e.target[d], e.hist[d] = rs.entry.grant[d], rs.entry.grant[d], slices.Clone(rs.entry.hist[d])
 				}
 			}
 		}
@@ -888,6 +947,86 @@ func (p *Planner) Load(docs []*weirv1.RuleAssignment, revs []int64, leases []*we
 		p.epoch = max(p.epoch, l.GetEpoch())
 		if d, ok := p.dcIndex[l.GetDc()]; ok {
 			p.dc[d].leaseUntil = time.UnixMilli(l.GetValidUntilMs())
+			if p.dc[d].leaseUntil.After(now) {
+				p.dc[d].heardAt = now.Add(p.cfg.TakeoverGrace)
+			}
 		}
 	}
+}
+
+// RuleView is what the planner knows of one global rule, for operators.
+type RuleView struct {
+	Domain        string   `json:"domain"`
+	RuleID        string   `json:"rule_id"`
+	Limit         int64    `json:"limit"`
+	WindowSeconds int64    `json:"window_seconds"`
+	Keys          int      `json:"keys_with_shares"`
+	DCs           []DCView `json:"dcs"`
+}
+
+// DCView is one DC's part of a rule or key.
+type DCView struct {
+	DC string `json:"dc"`
+	// Demand is the estimated demand, a fraction of the limit.
+	Demand float64 `json:"demand"`
+	// Target is the share the allocation wants; Share is the share
+	// written (in force once acknowledged); Held bounds what may be in
+	// force meanwhile; Static is the safe static share.
+	Target  float64 `json:"target"`
+	Share   float64 `json:"share"`
+	Held    float64 `json:"held"`
+	Static  float64 `json:"static"`
+	Expired bool    `json:"lease_expired,omitempty"`
+	Policy  DCPolicy `json:"policy"`
+}
+
+// Snapshot returns every rule's state, sorted by domain and id.
+func (p *Planner) Snapshot() []RuleView {
+	out := make([]RuleView, 0, len(p.rules))
+	for _, rs := range p.rules {
+		v := RuleView{Domain: rs.ref.domain, RuleID: rs.ref.id, Limit: rs.spec.Limit, WindowSeconds: rs.spec.WindowSeconds, Keys: len(rs.keys)}
+		v.DCs = p.dcViews(rs, rs.entry)
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Domain < out[j].Domain || out[i].Domain == out[j].Domain && out[i].RuleID < out[j].RuleID
+	})
+	return out
+}
+
+// KeyView is one key with shares of its own.
+type KeyView struct {
+	Key      string   `json:"key"`
+	Limit    int64    `json:"limit"`
+	Retiring bool     `json:"retiring,omitempty"`
+	DCs      []DCView `json:"dcs"`
+}
+
+// Keys returns the keys of a rule that have shares of their own, sorted; nil
+// for an unknown rule.
+func (p *Planner) Keys(domain, ruleID string) []KeyView {
+	rs := p.rules[ruleRef{domain, ruleID}]
+	if rs == nil {
+		return nil
+	}
+	out := make([]KeyView, 0, len(rs.keys))
+	for k, e := range rs.keys {
+		out = append(out, KeyView{Key: k, Limit: e.limit, Retiring: e.retiring, DCs: p.dcViews(rs, e)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (p *Planner) dcViews(rs *ruleState, e *entry) []DCView {
+	out := make([]DCView, len(p.dcs))
+	for d, dc := range p.dcs {
+		pol := DCPolicy{Floor: rs.policy[d].Floor, Ceiling: rs.policy[d].Ceiling, Drained: rs.policy[d].Drained}
+		if rs.policy[d].Pinned {
+			pin := rs.policy[d].Pin
+			pol.Pin = &pin
+		}
+		out[d] = DCView{DC: dc, Demand: e.est[d].Estimate(), Target: e.target[d], Share: e.grant[d], Held: p.held(rs, e, d),
+			Static: rs.static[d], Expired: p.dc[d].expired, Policy: pol}
+	}
+	return out
 }

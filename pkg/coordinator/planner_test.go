@@ -34,6 +34,12 @@ type sim struct {
 	lost   float64 // fraction of reports lost
 	dup    float64 // fraction of reports duplicated
 	worst  float64
+	// etcd: the latest document written per DC, and its revision.
+	docs map[string]delivery
+	// cut DCs hear nothing (no documents, no leases) and are not heard.
+	cut        map[string]bool
+	leaseUntil map[string]time.Time
+	acked      map[string]int64
 }
 
 type delivery struct {
@@ -49,22 +55,29 @@ func newSim(t *testing.T, maxLag time.Duration) *sim {
 	}
 	p.SetRules([]rule.Rule{simRule()})
 	s := &sim{t: t, p: p, rng: rand.New(rand.NewPCG(7, 9)), now: time.UnixMilli(1_700_000_000_000),
-		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]float64{}, maxLag: maxLag}
+		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]float64{}, maxLag: maxLag,
+		docs: map[string]delivery{}, cut: map[string]bool{}, leaseUntil: map[string]time.Time{}, acked: map[string]int64{}}
 	r := simRule()
 	st := r.StaticShare("a", simDCs)
 	for _, d := range simDCs {
 		s.force[d] = map[string]float64{"": st}
 	}
-	p.Load(nil, nil, nil)
+	p.Load(s.now, nil, nil, nil)
 	return s
 }
 
-// share returns what DC d enforces for key: its own share, or the rule's.
+// share returns what DC d enforces for key: its own share, or the rule's;
+// past its lease, no more than its static share.
 func (s *sim) share(d, key string) float64 {
-	if v, ok := s.force[d][key]; ok {
-		return v
+	v, ok := s.force[d][key]
+	if !ok {
+		v = s.force[d][""]
 	}
-	return s.force[d][""]
+	if until, ok := s.leaseUntil[d]; ok && !s.now.Before(until) {
+		r := simRule()
+		v = min(v, r.StaticShare(d, simDCs))
+	}
+	return v
 }
 
 func (s *sim) check(keys []string) {
@@ -84,7 +97,7 @@ func (s *sim) check(keys []string) {
 func (s *sim) report(offered map[string]map[string]uint64) {
 	start := s.now.Add(-time.Second).UnixMilli() / 1000 * 1000
 	for _, d := range simDCs {
-		if s.rng.Float64() < s.lost {
+		if s.rng.Float64() < s.lost || s.cut[d] {
 			continue
 		}
 		s.seq[d]++
@@ -124,6 +137,7 @@ func (s *sim) plan() {
 				at = q[n-1].at
 			}
 			s.inbox[w.DC] = append(q, delivery{at: at, rev: s.rev, doc: w.Doc})
+			s.docs[w.DC] = delivery{rev: s.rev, doc: w.Doc}
 		}
 		s.p.Written(ws, s.rev, true)
 	}
@@ -134,7 +148,7 @@ func (s *sim) plan() {
 func (s *sim) deliver(keys []string) {
 	for _, d := range simDCs {
 		q := s.inbox[d]
-		for len(q) > 0 && !q[0].at.After(s.now) {
+		for len(q) > 0 && !q[0].at.After(s.now) && !s.cut[d] {
 			doc := q[0].doc
 			f := map[string]float64{"": doc.GetShare()}
 			for _, k := range doc.GetKeys() {
@@ -142,6 +156,7 @@ func (s *sim) deliver(keys []string) {
 			}
 			s.force[d] = f
 			s.p.SetAck(d, q[0].rev)
+			s.acked[d] = q[0].rev
 			q = q[1:]
 			s.check(keys)
 		}
@@ -159,9 +174,13 @@ func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[stri
 				s.p.Tick(s.now)
 				for _, l := range s.p.Leases(s.now, s.now.Add(-3*time.Second), "test") {
 					s.p.LeaseWritten(l)
+					if !s.cut[l.GetDc()] {
+						s.leaseUntil[l.GetDc()] = time.UnixMilli(l.GetValidUntilMs())
+					}
 				}
 			}
 			s.deliver(keys)
+			s.check(keys)
 			s.plan()
 		}
 	}
@@ -172,11 +191,6 @@ func TestPlannerTwoPhaseSafety(t *testing.T) {
 		t.Run(lag.String(), func(t *testing.T) {
 			s := newSim(t, lag)
 			s.lost, s.dup = 0.2, 0.2
-			phase := func(a, b, c uint64) func(int) map[string]map[string]uint64 {
-				return func(int) map[string]map[string]uint64 {
-					return map[string]map[string]uint64{"a": {"": a}, "b": {"": b}, "c": {"": c}}
-				}
-			}
 			s.run(15, nil, phase(900, 50, 50))
 			s.run(15, nil, phase(50, 900, 50))
 			s.run(15, nil, phase(50, 50, 900))
@@ -250,5 +264,63 @@ func TestPlannerRefusesHostileReports(t *testing.T) {
 	}
 	if err := p.Ingest(r, now); err != nil || p.Stats().Duplicates != 1 {
 		t.Errorf("duplicate: err %v, stats %+v", err, p.Stats())
+	}
+}
+
+func phase(a, b, c uint64) func(int) map[string]map[string]uint64 {
+	return func(int) map[string]map[string]uint64 {
+		return map[string]map[string]uint64{"a": {"": a}, "b": {"": b}, "c": {"": c}}
+	}
+}
+
+// A new leader starts from the documents in etcd and the DCs'
+// acknowledgements, and stays safe while it learns the demand.
+func TestPlannerTakeover(t *testing.T) {
+	s := newSim(t, time.Second)
+	s.run(10, nil, phase(900, 50, 50))
+	p2, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.SetRules([]rule.Rule{simRule()})
+	var docs []*weirv1.RuleAssignment
+	var revs []int64
+	for _, d := range simDCs {
+		if w, ok := s.docs[d]; ok {
+			docs, revs = append(docs, w.doc), append(revs, w.rev)
+		}
+	}
+	p2.Load(s.now, docs, revs, nil)
+	for d, rev := range s.acked {
+		p2.SetAck(d, rev)
+	}
+	s.p = p2
+	s.run(15, nil, phase(50, 50, 900))
+	if got := s.share("c", ""); got < 0.85 {
+		t.Errorf("after takeover, c's share = %v, want ≥ 0.85 (force %v)", got, s.force)
+	}
+}
+
+// A DC cut off keeps its last share until its lease runs out, then at most
+// its static share; the others grow into the rest only then.
+func TestPlannerPartition(t *testing.T) {
+	s := newSim(t, 200*time.Millisecond)
+	s.run(10, nil, phase(50, 50, 900))
+	before := s.share("c", "")
+	s.cut["c"] = true
+	s.run(4, nil, phase(900, 900, 900))
+	if got := s.share("a", "") + s.share("b", ""); got > 1-before+1e-9 {
+		t.Errorf("a and b grew to %v while c's lease (share %v) was in force", got, before)
+	}
+	s.run(15, nil, phase(900, 900, 900))
+	static := 1.0 / 3
+	if got := s.share("a", "") + s.share("b", ""); got < 1-static-0.02 {
+		t.Errorf("after c's lease ran out, a and b hold %v, want ≈ %v", got, 1-static)
+	}
+	// c comes back: it is renewed once it fits, and the shares rebalance.
+	delete(s.cut, "c")
+	s.run(15, nil, phase(50, 50, 900))
+	if got := s.share("c", ""); got < 0.85 {
+		t.Errorf("c back: share %v, want ≥ 0.85 (force %v)", got, s.force)
 	}
 }

@@ -27,7 +27,8 @@ type Config struct {
 	// TickMs and ElectionMs are the Raft heartbeat and election timeout;
 	// defaults 10 and 50, which start a single member in well under 100 ms.
 	TickMs, ElectionMs uint
-	// LogLevel is etcd's zap log level. Default "error".
+	// LogLevel is etcd's zap log level. Default "fatal": at "error" an
+	// embedded member logs benign complaints on every start and stop.
 	LogLevel string
 	// StartTimeout bounds the start. Default 10s.
 	StartTimeout time.Duration
@@ -57,7 +58,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.ElectionMs = 50
 	}
 	if cfg.LogLevel == "" {
-		cfg.LogLevel = "error"
+		cfg.LogLevel = "fatal"
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 10 * time.Second

@@ -1,0 +1,63 @@
+// Command coordinator is Weir's control plane for global quotas: one of
+// several instances leads (elected through etcd), consumes the limiters'
+// usage from Kafka, and writes each DC's shares to etcd. With --dev it
+// embeds etcd and a Kafka-protocol broker, for running everything on one
+// machine. See docs/architecture.md and docs/operations.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weirhq/weir/pkg/coordinatord"
+	"github.com/weirhq/weir/pkg/envflag"
+	"github.com/weirhq/weir/pkg/logflag"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var cfg coordinatord.Config
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	etcd := fs.String("etcd", "", "comma-separated etcd endpoints, e.g. http://127.0.0.1:2379")
+	kafka := fs.String("kafka", "", "comma-separated Kafka brokers, e.g. 127.0.0.1:9092")
+	dcs := fs.String("dcs", "", "comma-separated names of every DC (with --dev: a,b,c)")
+	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON) whose global rules are planned; re-read when it changes")
+	fs.StringVar(&cfg.AdminAddr, "admin-addr", "127.0.0.1:8070", "admin HTTP listen address (/healthz, /metrics, /v1/status, /v1/shares)")
+	fs.StringVar(&cfg.Name, "name", "", "this coordinator's name in the election (default hostname-pid)")
+	fs.StringVar(&cfg.Prefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
+	fs.StringVar(&cfg.Topic, "topic", "", "usage topic (default weir.usage)")
+	fs.StringVar(&cfg.Group, "group", "", "Kafka consumer group (default weir-coordinator)")
+	fs.DurationVar(&cfg.Interval, "interval", 0, "reporting and planning interval (default 1s)")
+	fs.DurationVar(&cfg.TTL, "ttl", 0, "how long assignments stay in force without renewal (default 5 intervals)")
+	fs.BoolVar(&cfg.Dev, "dev", false, "embed etcd on "+coordinatord.DevEtcdAddr+" and a Kafka-protocol broker on "+coordinatord.DevKafkaAddr)
+	fs.StringVar(&cfg.DevDir, "dev-dir", "", "data directory of --dev (default a temporary directory, removed on exit)")
+	logs := logflag.Register(fs)
+	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator --rules FILE (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--admin-addr ADDR]")
+	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Etcd, cfg.Kafka, cfg.DCs = coordinatord.SplitList(*etcd), coordinatord.SplitList(*kafka), coordinatord.SplitList(*dcs)
+	var err error
+	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return coordinatord.Run(ctx, cfg)
+}

@@ -1,0 +1,152 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Status describes the coordinator, for /v1/status.
+type Status struct {
+	Name      string         `json:"name"`
+	Leader    bool           `json:"leader"`
+	Epoch     uint64         `json:"epoch,omitempty"`
+	DCs       []string       `json:"dcs"`
+	Planner   Stats          `json:"planner"`
+	Instances map[string]int `json:"instances,omitempty"`
+}
+
+// Status returns the coordinator's status.
+func (c *Coordinator) Status() Status {
+	st := Status{Name: c.cfg.Name, Leader: c.Leader(), DCs: c.cfg.Planner.DCs}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan != nil {
+		st.Epoch, st.Planner = c.plan.Epoch(), c.plan.Stats()
+	}
+	return st
+}
+
+// Shares returns the leader's view of every global rule, and false when
+// this coordinator does not lead.
+func (c *Coordinator) Shares() ([]RuleView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan == nil {
+		return nil, false
+	}
+	return c.plan.Snapshot(), true
+}
+
+// KeyShares returns the leader's view of a rule's keys with shares of their
+// own.
+func (c *Coordinator) KeyShares(domain, ruleID string) ([]KeyView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan == nil {
+		return nil, false
+	}
+	return c.plan.Keys(domain, ruleID), true
+}
+
+// Handler serves the coordinator's read-only admin endpoints:
+//
+//	GET /healthz                     200 while the process runs
+//	GET /v1/status                   Status as JSON
+//	GET /v1/shares                   every global rule's per-DC demand and shares (leader only; 503 elsewhere)
+//	GET /v1/shares/{domain}/{rule}   the rule's keys with shares of their own (leader only)
+func (c *Coordinator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, c.Status())
+	})
+	mux.HandleFunc("GET /v1/shares", func(w http.ResponseWriter, _ *http.Request) {
+		v, ok := c.Shares()
+		if !ok {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"rules": v})
+	})
+	mux.HandleFunc("GET /v1/shares/{domain}/{rule}", func(w http.ResponseWriter, r *http.Request) {
+		v, ok := c.KeyShares(r.PathValue("domain"), r.PathValue("rule"))
+		switch {
+		case !ok:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
+		case v == nil:
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such global rule"})
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"keys": v})
+		}
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// Collector exports the coordinator's state to Prometheus.
+func (c *Coordinator) Collector() prometheus.Collector { return collector{c} }
+
+type collector struct{ c *Coordinator }
+
+var (
+	descLeader   = prometheus.NewDesc("weir_coordinator_leader", "1 while this coordinator leads.", nil, nil)
+	descEpoch    = prometheus.NewDesc("weir_coordinator_epoch", "Epoch of the last planning round.", nil, nil)
+	descReports  = prometheus.NewDesc("weir_coordinator_reports_total", "Usage reports, by outcome, in this leadership term.", []string{"outcome"}, nil)
+	descWrites   = prometheus.NewDesc("weir_coordinator_assignment_writes_total", "Assignment documents written, by outcome, in this leadership term.", []string{"outcome"}, nil)
+	descSkipped  = prometheus.NewDesc("weir_coordinator_skipped_total", "Malformed inputs logged and skipped, by kind.", []string{"kind"}, nil)
+	descTerms    = prometheus.NewDesc("weir_coordinator_elections_won_total", "Elections won.", nil, nil)
+	descDeposed  = prometheus.NewDesc("weir_coordinator_deposed_total", "Terms ended by a refused fenced write.", nil, nil)
+	descShare    = prometheus.NewDesc("weir_coordinator_share", "Share written per global rule and DC.", []string{"domain", "rule", "dc"}, nil)
+	descDemand   = prometheus.NewDesc("weir_coordinator_demand", "Estimated demand per global rule and DC, a fraction of the limit.", []string{"domain", "rule", "dc"}, nil)
+	descKeyCount = prometheus.NewDesc("weir_coordinator_keys_with_shares", "Keys with shares of their own, per rule.", []string{"domain", "rule"}, nil)
+)
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount} {
+		ch <- d
+	}
+}
+
+func (x collector) Collect(ch chan<- prometheus.Metric) {
+	c := x.c
+	st := c.Status()
+	leader := 0.0
+	if st.Leader {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(st.Epoch))
+	for outcome, n := range map[string]uint64{"accepted": st.Planner.Reports, "duplicate": st.Planner.Duplicates, "refused": st.Planner.Refused, "late": st.Planner.LateReports} {
+		ch <- prometheus.MustNewConstMetric(descReports, prometheus.CounterValue, float64(n), outcome)
+	}
+	ch <- prometheus.MustNewConstMetric(descWrites, prometheus.CounterValue, float64(st.Planner.Writes), "ok")
+	ch <- prometheus.MustNewConstMetric(descWrites, prometheus.CounterValue, float64(st.Planner.WriteFailures), "failed")
+	for kind, n := range map[string]uint64{"message": c.stats.badMessages.Load(), "document": c.stats.badDocs.Load(), "policy": c.stats.badPolicies.Load(),
+		"instance": c.stats.badInstances.Load(), "unknown_rule": st.Planner.UnknownRules, "untracked_key": st.Planner.KeysUntracked} {
+		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(n), kind)
+	}
+	ch <- prometheus.MustNewConstMetric(descTerms, prometheus.CounterValue, float64(c.stats.elections.Load()))
+	ch <- prometheus.MustNewConstMetric(descDeposed, prometheus.CounterValue, float64(c.stats.deposed.Load()))
+	views, ok := c.Shares()
+	if !ok {
+		return
+	}
+	for _, v := range views {
+		ch <- prometheus.MustNewConstMetric(descKeyCount, prometheus.GaugeValue, float64(v.Keys), v.Domain, v.RuleID)
+		for _, d := range v.DCs {
+			ch <- prometheus.MustNewConstMetric(descShare, prometheus.GaugeValue, d.Share, v.Domain, v.RuleID, d.DC)
+			ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, d.Demand, v.Domain, v.RuleID, d.DC)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+// Package coordinatord runs the coordinator process: the election and
+// planning of package coordinator, the rule file, the admin HTTP endpoints,
+// and — with Dev — an embedded etcd and Kafka-protocol broker so that a
+// whole multi-DC system runs on one machine with nothing installed.
+package coordinatord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/weirhq/weir/pkg/coordinator"
+	"github.com/weirhq/weir/pkg/embedetcd"
+	"github.com/weirhq/weir/pkg/embedkafka"
+	"github.com/weirhq/weir/pkg/etcdlayout"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/rulefile"
+)
+
+// Dev defaults: where `coordinator --dev` serves etcd and Kafka.
+const (
+	DevEtcdAddr  = "127.0.0.1:2379"
+	DevKafkaAddr = "127.0.0.1:9092"
+)
+
+// Config configures the process.
+type Config struct {
+	// Etcd lists etcd endpoints; Kafka lists brokers. Required unless Dev.
+	Etcd, Kafka []string
+	// AdminAddr serves /healthz, /metrics and /v1/... Default 127.0.0.1:8070.
+	AdminAddr string
+	// DCs names every DC. Required (Dev defaults to a, b, c).
+	DCs []string
+	// RulesFile holds the rules whose global ones are planned; re-read
+	// when it changes.
+	RulesFile string
+	// Name identifies this coordinator. Default hostname-pid.
+	Name string
+	// Prefix of the etcd keys. Default etcdlayout.DefaultPrefix.
+	Prefix string
+	// Topic and Group of the usage consumer.
+	Topic, Group string
+	// Interval and TTL of the assignments (default 1s, 5 × Interval).
+	Interval, TTL time.Duration
+	// Dev starts an embedded etcd on DevEtcdAddr and a broker on
+	// DevKafkaAddr (data in DevDir, default a temporary directory) and uses
+	// them.
+	Dev    bool
+	DevDir string
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Ready, if set, is called with the admin address once serving.
+	Ready func(adminAddr string)
+}
+
+// Run runs the coordinator until ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.AdminAddr == "" {
+		cfg.AdminAddr = "127.0.0.1:8070"
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.Dev {
+		if len(cfg.DCs) == 0 {
+			cfg.DCs = []string{"a", "b", "c"}
+		}
+		stop, err := startDev(ctx, &cfg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	switch {
+	case len(cfg.Etcd) == 0:
+		return errors.New("coordinatord: --etcd is required (or --dev)")
+	case len(cfg.Kafka) == 0:
+		return errors.New("coordinatord: --kafka is required (or --dev)")
+	case len(cfg.DCs) == 0:
+		return errors.New("coordinatord: --dcs is required")
+	case cfg.RulesFile == "":
+		return errors.New("coordinatord: --rules is required")
+	}
+	rules := &rulesFile{path: cfg.RulesFile, log: log}
+	if err := rules.load(); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("coordinatord: etcd client: %w", err)
+	}
+	defer cli.Close()
+	kcfg := coordinator.KafkaConfig{Brokers: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group}
+	co, err := coordinator.New(coordinator.Config{
+		Etcd: cli, Layout: etcdlayout.Layout{Prefix: cfg.Prefix}, Name: cfg.Name,
+		Planner: coordinator.PlannerConfig{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
+		Rules:   rules.get,
+		NewSource: func(context.Context) (coordinator.Source, error) {
+			return coordinator.NewKafkaSource(kcfg)
+		},
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), co.Collector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", co.Handler())
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("coordinatord: listen admin: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("coordinatord: admin: %w", err)
+		}
+	})
+	wg.Go(func() { rules.poll(ctx, time.Second) })
+	wg.Go(func() { _ = co.Run(ctx) })
+	log.Info("coordinator started", "name", cfg.Name, "admin", ln.Addr().String(), "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	wg.Wait()
+	log.Info("coordinator stopped")
+	return runErr
+}
+
+// startDev starts the embedded etcd and broker and points cfg at them.
+func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error) {
+	dir := cfg.DevDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "weir-dev-")
+		if err != nil {
+			return nil, fmt.Errorf("coordinatord: dev dir: %w", err)
+		}
+		dir = d
+	}
+	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), ClientAddr: DevEtcdAddr})
+	if err != nil {
+		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
+	}
+	topic := cfg.Topic
+	if topic == "" {
+		topic = coordinator.DefaultTopic
+	}
+	broker, err := embedkafka.Start(embedkafka.Config{Addr: DevKafkaAddr, Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
+	if err != nil {
+		etcd.Close()
+		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
+	}
+	cfg.Etcd, cfg.Kafka = []string{etcd.Endpoint()}, []string{broker.Addr()}
+	log.Info("dev mode: embedded etcd and Kafka-protocol broker", "etcd", etcd.Endpoint(), "kafka", broker.Addr(), "dir", dir)
+	return func() {
+		broker.Close()
+		etcd.Close()
+		if cfg.DevDir == "" {
+			os.RemoveAll(dir)
+		}
+	}, nil
+}
+
+// rulesFile keeps the rules of a file in force; an invalid new version is
+// refused and the previous rules stay.
+type rulesFile struct {
+	path  string
+	log   *slog.Logger
+	rules atomic.Pointer[[]rule.Rule]
+	last  time.Time
+	size  int64
+}
+
+func (f *rulesFile) get() []rule.Rule {
+	if p := f.rules.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (f *rulesFile) load() error {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return fmt.Errorf("coordinatord: rules: %w", err)
+	}
+	if st.ModTime().Equal(f.last) && st.Size() == f.size {
+		return nil
+	}
+	f.last, f.size = st.ModTime(), st.Size()
+	set, err := rulefile.Load(f.path)
+	if err != nil {
+		if f.rules.Load() != nil {
+			f.log.Error("refused new rules; the previous rules stay in force", "file", f.path, "err", err)
+		}
+		return fmt.Errorf("coordinatord: %w", err)
+	}
+	rs := make([]rule.Rule, len(set.Rules))
+	for i, r := range set.Rules {
+		r.SetDefaults()
+		r.Domain = set.Domain
+		rs[i] = r
+	}
+	f.rules.Store(&rs)
+	f.log.Info("rules loaded", "file", f.path, "domain", set.Domain, "rules", len(rs))
+	return nil
+}
+
+func (f *rulesFile) poll(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = f.load()
+		}
+	}
+}
+
+// SplitList splits a comma-separated flag value, dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
