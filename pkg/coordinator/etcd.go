@@ -217,4 +217,3 @@ func (c *Coordinator) watchInstances(ctx context.Context, acks *ackTracker, acke
 		sleep(ctx, &backoff)
 	}
 }
-

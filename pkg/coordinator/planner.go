@@ -136,12 +136,12 @@ type ruleState struct {
 
 // entry is a rule, or one key of it with shares of its own.
 type entry struct {
-	key      string // "" for the rule
-	limit    int64
-	est      []demand.State
-	pend     [][ring]pending
-	target   []float64
-	grant    []float64 // in the DC's document (or static)
+	key    string // "" for the rule
+	limit  int64
+	est    []demand.State
+	pend   [][ring]pending
+	target []float64
+	grant  []float64 // in the DC's document (or static)
 	// hist holds, per DC, the writes the DC may not have applied yet: the
 	// first was in force at some revision the DC has acknowledged, the
 	// others came later. Whatever the DC enforces is one of them.
@@ -972,11 +972,11 @@ type DCView struct {
 	// Target is the share the allocation wants; Share is the share
 	// written (in force once acknowledged); Held bounds what may be in
 	// force meanwhile; Static is the safe static share.
-	Target  float64 `json:"target"`
-	Share   float64 `json:"share"`
-	Held    float64 `json:"held"`
-	Static  float64 `json:"static"`
-	Expired bool    `json:"lease_expired,omitempty"`
+	Target  float64  `json:"target"`
+	Share   float64  `json:"share"`
+	Held    float64  `json:"held"`
+	Static  float64  `json:"static"`
+	Expired bool     `json:"lease_expired,omitempty"`
 	Policy  DCPolicy `json:"policy"`
 }
 
