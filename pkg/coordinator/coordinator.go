@@ -311,7 +311,7 @@ func untilTick(now time.Time, interval time.Duration) time.Duration {
 func (c *Coordinator) round(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
 	now := c.now()
 	for _, dc := range p.DCs() {
-		p.SetAck(dc, acks.ack(dc, now))
+		p.SetAck(dc, acks.ack(dc, now), now)
 	}
 	ws := p.Plan(now)
 	defer p.Settle()

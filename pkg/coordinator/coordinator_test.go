@@ -105,16 +105,17 @@ func (h *harness) shares(ctx context.Context) map[string]float64 {
 	return out
 }
 
-// feed publishes reports every 200 ms until ctx is done.
+// feed publishes reports just after every 200 ms boundary, as limiters do,
+// until ctx is done.
 func (h *harness) feed(ctx context.Context, wg *sync.WaitGroup, offered func() map[string]uint64) {
 	wg.Go(func() {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
 		for {
+			now := time.Now()
+			next := now.Truncate(200 * time.Millisecond).Add(205 * time.Millisecond)
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-time.After(next.Sub(now)):
 				h.report(ctx, offered())
 			}
 		}
@@ -152,7 +153,9 @@ func TestCoordinatorLeadsRebalancesAndFailsOver(t *testing.T) {
 		defer mu.Unlock()
 		return map[string]uint64{"a": demand["a"], "b": demand["b"], "c": demand["c"]}
 	})
-	waitFor(t, 15*time.Second, "a's share reaches 0.85", func() bool { return h.shares(ctx)["a"] >= 0.85 })
+	waitFor(t, 15*time.Second, "a's share reaches 0.85", func() bool {
+		return h.shares(ctx)["a"] >= 0.85
+	})
 	if c2.c.Leader() {
 		t.Fatal("two leaders")
 	}

@@ -55,6 +55,13 @@ type PlannerConfig struct {
 	// Retire is how many intervals a key's own share outlives its
 	// pressure. Default 30.
 	Retire int
+	// MaxQuarantine caps how long quota a DC released stays unusable by
+	// the others after the release is in force. A rule's quarantine is its
+	// window, up to this cap: a DC may have admitted up to its old local
+	// limit within the last window, and another DC growing before the
+	// window has passed could admit that quota again (docs/architecture.md).
+	// Default 10 × Interval.
+	MaxQuarantine time.Duration
 	// TakeoverGrace is how long a new leader renews the leases of the DCs
 	// whose lease it found valid, before it hears from them through Kafka
 	// (joining the consumer group may take a session timeout). Default 10s.
@@ -78,6 +85,9 @@ func (c *PlannerConfig) setDefaults() {
 	}
 	if c.Retire <= 0 {
 		c.Retire = 30
+	}
+	if c.MaxQuarantine <= 0 {
+		c.MaxQuarantine = 10 * c.Interval
 	}
 	if c.TakeoverGrace <= 0 {
 		c.TakeoverGrace = 10 * time.Second
@@ -103,6 +113,7 @@ type Planner struct {
 	epoch      uint64
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
+	now        time.Time
 	stats      Stats
 }
 
@@ -120,10 +131,17 @@ type dcState struct {
 	leaseUntil time.Time // valid_until of the last lease written
 	expired    bool
 	ack        int64 // every instance of the DC has applied up to here
+	acks       []ackSample
+}
+
+type ackSample struct {
+	rev int64
+	at  time.Time
 }
 
 type ruleState struct {
 	ref      ruleRef
+	wait     time.Duration // quarantine of released quota
 	spec     rule.Rule
 	static   []float64
 	policy   []allocate.DC
@@ -259,6 +277,7 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 			p.rules[ref] = rs
 		}
 		rs.spec = r
+		rs.wait = min(r.Window(), p.cfg.MaxQuarantine)
 		rs.entry.limit = r.Limit
 		for d, name := range p.dcs {
 			rs.static[d] = r.StaticShare(name, p.dcs)
@@ -463,14 +482,52 @@ func (p *Planner) forgetInstances(nowIdx int64) {
 	}
 }
 
-// SetAck records that every live instance of dc has applied its assignments
-// up to etcd revision rev (the caller takes the minimum over the DC's
-// instances, and over instances lost too recently to be sure they stopped).
-// A DC with no instance acknowledges everything: pass math.MaxInt64.
-func (p *Planner) SetAck(dc string, rev int64) {
-	if d, ok := p.dcIndex[dc]; ok {
-		p.dc[d].ack = rev
+// SetAck records that, as of now, every live instance of dc has applied
+// its assignments up to etcd revision rev (the caller takes the minimum over
+// the DC's instances, and over instances lost too recently to be sure they
+// stopped). A DC with no instance acknowledges everything: pass
+// math.MaxInt64.
+func (p *Planner) SetAck(dc string, rev int64, now time.Time) {
+	d, ok := p.dcIndex[dc]
+	if !ok {
+		return
 	}
+	ds := &p.dc[d]
+	ds.ack = rev
+	if n := len(ds.acks); n == 0 || ds.acks[n-1].rev != rev {
+		ds.acks = append(ds.acks, ackSample{rev, now})
+	}
+	// Keep the samples of the longest quarantine, and the one in force
+	// before it.
+	horizon := now.Add(-p.cfg.MaxQuarantine)
+	i := 0
+	for j := range ds.acks {
+		if !ds.acks[j].at.After(horizon) {
+			i = j
+		}
+	}
+	if i > 0 {
+		ds.acks = append(ds.acks[:0], ds.acks[i:]...)
+	}
+}
+
+// ackSince returns the revision DC d has had applied throughout the last
+// wait: its acknowledgement in force wait ago, or a lower one since.
+func (p *Planner) ackSince(d int, wait time.Duration) int64 {
+	ds := &p.dc[d]
+	if wait <= 0 {
+		return ds.ack
+	}
+	horizon := p.now.Add(-wait)
+	ack := int64(0)
+	for _, a := range ds.acks {
+		if !a.at.After(horizon) {
+			ack = a.rev
+		} else {
+			ack = min(ack, a.rev)
+		}
+	}
+	return ack
 }
 
 // Tick closes the intervals that ended before now (minus a grace of
@@ -478,6 +535,7 @@ func (p *Planner) SetAck(dc string, rev int64) {
 // targets, and notices DCs whose lease ran out. Call it about every
 // interval; the first call after Load starts the warm-up.
 func (p *Planner) Tick(now time.Time) {
+	p.now = now
 	ms := now.UnixMilli() - p.intervalMs*4/10
 	last := ms/p.intervalMs - 1 // the last interval that ended before ms
 	if p.started < 0 {
@@ -617,6 +675,7 @@ type Write struct {
 // The caller writes them and reports each outcome with Written. Plan with
 // writes in flight returns nothing.
 func (p *Planner) Plan(now time.Time) []Write {
+	p.now = now
 	if p.inFlight() {
 		return nil
 	}
@@ -749,7 +808,9 @@ func (p *Planner) bound(rs *ruleState, d int, held, next float64) float64 {
 // them, or, while its lease has run out, no more than its static share.
 func (p *Planner) held(rs *ruleState, e *entry, d int) float64 {
 	h := e.hist[d]
-	ack := p.dc[d].ack
+	// Released quota counts as held until the release has been in force
+	// for the rule's quarantine.
+	ack := p.ackSince(d, rs.wait)
 	i := 0
 	for j := range h {
 		if h[j].rev <= ack {

@@ -155,7 +155,7 @@ func (s *sim) deliver(keys []string) {
 				f[k.GetKey()] = k.GetShare()
 			}
 			s.force[d] = f
-			s.p.SetAck(d, q[0].rev)
+			s.p.SetAck(d, q[0].rev, s.now)
 			s.acked[d] = q[0].rev
 			q = q[1:]
 			s.check(keys)
@@ -187,13 +187,17 @@ func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[stri
 }
 
 func TestPlannerTwoPhaseSafety(t *testing.T) {
-	for _, lag := range []time.Duration{0, 300 * time.Millisecond, 2500 * time.Millisecond} {
-		t.Run(lag.String(), func(t *testing.T) {
-			s := newSim(t, lag)
+	// Uneven watch delays up to lag; each phase lasts secs seconds.
+	for _, tc := range []struct {
+		lag  time.Duration
+		secs int
+	}{{0, 15}, {300 * time.Millisecond, 15}, {2500 * time.Millisecond, 30}} {
+		t.Run(tc.lag.String(), func(t *testing.T) {
+			s := newSim(t, tc.lag)
 			s.lost, s.dup = 0.2, 0.2
-			s.run(15, nil, phase(900, 50, 50))
-			s.run(15, nil, phase(50, 900, 50))
-			s.run(15, nil, phase(50, 50, 900))
+			s.run(tc.secs, nil, phase(900, 50, 50))
+			s.run(tc.secs, nil, phase(50, 900, 50))
+			s.run(tc.secs, nil, phase(50, 50, 900))
 			if s.worst > 1 {
 				t.Fatalf("worst sum %v", s.worst)
 			}
@@ -292,7 +296,7 @@ func TestPlannerTakeover(t *testing.T) {
 	}
 	p2.Load(s.now, docs, revs, nil)
 	for d, rev := range s.acked {
-		p2.SetAck(d, rev)
+		p2.SetAck(d, rev, s.now)
 	}
 	s.p = p2
 	s.run(15, nil, phase(50, 50, 900))
@@ -322,5 +326,48 @@ func TestPlannerPartition(t *testing.T) {
 	s.run(15, nil, phase(50, 50, 900))
 	if got := s.share("c", ""); got < 0.85 {
 		t.Errorf("c back: share %v, want ≥ 0.85 (force %v)", got, s.force)
+	}
+}
+
+// Quota a DC released is reusable only once the release has been in force
+// for the rule's window: until then the DC may have admitted up to its old
+// limit within the window.
+func TestPlannerQuarantine(t *testing.T) {
+	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := simRule()
+	r.WindowSeconds = 3
+	p.SetRules([]rule.Rule{r})
+	t0 := time.UnixMilli(1_700_000_000_000)
+	docs := []*weirv1.RuleAssignment{
+		{Dc: "a", Domain: "api", RuleId: "r", Share: 0.9}, {Dc: "b", Domain: "api", RuleId: "r", Share: 0.05}, {Dc: "c", Domain: "api", RuleId: "r", Share: 0.05},
+	}
+	p.Load(t0, docs, []int64{1, 1, 1}, nil)
+	for _, d := range simDCs {
+		p.SetAck(d, 1, t0.Add(-time.Hour))
+	}
+	e := p.rules[ruleRef{"api", "r"}].entry
+	copy(e.target, []float64{0.05, 0.05, 0.9})
+	plan := func(at time.Time) map[string]float64 {
+		ws := p.Plan(at)
+		got := map[string]float64{}
+		for _, w := range ws {
+			got[w.DC] = w.Doc.GetShare()
+		}
+		p.Written(ws, 2, true)
+		p.Settle()
+		return got
+	}
+	if got := plan(t0); got["a"] != 0.05 || got["c"] != 0 {
+		t.Fatalf("first round wrote %v: want a shrunk to 0.05 and c untouched", got)
+	}
+	p.SetAck("a", 2, t0.Add(100*time.Millisecond))
+	if got := plan(t0.Add(2 * time.Second)); got["c"] != 0 {
+		t.Fatalf("c grew to %v only 1.9 s after a's release (window 3 s)", got["c"])
+	}
+	if got := plan(t0.Add(3200 * time.Millisecond)); got["c"] < 0.89 {
+		t.Fatalf("3.1 s after a's release c's write is %v, want 0.9", got)
 	}
 }
