@@ -47,9 +47,11 @@ type running struct {
 func (h *harness) start(name string) *running {
 	c, err := New(Config{
 		Etcd: h.etcd.Client(h.t), Layout: h.layout, Name: name,
-		Planner:    PlannerConfig{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
-		Rules:      func() []rule.Rule { return []rule.Rule{simRule()} },
-		NewSource:  func(context.Context) (Source, error) { return NewKafkaSource(KafkaConfig{Brokers: []string{h.broker.Addr()}}) },
+		Planner: PlannerConfig{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
+		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
+		NewSource: func(context.Context) (Source, error) {
+			return NewKafkaSource(KafkaConfig{Brokers: []string{h.broker.Addr()}})
+		},
 		SessionTTL: 1,
 		Logger:     slog.New(slog.DiscardHandler),
 	})
