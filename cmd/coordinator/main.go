@@ -52,7 +52,7 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg.Etcd, cfg.Kafka, cfg.DCs = coordinatord.SplitList(*etcd), coordinatord.SplitList(*kafka), coordinatord.SplitList(*dcs)
+	cfg.Etcd, cfg.Kafka, cfg.DCs = envflag.SplitList(*etcd), envflag.SplitList(*kafka), envflag.SplitList(*dcs)
 	var err error
 	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
 		return err

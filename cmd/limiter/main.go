@@ -36,8 +36,16 @@ func run(args []string) error {
 	fs.IntVar(&cfg.MemoryKeys, "memory-keys", 0, "cap on keys kept in memory (default 1000000)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 0, "time in-flight requests get on shutdown (default 10s)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve pprof profiles on this address (keep it on loopback)")
+	etcd := fs.String("etcd", "", "comma-separated etcd endpoints: watch this DC's shares of global rules and register there")
+	kafka := fs.String("kafka", "", "comma-separated Kafka brokers: report usage of global rules there")
+	dcs := fs.String("dcs", "", "comma-separated names of every DC, for global rules' static shares (default: this DC alone)")
+	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
+	fs.StringVar(&cfg.UsageTopic, "usage-topic", "", "Kafka topic of usage reports (default weir.usage)")
+	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "usage reporting interval (default 1s)")
+	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", 0, "how long to wait for the DC's assignments before serving (default 3s)")
+	fs.StringVar(&cfg.Instance, "instance", "", "this process's name in etcd and usage reports (default {dc}-{host}-{pid}-{random})")
 	logs := logflag.Register(fs)
-	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR]")
+	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR] [--dcs a,b,c --etcd ENDPOINTS --kafka BROKERS]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
 		if err == flag.ErrHelp {
 			return nil
@@ -47,6 +55,7 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	cfg.Etcd, cfg.Kafka, cfg.DCs = envflag.SplitList(*etcd), envflag.SplitList(*kafka), envflag.SplitList(*dcs)
 	var err error
 	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
 		return err

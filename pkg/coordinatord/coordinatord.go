@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -252,15 +251,4 @@ func (f *rulesFile) poll(ctx context.Context, every time.Duration) {
 			_ = f.load()
 		}
 	}
-}
-
-// SplitList splits a comma-separated flag value, dropping empty items.
-func SplitList(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -57,3 +57,15 @@ func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
 		})
 	}
 }
+
+// SplitList splits a comma-separated flag value, trimming spaces and
+// dropping empty items: "a, b,,c" gives [a b c].
+func SplitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

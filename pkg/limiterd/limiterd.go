@@ -70,6 +70,26 @@ type Config struct {
 	// ShutdownGrace is how long in-flight requests get on shutdown.
 	// Default 10s.
 	ShutdownGrace time.Duration
+	// DCs names every DC, for the static shares of global rules (which
+	// split a rule's limit among them). Default: DC alone, which enforces
+	// global rules whole.
+	DCs []string
+	// Etcd lists etcd endpoints; with them the limiter watches its DC's
+	// assignments, registers itself and acknowledges what it applied.
+	Etcd []string
+	// EtcdPrefix prefixes Weir's etcd keys. Default /weir/.
+	EtcdPrefix string
+	// SyncTimeout bounds the wait for the first listing of assignments
+	// before serving. Default 3s.
+	SyncTimeout time.Duration
+	// Kafka lists brokers; with them the limiter reports usage every
+	// ReportInterval (default 1s) to UsageTopic (default weir.usage).
+	Kafka          []string
+	UsageTopic     string
+	ReportInterval time.Duration
+	// Instance names this process in etcd and in reports. Default
+	// {dc}-{host}-{pid}-{random}.
+	Instance string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// Ready, if not nil, is called with the bound addresses once both
@@ -102,6 +122,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.SyncTimeout == 0 {
+		c.SyncTimeout = 3 * time.Second
+	}
 }
 
 // Validate reports whether c is usable.
@@ -112,6 +135,9 @@ func (c Config) Validate() error {
 	}
 	if c.StoreTimeout < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if err := checkDCs(c); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
@@ -144,9 +170,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer closeStore()
 
+	glob, err := newGlobal(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer glob.close()
+	var obs limiter.Observer = met
+	if glob.observer != nil {
+		obs = limiter.Observers{met, glob.observer}
+	}
 	lim, err := limiter.New(limiter.Config{
 		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, CacheKeys: cfg.CacheKeys,
-		LocalKeys: cfg.MemoryKeys, Observer: met, Logger: log,
+		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
+		Quotas: glob.quotas, Instances: glob.instances,
 	})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
@@ -184,6 +220,9 @@ func Run(ctx context.Context, cfg Config) error {
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
 
 	var wg sync.WaitGroup
+	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGlobal()
+	glob.start(gctx, &wg, cfg.SyncTimeout, log)
 	errc := make(chan error, 3)
 	wg.Go(func() {
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -238,6 +277,7 @@ func Run(ctx context.Context, cfg Config) error {
 		grpcSrv.Stop()
 		<-stopped
 	}
+	stopGlobal() // after the servers, so that the last requests are reported
 	wg.Wait()
 	log.Info("limiter stopped")
 	return runErr
