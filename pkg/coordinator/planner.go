@@ -614,7 +614,11 @@ func (p *Planner) retarget() {
 	in := make([]allocate.DC, n)
 	out := make([]float64, n)
 	for _, rs := range p.rules {
-		p.allocate(rs, rs.entry, in, out)
+		if len(rs.spec.KeyType) > 0 {
+			p.allocateKeyed(rs, in, out)
+		} else {
+			p.allocate(rs, rs.entry, in, out)
+		}
 		for key, e := range rs.keys {
 			pressured := false
 			for d := range p.dcs {
@@ -650,6 +654,32 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 	}
 	allocate.Allocate(in, out)
 	copy(e.target, out)
+}
+
+// keyedHeadroom is the part of a keyed rule's limit its DCs' shares leave
+// to headroom: a new key may start in any DC.
+const keyedHeadroom = 0.1
+
+// allocateKeyed sets the rule-level targets of a rule with keys. Its limit
+// applies to each key, so the rule's offered count over all keys says where
+// its traffic comes from, not how much of one key's limit is wanted: the
+// DCs' demands are their fractions of the traffic, scaled so that
+// keyedHeadroom is left for the headroom rules of package allocate. Keys
+// that need more than that get shares of their own.
+func (p *Planner) allocateKeyed(rs *ruleState, in []allocate.DC, out []float64) {
+	copy(in, rs.policy)
+	total := 0.0
+	for d := range in {
+		total += rs.entry.est[d].Estimate()
+	}
+	for d := range in {
+		in[d].Demand = 0
+		if total > 0 {
+			in[d].Demand = rs.entry.est[d].Estimate() / total * (1 - keyedHeadroom)
+		}
+	}
+	allocate.Allocate(in, out)
+	copy(rs.entry.target, out)
 }
 
 // retired reports whether key entry e can leave the documents: its shares
