@@ -1,0 +1,39 @@
+package usage
+
+import (
+	"context"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Message is one Kafka message: a marshalled weir.v1.UsageReport keyed by
+// the reporting instance, so that an instance's reports stay in order in
+// one partition.
+type Message struct {
+	Key, Value []byte
+}
+
+// Publisher sends messages to the usage topic; package kafkapub has the
+// Kafka one.
+type Publisher interface {
+	// Publish writes msgs, in order, and returns nil only once all of them
+	// are stored. After an error the Reporter calls it again with the same
+	// messages, so some may be stored twice: the coordinator counts each
+	// (instance, sequence) once. Publish must return when ctx is done, and
+	// must neither modify msgs nor keep them after it returns.
+	Publish(ctx context.Context, msgs []Message) error
+}
+
+// Progress tells how far the instance has applied its DC's assignments.
+// The limiter's assignment watcher implements it.
+type Progress interface {
+	// Applied returns the highest assignment epoch applied (0: none) and
+	// the etcd revision up to which the DC's assignments are in force.
+	Applied() (epoch uint64, revision int64)
+}
+
+// Flusher hands over the usage counted since its last call; Aggregator
+// implements it.
+type Flusher interface {
+	Flush() []*weirv1.RuleUsage
+}
