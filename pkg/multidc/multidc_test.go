@@ -409,4 +409,3 @@ func (w *world) admittedTotal() int {
 	}
 	return n
 }
-
