@@ -23,7 +23,7 @@ func (c *Coordinator) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.plan != nil {
-		st.Epoch, st.Planner = c.plan.Epoch(), c.plan.Stats()
+		st.Epoch, st.Planner, st.Instances = c.plan.Epoch(), c.plan.Stats(), c.acks.counts()
 	}
 	return st
 }

@@ -89,7 +89,8 @@ type Coordinator struct {
 
 	leader atomic.Bool
 	mu     sync.Mutex
-	plan   *Planner // while leading; guarded by mu
+	plan   *Planner    // while leading; guarded by mu
+	acks   *ackTracker // while leading; guarded by mu
 
 	stats struct {
 		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
@@ -202,11 +203,11 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		return err
 	}
 	c.mu.Lock()
-	c.plan = p
+	c.plan, c.acks = p, acks
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.plan = nil
+		c.plan, c.acks = nil, nil
 		c.mu.Unlock()
 	}()
 	c.leader.Store(true)
