@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/sharepolicy"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -105,9 +106,9 @@ func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
 	seen := map[ruleRef]bool{}
 	for _, kv := range resp.Kvs {
 		domain, id, err := c.cfg.Layout.ParsePolicy(string(kv.Key))
-		var pol Policy
+		var pol sharepolicy.Policy
 		if err == nil {
-			pol, err = DecodePolicy(kv.Value)
+			pol, err = sharepolicy.Decode(kv.Value)
 		}
 		if err == nil {
 			if _, known := p.rules[ruleRef{domain, id}]; !known {
@@ -124,7 +125,7 @@ func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
 	}
 	for ref := range p.rules {
 		if !seen[ref] {
-			_ = p.SetPolicy(ref.domain, ref.id, Policy{})
+			_ = p.SetPolicy(ref.domain, ref.id, sharepolicy.Policy{})
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/weirhq/weir/pkg/allocate"
 	"github.com/weirhq/weir/pkg/demand"
 	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/sharepolicy"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -300,12 +301,12 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 // SetPolicy sets the operator's settings of a rule's shares, by DC name;
 // nil clears them. It reports an error, and changes nothing, when the rule
 // is unknown or a setting is invalid.
-func (p *Planner) SetPolicy(domain, ruleID string, pol Policy) error {
+func (p *Planner) SetPolicy(domain, ruleID string, pol sharepolicy.Policy) error {
 	rs := p.rules[ruleRef{domain, ruleID}]
 	if rs == nil {
 		return fmt.Errorf("coordinator: policy for unknown global rule %s/%s", domain, ruleID)
 	}
-	dcs, err := pol.settings(p.dcs)
+	dcs, err := pol.Settings(p.dcs)
 	if err != nil {
 		return err
 	}
@@ -1063,12 +1064,12 @@ type DCView struct {
 	// Target is the share the allocation wants; Share is the share
 	// written (in force once acknowledged); Held bounds what may be in
 	// force meanwhile; Static is the safe static share.
-	Target  float64  `json:"target"`
-	Share   float64  `json:"share"`
-	Held    float64  `json:"held"`
-	Static  float64  `json:"static"`
-	Expired bool     `json:"lease_expired,omitempty"`
-	Policy  DCPolicy `json:"policy"`
+	Target  float64              `json:"target"`
+	Share   float64              `json:"share"`
+	Held    float64              `json:"held"`
+	Static  float64              `json:"static"`
+	Expired bool                 `json:"lease_expired,omitempty"`
+	Policy  sharepolicy.DCPolicy `json:"policy"`
 }
 
 // Snapshot returns every rule's state, sorted by domain and id.
@@ -1111,7 +1112,7 @@ func (p *Planner) Keys(domain, ruleID string) []KeyView {
 func (p *Planner) dcViews(rs *ruleState, e *entry) []DCView {
 	out := make([]DCView, len(p.dcs))
 	for d, dc := range p.dcs {
-		pol := DCPolicy{Floor: rs.policy[d].Floor, Ceiling: rs.policy[d].Ceiling, Drained: rs.policy[d].Drained}
+		pol := sharepolicy.DCPolicy{Floor: rs.policy[d].Floor, Ceiling: rs.policy[d].Ceiling, Drained: rs.policy[d].Drained}
 		if rs.policy[d].Pinned {
 			pin := rs.policy[d].Pin
 			pol.Pin = &pin

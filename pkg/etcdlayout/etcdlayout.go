@@ -5,7 +5,9 @@
 //	{prefix}quotas/{dc}/{domain}/{rule_id}   weirv1.RuleAssignment
 //	{prefix}quotas/{dc}/_lease               weirv1.AssignmentLease
 //	{prefix}instances/{dc}/{instance}        weirv1.InstanceRecord, under an etcd lease
-//	{prefix}policies/{domain}/{rule_id}      operator settings of a rule's shares (JSON)
+//	{prefix}policies/{domain}/{rule_id}      operator settings of a rule's shares (JSON, package sharepolicy)
+//	{prefix}rules/{domain}/{rule_id}         a rule (JSON, package rule), written by the admin API
+//	{prefix}audit/{id}                       one audit record (JSON), id sortable by time
 //	{prefix}coordinator/election/            the coordinators' election
 //
 // DC names, domains and rule ids cannot hold '/' (package rule checks
@@ -67,6 +69,27 @@ func (l Layout) Policies() string { return l.p() + "policies/" }
 
 // Policy is the key of one rule's share settings.
 func (l Layout) Policy(domain, ruleID string) string { return l.Policies() + domain + "/" + ruleID }
+
+// Rules is the prefix of every rule kept in etcd.
+func (l Layout) Rules() string { return l.p() + "rules/" }
+
+// Rule is the key of one rule.
+func (l Layout) Rule(domain, ruleID string) string { return l.Rules() + domain + "/" + ruleID }
+
+// ParseRule parses a key under Rules.
+func (l Layout) ParseRule(key string) (domain, ruleID string, err error) {
+	rest, ok := strings.CutPrefix(key, l.Rules())
+	if ok {
+		domain, ruleID, ok = strings.Cut(rest, "/")
+	}
+	if !ok || domain == "" || ruleID == "" || strings.Contains(ruleID, "/") {
+		return "", "", fmt.Errorf("%w: %q: want %s{domain}/{rule_id}", ErrKey, key, l.Rules())
+	}
+	return domain, ruleID, nil
+}
+
+// Audit is the prefix of the audit records; Audit()+id is one record.
+func (l Layout) Audit() string { return l.p() + "audit/" }
 
 // Election is the prefix of the coordinators' election.
 func (l Layout) Election() string { return l.p() + "coordinator/election/" }

@@ -593,8 +593,11 @@ type InstanceRecord struct {
 	AppliedRevision int64                  `protobuf:"varint,3,opt,name=applied_revision,json=appliedRevision,proto3" json:"applied_revision,omitempty"`
 	Epoch           uint64                 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	StartedMs       int64                  `protobuf:"varint,5,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// HTTPAddr is where the instance serves its HTTP API (host:port), so
+	// that the admin API can ask a DC for a key's status; empty if unknown.
+	HttpAddr      string `protobuf:"bytes,6,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InstanceRecord) Reset() {
@@ -662,6 +665,13 @@ func (x *InstanceRecord) GetStartedMs() int64 {
 	return 0
 }
 
+func (x *InstanceRecord) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
 var File_weir_v1_quota_proto protoreflect.FileDescriptor
 
 const file_weir_v1_quota_proto_rawDesc = "" +
@@ -709,14 +719,15 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12$\n" +
 	"\x0evalid_until_ms\x18\x03 \x01(\x03R\fvalidUntilMs\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x16\n" +
-	"\x06leader\x18\x05 \x01(\tR\x06leader\"\x9c\x01\n" +
+	"\x06leader\x18\x05 \x01(\tR\x06leader\"\xb9\x01\n" +
 	"\x0eInstanceRecord\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\tR\binstance\x12)\n" +
 	"\x10applied_revision\x18\x03 \x01(\x03R\x0fappliedRevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"started_ms\x18\x05 \x01(\x03R\tstartedMsB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\x12\x1b\n" +
+	"\thttp_addr\x18\x06 \x01(\tR\bhttpAddrB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
 
 var (
 	file_weir_v1_quota_proto_rawDescOnce sync.Once

@@ -1,4 +1,8 @@
-package coordinator
+// Package sharepolicy is the operator's say over a global rule's shares:
+// per DC, a pin, a floor, a ceiling, or a drain. Policies are kept as JSON in
+// etcd (etcdlayout.Layout.Policy), written through the admin API and read by
+// the coordinator, which hands them to package allocate.
+package sharepolicy
 
 import (
 	"bytes"
@@ -11,11 +15,11 @@ import (
 	"github.com/weirhq/weir/pkg/allocate"
 )
 
-// MaxPolicyBytes bounds a policy document.
-const MaxPolicyBytes = 64 << 10
+// MaxBytes bounds a policy document.
+const MaxBytes = 64 << 10
 
 // ErrPolicy marks an invalid policy document.
-var ErrPolicy = errors.New("coordinator: invalid share policy")
+var ErrPolicy = errors.New("sharepolicy: invalid share policy")
 
 // Policy is the operator's settings of one global rule's shares, kept as
 // JSON at etcdlayout.Layout.Policy(domain, rule_id):
@@ -40,12 +44,12 @@ type DCPolicy struct {
 	Drained bool `json:"drained,omitempty"`
 }
 
-// DecodePolicy reads a policy document strictly: unknown fields, trailing
-// data and documents over MaxPolicyBytes are refused. It does not check DC
-// names; the planner does, against the DCs it knows.
-func DecodePolicy(data []byte) (Policy, error) {
-	if len(data) > MaxPolicyBytes {
-		return Policy{}, fmt.Errorf("%w: %d bytes; at most %d", ErrPolicy, len(data), MaxPolicyBytes)
+// Decode reads a policy document strictly: unknown fields, trailing
+// data and documents over MaxBytes are refused. It does not check DC
+// names; Settings does, against the DCs it is given.
+func Decode(data []byte) (Policy, error) {
+	if len(data) > MaxBytes {
+		return Policy{}, fmt.Errorf("%w: %d bytes; at most %d", ErrPolicy, len(data), MaxBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -59,8 +63,10 @@ func DecodePolicy(data []byte) (Policy, error) {
 	return p, nil
 }
 
-// settings returns the policy as allocate settings over dcs, in order.
-func (p Policy) settings(dcs []string) ([]allocate.DC, error) {
+// Settings returns the policy as allocate settings over dcs, in their
+// order. A DC the policy names that is not among dcs, or an invalid
+// setting, is an error wrapping ErrPolicy.
+func (p Policy) Settings(dcs []string) ([]allocate.DC, error) {
 	out := make([]allocate.DC, len(dcs))
 	for name, s := range p.DCs {
 		i := slices.Index(dcs, name)
