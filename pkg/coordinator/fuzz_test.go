@@ -1,0 +1,58 @@
+package coordinator
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Whatever a Kafka message holds, the coordinator neither crashes nor plans
+// shares that sum above 1.
+func FuzzReports(f *testing.F) {
+	now := time.UnixMilli(1_700_000_000_000)
+	good, _ := proto.Marshal(&weirv1.UsageReport{Dc: "a", Instance: "i", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
+		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 5000, Admitted: 900, Rejected: 4100,
+			Keys: []*weirv1.KeyUsage{{Key: "k", Offered: 4000, Rejected: 3000, Limit: 1000}}}}})
+	f.Add(good, good)
+	f.Add([]byte{0x0a, 0x01, 'a'}, []byte{0xff})
+	f.Fuzz(func(t *testing.T, m1, m2 []byte) {
+		p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second, Warmup: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.SetRules([]rule.Rule{simRule()})
+		p.Load(now, nil, nil, nil)
+		p.Tick(now)
+		at := now
+		for i, m := range [][]byte{m1, m2, m1, m2, m1, m2} {
+			var r weirv1.UsageReport
+			if proto.Unmarshal(m, &r) == nil {
+				_ = p.Ingest(&r, at)
+			}
+			at = at.Add(time.Second)
+			p.Tick(at)
+			ws := p.Plan(at)
+			p.Written(ws, int64(i+1), true)
+			p.Settle()
+			for _, d := range simDCs {
+				p.SetAck(d, int64(i+1), at)
+			}
+			for _, v := range p.Snapshot() {
+				sum := 0.0
+				for _, d := range v.DCs {
+					if !(d.Share >= 0 && d.Share <= 1) {
+						t.Fatalf("share %v", d.Share)
+					}
+					sum += d.Held
+				}
+				if sum > 1 {
+					t.Fatalf("held shares sum to %v", sum)
+				}
+			}
+		}
+	})
+}
