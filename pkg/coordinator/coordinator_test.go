@@ -206,3 +206,62 @@ func TestCoordinatorFencing(t *testing.T) {
 	// It campaigns again and, alone, leads a new term.
 	waitFor(t, 5*time.Second, "c1 leads again", c1.c.Leader)
 }
+
+// An operator's policy in etcd takes effect: a drained DC's share goes to 0
+// and a pinned DC gets its pin. A corrupt policy is ignored.
+func TestCoordinatorPolicies(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c1 := h.start("c1")
+	waitFor(t, 5*time.Second, "c1 leads", c1.c.Leader)
+	if _, err := h.cli.Put(ctx, h.layout.Policy("api", "r"), `{"dcs":{"c":{"drained":true},"a":{"pin":0.6}}}`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	fctx, stop := context.WithCancel(ctx)
+	defer wg.Wait()
+	defer stop()
+	h.feed(fctx, &wg, func() map[string]uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return map[string]uint64{"a": 100, "b": 100, "c": 100}
+	})
+	waitFor(t, 10*time.Second, "c drained and a pinned at 0.6", func() bool {
+		s := h.shares(ctx)
+		return s["c"] == 0 && s["a"] == 0.6 && s["b"] > 0.35
+	})
+	if _, err := h.cli.Put(ctx, h.layout.Policy("api", "r"), `{"dcs":{"zz":{"pin":2}}}`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the corrupt policy counted", func() bool { return c1.c.stats.badPolicies.Load() > 0 })
+	if s := h.shares(ctx); s["c"] != 0 || s["a"] != 0.6 {
+		t.Errorf("after a corrupt policy the shares are %v: the last valid policy should stay", s)
+	}
+}
+
+// A new leader skips corrupt documents in etcd, and assumes the DC may hold
+// anything of that rule: it never grows the others into it.
+func TestCoordinatorSkipsCorruptDocuments(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for key, value := range map[string]string{
+		h.layout.Assignment("a", "api", "r"):   "\xff\xff not protobuf",
+		h.layout.Lease("b"):                    "\x0a\x01",
+		h.layout.Quotas() + "c/too/many/parts": "x",
+		h.layout.Instances() + "a/i-1":         "\xff",
+		h.layout.Assignment("zz", "api", "r"):  "",
+	} {
+		if _, err := h.cli.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c1 := h.start("c1")
+	waitFor(t, 5*time.Second, "c1 leads", c1.c.Leader)
+	waitFor(t, 5*time.Second, "corrupt documents counted", func() bool { return c1.c.stats.badDocs.Load() >= 2 })
+	if c1.c.stats.badInstances.Load() == 0 {
+		t.Error("the corrupt instance record was not counted")
+	}
+}

@@ -118,7 +118,10 @@ func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
 		}
 		if err != nil {
 			c.stats.badPolicies.Add(1)
-			c.log.Warn("share policy ignored", "key", string(kv.Key), "err", err)
+			c.log.Warn("share policy ignored; the rule keeps its previous settings", "key", string(kv.Key), "err", err)
+			if domain != "" {
+				seen[ruleRef{domain, id}] = true
+			}
 			continue
 		}
 		seen[ruleRef{domain, id}] = true
