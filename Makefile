@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all run build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: all run run-multidc build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -28,6 +28,10 @@ test-short:
 ## run: one limiter with the in-memory store and the example rules
 run:
 	$(GO) run ./cmd/limiter --dc local --rules deploy/multidc/rules.yaml --log-format text
+
+## run-multidc: three DCs, two coordinators, embedded etcd and Kafka broker, on loopback
+run-multidc:
+	scripts/run-multidc.sh
 
 ## bench: the benchmarks of the algorithms and the stores
 bench: ensure-redis

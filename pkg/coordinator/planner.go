@@ -120,8 +120,14 @@ type Planner struct {
 
 // Stats counts what the planner saw and refused.
 type Stats struct {
-	Reports, Duplicates, Refused, UnknownRules, LateReports, KeysUntracked uint64
-	Writes, WriteFailures                                                  uint64
+	Reports       uint64 `json:"reports"`
+	Duplicates    uint64 `json:"duplicates"`
+	Refused       uint64 `json:"refused"`
+	UnknownRules  uint64 `json:"unknown_rules"`
+	LateReports   uint64 `json:"late_reports"`
+	KeysUntracked uint64 `json:"keys_untracked"`
+	Writes        uint64 `json:"writes"`
+	WriteFailures uint64 `json:"write_failures"`
 }
 
 type ruleRef struct{ domain, id string }
