@@ -776,6 +776,10 @@ func (p *Planner) changed(rs *ruleState, d int) bool {
 // step applies the acknowledgements to e and sets e.next.
 func (p *Planner) step(rs *ruleState, e *entry) {
 	n := len(p.dcs)
+	if p.settled(rs, e) {
+		e.next = e.grant // nothing to move: most entries, most rounds
+		return
+	}
 	var heldBuf [allocate.MaxStackDCs]float64
 	held := heldBuf[:n]
 	for d := range n {
@@ -829,6 +833,23 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 		}
 	}
 	e.next = next
+}
+
+// settled reports whether e is at its targets with nothing unacknowledged
+// in any DC, so that a round has nothing to do for it.
+func (p *Planner) settled(rs *ruleState, e *entry) bool {
+	for d := range p.dcs {
+		if e.target[d] != e.grant[d] || p.dc[d].expired {
+			return false
+		}
+		if len(e.hist[d]) > 1 {
+			p.held(rs, e, d) // prune what was acknowledged
+			if len(e.hist[d]) > 1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // bound is the most DC d may enforce of an entry of rs that it may hold
