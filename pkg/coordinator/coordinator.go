@@ -25,6 +25,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/pkg/backoff"
 	"github.com/weirhq/weir/pkg/etcdlayout"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -132,19 +133,14 @@ func (c *Coordinator) Leader() bool { return c.leader.Load() }
 // leadership (session expired, a fenced write refused) sends it back to
 // campaigning.
 func (c *Coordinator) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for ctx.Err() == nil {
 		err := c.term(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		c.log.Warn("leadership ended; campaigning again", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
+		bo.Wait(ctx)
 	}
 	return nil
 }
@@ -361,13 +357,13 @@ func (c *Coordinator) softError(what string, err error) error {
 // consume feeds the usage reports to the planner until ctx is done.
 func (c *Coordinator) consume(ctx context.Context) {
 	var src Source
-	backoff := 100 * time.Millisecond
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for ctx.Err() == nil {
 		if src == nil {
 			var err error
 			if src, err = c.cfg.NewSource(ctx); err != nil {
 				c.log.Warn("usage consumer", "err", err)
-				sleep(ctx, &backoff)
+				bo.Wait(ctx)
 				continue
 			}
 		}
@@ -375,11 +371,11 @@ func (c *Coordinator) consume(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("fetch usage report", "err", err)
-				sleep(ctx, &backoff)
+				bo.Wait(ctx)
 			}
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		bo.Reset()
 		c.ingest(m.Value)
 		if err := src.Commit(ctx, m); err != nil && ctx.Err() == nil {
 			c.log.Warn("commit usage report", "err", err)
@@ -388,14 +384,6 @@ func (c *Coordinator) consume(ctx context.Context) {
 	if src != nil {
 		src.Close()
 	}
-}
-
-func sleep(ctx context.Context, backoff *time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(*backoff):
-	}
-	*backoff = min(2**backoff, 5*time.Second)
 }
 
 // ingest decodes one report and gives it to the planner; a bad one is

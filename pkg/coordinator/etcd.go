@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/pkg/backoff"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -183,14 +184,14 @@ func (c *Coordinator) watchInstances(ctx context.Context, acks *ackTracker, acke
 		default:
 		}
 	}
-	backoff := 100 * time.Millisecond
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for ctx.Err() == nil {
 		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Instances(), clientv3.WithPrefix())
 		cancel()
 		if err != nil {
 			c.log.Warn("etcd", "op", "list instances", "err", err)
-			sleep(ctx, &backoff)
+			bo.Wait(ctx)
 			continue
 		}
 		live := map[string]instance{}
@@ -215,9 +216,9 @@ func (c *Coordinator) watchInstances(ctx context.Context, acks *ackTracker, acke
 				}
 			}
 			signal()
-			backoff = 100 * time.Millisecond
+			bo.Reset()
 		}
 		wcancel()
-		sleep(ctx, &backoff)
+		bo.Wait(ctx)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/pkg/backoff"
 	"github.com/weirhq/weir/pkg/etcdlayout"
 	"github.com/weirhq/weir/pkg/quota"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -260,8 +261,8 @@ func (a *Agent) register(ctx context.Context, registered chan<- struct{}) {
 		written record
 		retry   <-chan time.Time // a failed write to retry
 		first   = true
-		bo      = backoff{lo: a.cfg.MinBackoff, hi: a.cfg.MaxBackoff}
-		ackBo   = backoff{lo: a.cfg.MinBackoff, hi: a.cfg.MaxBackoff}
+		bo      = backoff.Backoff{Min: a.cfg.MinBackoff, Max: a.cfg.MaxBackoff}
+		ackBo   = backoff.Backoff{Min: a.cfg.MinBackoff, Max: a.cfg.MaxBackoff}
 	)
 	defer func() {
 		if reg != nil {
@@ -278,12 +279,12 @@ func (a *Agent) register(ctx context.Context, registered chan<- struct{}) {
 				}
 				a.st.registerErrors.Add(1)
 				a.log.Warn("etcdquota: registration failed; retrying", "err", err)
-				if !sleep(ctx, bo.next()) {
+				if !backoff.Sleep(ctx, bo.Next()) {
 					return
 				}
 				continue
 			}
-			bo.reset()
+			bo.Reset()
 			reg, written = r, rec
 			a.st.registrations.Add(1)
 			a.st.registered.Store(true)
@@ -335,10 +336,10 @@ func (a *Agent) register(ctx context.Context, registered chan<- struct{}) {
 				continue
 			}
 			a.log.Warn("etcdquota: acknowledgement not written; retrying", "err", err)
-			retry = time.After(ackBo.next())
+			retry = time.After(ackBo.Next())
 			continue
 		}
-		ackBo.reset()
+		ackBo.Reset()
 		written = rec
 		a.st.acks.Add(1)
 		a.st.ackRevision.Store(rec.revision)
@@ -433,7 +434,7 @@ var errCompacted = errors.New("watch revision compacted")
 // watch lists and watches the DC's documents until ctx ends, listing again
 // whenever a watch ends.
 func (a *Agent) watch(ctx context.Context) {
-	bo := backoff{lo: a.cfg.MinBackoff, hi: a.cfg.MaxBackoff}
+	bo := backoff.Backoff{Min: a.cfg.MinBackoff, Max: a.cfg.MaxBackoff}
 	for {
 		rev, err := a.list(ctx)
 		if err != nil {
@@ -442,7 +443,7 @@ func (a *Agent) watch(ctx context.Context) {
 			}
 			a.st.listErrors.Add(1)
 			a.log.Warn("etcdquota: listing failed; retrying", "err", err)
-			if !sleep(ctx, bo.next()) {
+			if !backoff.Sleep(ctx, bo.Next()) {
 				return
 			}
 			continue
@@ -455,7 +456,7 @@ func (a *Agent) watch(ctx context.Context) {
 			return
 		}
 		if healthy {
-			bo.reset()
+			bo.Reset()
 		}
 		if errors.Is(err, errCompacted) {
 			a.st.compactions.Add(1)
@@ -464,7 +465,7 @@ func (a *Agent) watch(ctx context.Context) {
 		}
 		a.st.watchErrors.Add(1)
 		a.log.Warn("etcdquota: watch ended; listing again", "err", err)
-		if !sleep(ctx, bo.next()) {
+		if !backoff.Sleep(ctx, bo.Next()) {
 			return
 		}
 	}

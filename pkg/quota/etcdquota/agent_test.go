@@ -674,17 +674,3 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	b := backoff{lo: 10 * time.Millisecond, hi: 80 * time.Millisecond}
-	for i, hi := range []time.Duration{10, 20, 40, 80, 80, 80} {
-		hi *= time.Millisecond
-		if d := b.next(); d < hi/2 || d > hi {
-			t.Errorf("wait %d: got %v, want in [%v, %v]", i, d, hi/2, hi)
-		}
-	}
-	b.reset()
-	if d := b.next(); d > 10*time.Millisecond {
-		t.Errorf("after reset: got %v, want at most 10ms", d)
-	}
-}
