@@ -3,8 +3,9 @@
 # an embedded etcd on 127.0.0.1:2379 and an in-process Kafka-protocol broker
 # on 127.0.0.1:9092), a standby coordinator, and three DCs a, b, c — a
 # limiter each, with its own redis-server when one is installed, else the
-# in-memory store. Everything stops on Ctrl-C; nothing listens beyond
-# loopback.
+# in-memory store. The rules of $RULES seed etcd; the limiters follow the
+# rules in etcd (change them with weirctl or the admin API). Everything
+# stops on Ctrl-C; nothing listens beyond loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.cache/bin}
@@ -51,7 +52,7 @@ for dc in a b c; do
   else
     echo "run-multidc: redis-server not installed: DC $dc keeps its state in memory" >&2
   fi
-  "$BIN/limiter" --dc $dc --dcs a,b,c "${store[@]}" --rules "$RULES" \
+  "$BIN/limiter" --dc $dc --dcs a,b,c "${store[@]}" \
     --http-addr 127.0.0.1:808$port --grpc-addr 127.0.0.1:919$port \
     --etcd http://127.0.0.1:2379 --kafka 127.0.0.1:9092 --log-format text >"$WORK/limiter-$dc.log" 2>&1 &
   pids+=($!)

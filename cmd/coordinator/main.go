@@ -31,7 +31,7 @@ func run(args []string) error {
 	etcd := fs.String("etcd", "", "comma-separated etcd endpoints, e.g. http://127.0.0.1:2379")
 	kafka := fs.String("kafka", "", "comma-separated Kafka brokers, e.g. 127.0.0.1:9092")
 	dcs := fs.String("dcs", "", "comma-separated names of every DC (with --dev: a,b,c)")
-	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON) whose global rules are planned; re-read when it changes")
+	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON) to seed etcd with: its rules etcd does not hold yet are written there at start")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", "127.0.0.1:8070", "admin HTTP listen address (/healthz, /metrics, /v1/status, /v1/shares)")
 	fs.StringVar(&cfg.Name, "name", "", "this coordinator's name in the election (default hostname-pid)")
 	fs.StringVar(&cfg.Prefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
@@ -42,7 +42,7 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.Dev, "dev", false, "embed etcd on "+coordinatord.DevEtcdAddr+" and a Kafka-protocol broker on "+coordinatord.DevKafkaAddr)
 	fs.StringVar(&cfg.DevDir, "dev-dir", "", "data directory of --dev (default a temporary directory, removed on exit)")
 	logs := logflag.Register(fs)
-	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator --rules FILE (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--admin-addr ADDR]")
+	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--rules SEED_FILE] [--admin-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
 		if err == flag.ErrHelp {
 			return nil

@@ -29,6 +29,7 @@ import (
 	"github.com/weirhq/weir/pkg/etcdlayout"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
+	"github.com/weirhq/weir/pkg/rulestore"
 )
 
 // Dev defaults: where `coordinator --dev` serves etcd and Kafka.
@@ -45,8 +46,10 @@ type Config struct {
 	AdminAddr string
 	// DCs names every DC. Required (Dev defaults to a, b, c).
 	DCs []string
-	// RulesFile holds the rules whose global ones are planned; re-read
-	// when it changes.
+	// RulesFile, if set, seeds etcd: its rules that etcd does not hold yet
+	// are written there at start. The rules in force are always etcd's
+	// (written by the admin API and weirctl), which limiters started
+	// without --rules follow too.
 	RulesFile string
 	// Name identifies this coordinator. Default hostname-pid.
 	Name string
@@ -97,21 +100,26 @@ func Run(ctx context.Context, cfg Config) error {
 		return errors.New("coordinatord: --kafka is required (or --dev)")
 	case len(cfg.DCs) == 0:
 		return errors.New("coordinatord: --dcs is required")
-	case cfg.RulesFile == "":
-		return errors.New("coordinatord: --rules is required")
-	}
-	rules := &rulesFile{path: cfg.RulesFile, log: log}
-	if err := rules.load(); err != nil {
-		return err
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("coordinatord: etcd client: %w", err)
 	}
 	defer cli.Close()
+	layout := etcdlayout.Layout{Prefix: cfg.Prefix}
+	if cfg.RulesFile != "" {
+		if err := seedRules(ctx, cli, layout, cfg.RulesFile, log); err != nil {
+			return err
+		}
+	}
+	rules := &etcdRules{}
+	watcher, err := rulestore.New(rulestore.Config{Client: cli, Layout: layout, Logger: log, Apply: rules.apply})
+	if err != nil {
+		return fmt.Errorf("coordinatord: %w", err)
+	}
 	kcfg := coordinator.KafkaConfig{Brokers: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group}
 	co, err := coordinator.New(coordinator.Config{
-		Etcd: cli, Layout: etcdlayout.Layout{Prefix: cfg.Prefix}, Name: cfg.Name,
+		Etcd: cli, Layout: layout, Name: cfg.Name,
 		Planner: coordinator.PlannerConfig{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
 		Rules:   rules.get,
 		NewSource: func(context.Context) (coordinator.Source, error) {
@@ -142,7 +150,12 @@ func Run(ctx context.Context, cfg Config) error {
 			errc <- fmt.Errorf("coordinatord: admin: %w", err)
 		}
 	})
-	wg.Go(func() { rules.poll(ctx, time.Second) })
+	wg.Go(func() { _ = watcher.Run(ctx) })
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := watcher.WaitSynced(wctx); err != nil {
+		log.Warn("rules not listed from etcd yet; planning none until they are", "err", err)
+	}
+	wcancel()
 	wg.Go(func() { _ = co.Run(ctx) })
 	log.Info("coordinator started", "name", cfg.Name, "admin", ln.Addr().String(), "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
 	if cfg.Ready != nil {
@@ -196,59 +209,39 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 	}, nil
 }
 
-// rulesFile keeps the rules of a file in force; an invalid new version is
-// refused and the previous rules stay.
-type rulesFile struct {
-	path  string
-	log   *slog.Logger
+// etcdRules holds the rules listed from etcd, for the planner.
+type etcdRules struct {
 	rules atomic.Pointer[[]rule.Rule]
-	last  time.Time
-	size  int64
 }
 
-func (f *rulesFile) get() []rule.Rule {
-	if p := f.rules.Load(); p != nil {
+func (e *etcdRules) get() []rule.Rule {
+	if p := e.rules.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-func (f *rulesFile) load() error {
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return fmt.Errorf("coordinatord: rules: %w", err)
+func (e *etcdRules) apply(sets []rule.Set) error {
+	var all []rule.Rule
+	for _, s := range sets {
+		all = append(all, s.Rules...)
 	}
-	if st.ModTime().Equal(f.last) && st.Size() == f.size {
-		return nil
-	}
-	f.last, f.size = st.ModTime(), st.Size()
-	set, err := rulefile.Load(f.path)
-	if err != nil {
-		if f.rules.Load() != nil {
-			f.log.Error("refused new rules; the previous rules stay in force", "file", f.path, "err", err)
-		}
-		return fmt.Errorf("coordinatord: %w", err)
-	}
-	rs := make([]rule.Rule, len(set.Rules))
-	for i, r := range set.Rules {
-		r.SetDefaults()
-		r.Domain = set.Domain
-		rs[i] = r
-	}
-	f.rules.Store(&rs)
-	f.log.Info("rules loaded", "file", f.path, "domain", set.Domain, "rules", len(rs))
+	e.rules.Store(&all)
 	return nil
 }
 
-func (f *rulesFile) poll(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = f.load()
-		}
+// seedRules writes the file's rules that etcd does not hold yet.
+func seedRules(ctx context.Context, cli *clientv3.Client, layout etcdlayout.Layout, path string, log *slog.Logger) error {
+	set, err := rulefile.Load(path)
+	if err != nil {
+		return fmt.Errorf("coordinatord: %w", err)
 	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := rulestore.Put(pctx, cli, layout, set, time.Now())
+	if err != nil {
+		return fmt.Errorf("coordinatord: seed rules: %w", err)
+	}
+	log.Info("rules seeded into etcd", "file", path, "domain", set.Domain, "created", n, "already there", len(set.Rules)-n)
+	return nil
 }

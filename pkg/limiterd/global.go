@@ -2,6 +2,7 @@ package limiterd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,9 +15,12 @@ import (
 
 	"github.com/weirhq/weir/pkg/etcdlayout"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/metrics"
 	"github.com/weirhq/weir/pkg/quota"
 	"github.com/weirhq/weir/pkg/quota/etcdquota"
 	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/rulestore"
 	"github.com/weirhq/weir/pkg/usage"
 	"github.com/weirhq/weir/pkg/usage/kafkapub"
 )
@@ -28,18 +32,20 @@ type global struct {
 	instances limiter.Instances
 	observer  limiter.Observer
 	instance  string
+	layout    etcdlayout.Layout
 
 	table    *quota.Table
 	agent    *etcdquota.Agent
 	etcd     *clientv3.Client
 	reporter *usage.Reporter
 	pub      *kafkapub.Publisher
+	rules    *rulestore.Watcher
 }
 
 // newGlobal builds the parts the configuration asks for; none without
 // --dcs, --etcd and --kafka.
 func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global, error) {
-	g := &global{instance: cfg.Instance}
+	g := &global{instance: cfg.Instance, layout: etcdlayout.Layout{Prefix: cfg.EtcdPrefix}}
 	if g.instance == "" {
 		g.instance = usage.NewInstanceID(cfg.DC)
 	}
@@ -62,7 +68,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		g.etcd = cli
 		g.agent, err = etcdquota.New(etcdquota.Config{
 			Client: cli, Table: g.table, Instance: g.instance,
-			Layout: etcdlayout.Layout{Prefix: cfg.EtcdPrefix}, Logger: log,
+			Layout: g.layout, Logger: log,
 		})
 		if err != nil {
 			cli.Close()
@@ -104,11 +110,55 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 	return g, nil
 }
 
+// watchRules makes the limiter follow the rules kept in etcd.
+func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slog.Logger) error {
+	if g.etcd == nil {
+		return errors.New("limiterd: rules from etcd need --etcd")
+	}
+	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, Apply: func(sets []rule.Set) error {
+		compiled := make([]*ruleset.Set, 0, len(sets))
+		for _, s := range sets {
+			c, err := ruleset.Compile(s)
+			if err != nil {
+				met.RulesRejected()
+				return fmt.Errorf("domain %s: %w", s.Domain, err)
+			}
+			compiled = append(compiled, c)
+		}
+		if err := lim.SetRules(compiled...); err != nil {
+			met.RulesRejected()
+			return err
+		}
+		version := fmt.Sprintf("etcd-%d", g.rules.Stats().Revision)
+		for _, s := range sets {
+			met.RulesLoaded(s.Domain, version, time.Now())
+		}
+		log.Info("rules loaded from etcd", "domains", len(sets), "version", version)
+		return nil
+	}})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	g.rules = w
+	return nil
+}
+
 // start runs the etcd agent and the reporter on wg until ctx is done, and
 // waits up to syncTimeout for the first listing of the DC's assignments, so
 // that the limiter does not serve on static shares a coordinator may have
 // given away.
-func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time.Duration, log *slog.Logger) {
+func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time.Duration, httpAddr string, log *slog.Logger) {
+	if g.agent != nil {
+		g.agent.SetHTTPAddr(httpAddr)
+	}
+	if g.rules != nil {
+		wg.Go(func() { _ = g.rules.Run(ctx) })
+		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		if err := g.rules.WaitSynced(wctx); err != nil {
+			log.Warn("serving before the rules were listed from etcd", "waited", syncTimeout, "err", err)
+		}
+		cancel()
+	}
 	if g.agent != nil {
 		wg.Go(func() {
 			if err := g.agent.Run(ctx); err != nil && ctx.Err() == nil {

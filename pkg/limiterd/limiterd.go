@@ -52,6 +52,8 @@ type Config struct {
 	// StoreTimeout bounds each store call. Default 20ms.
 	StoreTimeout time.Duration
 	// RulesFile is the YAML or JSON rule file, re-read when it changes.
+	// Without it the rules come from etcd (Etcd required), as the admin API
+	// writes them.
 	RulesFile string
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
@@ -131,7 +133,9 @@ func (c *Config) setDefaults() {
 func (c Config) Validate() error {
 	var errs []error
 	if c.RulesFile == "" {
-		errs = append(errs, errors.New("a rules file is required (--rules)"))
+		if len(c.Etcd) == 0 {
+			errs = append(errs, errors.New("rules are required: a rules file (--rules) or etcd (--etcd)"))
+		}
 	}
 	if c.StoreTimeout < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
@@ -192,9 +196,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
-	rules := &fileRules{path: cfg.RulesFile, lim: lim, met: met, log: log}
-	if err := rules.load(); err != nil {
-		return fmt.Errorf("limiterd: %w", err)
+	var rules *fileRules
+	if cfg.RulesFile != "" {
+		rules = &fileRules{path: cfg.RulesFile, lim: lim, met: met, log: log}
+		if err := rules.load(); err != nil {
+			return fmt.Errorf("limiterd: %w", err)
+		}
+	} else if err := glob.watchRules(lim, met, log); err != nil {
+		return err
 	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -222,7 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGlobal()
-	glob.start(gctx, &wg, cfg.SyncTimeout, log)
+	glob.start(gctx, &wg, cfg.SyncTimeout, httpLn.Addr().String(), log)
 	errc := make(chan error, 3)
 	wg.Go(func() {
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -244,7 +253,9 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	rctx, stopRules := context.WithCancel(ctx)
-	wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
+	if rules != nil {
+		wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
+	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
 	log.Info("limiter started", "http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(),

@@ -98,10 +98,11 @@ type Agent struct {
 	dc      string
 	started time.Time
 
-	ran  atomic.Bool
-	ack  chan struct{} // capacity 1: an acknowledgement to write
-	live atomic.Int64
-	st   counters
+	ran      atomic.Bool
+	httpAddr atomic.Pointer[string]
+	ack      chan struct{} // capacity 1: an acknowledgement to write
+	live     atomic.Int64
+	st       counters
 
 	// afterList, if set (by tests), is called after each listing, before
 	// the watch starts.
@@ -154,6 +155,18 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.live.Store(1)
 	return a, nil
+}
+
+// SetHTTPAddr sets the address of the instance's HTTP API, advertised in its
+// record from the next write on, so that the admin API can ask the DC about
+// a key. Call it before Run for the first record to carry it.
+func (a *Agent) SetHTTPAddr(addr string) { a.httpAddr.Store(&addr) }
+
+func (a *Agent) advertised() string {
+	if p := a.httpAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Live returns the number of live limiter instances of the DC, at least 1.
@@ -380,6 +393,7 @@ func (a *Agent) put(ctx context.Context, lease clientv3.LeaseID, rec record) err
 		AppliedRevision: rec.revision,
 		Epoch:           rec.epoch,
 		StartedMs:       a.started.UnixMilli(),
+		HttpAddr:        a.advertised(),
 	})
 	if err != nil {
 		return fmt.Errorf("encode instance record: %w", err)
