@@ -115,6 +115,7 @@ type Planner struct {
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
 	now        time.Time
+	usage      *usageStats
 	stats      Stats
 }
 
@@ -213,7 +214,7 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 		cfg: cfg, intervalMs: cfg.Interval.Milliseconds(), est: est,
 		dcs: slices.Clone(cfg.DCs), dcIndex: map[string]int{},
 		rules: map[ruleRef]*ruleState{}, seqs: map[string]*seqWindow{},
-		started: -1,
+		started: -1, usage: newUsageStats(),
 	}
 	if p.intervalMs <= 0 {
 		return nil, fmt.Errorf("coordinator: interval %v is under 1ms", cfg.Interval)
@@ -347,22 +348,28 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 	p.stats.Reports++
 	ds := &p.dc[d]
 	ds.heardAt = now
-	// Reports of intervals already closed still prove the DC alive; their
-	// counts are too late for the estimates.
-	if idx <= p.closed && p.started >= 0 {
+	// Reports of intervals already closed still prove the DC alive and
+	// count in the statistics; they are too late for the estimates.
+	late := idx <= p.closed && p.started >= 0
+	if late {
 		p.stats.LateReports++
-		return nil
+	} else {
+		ds.heard[idx%heardLen] = idx
 	}
-	ds.heard[idx%heardLen] = idx
 	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
 	for _, ru := range r.GetRules() {
-		rs := p.rules[ruleRef{ru.GetDomain(), ru.GetRuleId()}]
+		ref := ruleRef{ru.GetDomain(), ru.GetRuleId()}
+		rs := p.rules[ref]
 		if rs == nil {
 			p.stats.UnknownRules++
 			continue
 		}
 		if !countsOK(ru.GetOffered(), ru.GetAdmitted(), ru.GetRejected()) {
 			p.stats.Refused++
+			continue
+		}
+		p.usage.add(ref, r.GetDc(), idx, ru, now)
+		if late {
 			continue
 		}
 		add(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))

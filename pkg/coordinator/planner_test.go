@@ -371,3 +371,40 @@ func TestPlannerQuarantine(t *testing.T) {
 		t.Fatalf("3.1 s after a's release c's write is %v, want 0.9", got)
 	}
 }
+
+func TestPlannerRuleStats(t *testing.T) {
+	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{simRule()})
+	now := time.UnixMilli(1_700_000_000_000)
+	p.Load(now, nil, nil, nil)
+	if _, ok := p.RuleStats("api", "r", 10); ok {
+		t.Fatal("stats before any report")
+	}
+	seq := uint64(0)
+	for i := range 3 {
+		at := now.Add(time.Duration(i) * time.Second)
+		for _, dc := range []string{"a", "b"} {
+			seq++
+			r := &weirv1.UsageReport{Dc: dc, Instance: dc, Sequence: seq, IntervalStartMs: at.UnixMilli() - 1000, IntervalMs: 1000,
+				Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 100, Admitted: 90, Rejected: 10,
+					Keys: []*weirv1.KeyUsage{{Key: "hot", Offered: 50, Rejected: 10, Limit: 100}, {Key: "warm-" + dc, Offered: 20, Limit: 100}}}}}
+			if err := p.Ingest(r, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Tick(at)
+	}
+	st, ok := p.RuleStats("api", "r", 2)
+	if !ok {
+		t.Fatal("no stats")
+	}
+	if got := st.DCs["a"]; got != (DCStats{Offered: 300, Admitted: 270, Rejected: 30}) {
+		t.Errorf("a: %+v", got)
+	}
+	if len(st.HotKeys) != 2 || st.HotKeys[0].Key != "hot" || st.HotKeys[0].Requests < 250 || st.HotKeys[0].Rejections < 50 {
+		t.Errorf("hot keys %+v: want hot first with ≈300 requests, 60 rejections, and 2 keys at most", st.HotKeys)
+	}
+}
