@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -422,9 +423,10 @@ type ackTracker struct {
 }
 
 type instance struct {
-	dc      string
-	applied int64
-	gone    time.Time
+	dc       string
+	applied  int64
+	httpAddr string
+	gone     time.Time
 }
 
 func newAckTracker(grace time.Duration) *ackTracker {
@@ -479,6 +481,20 @@ func (a *ackTracker) ack(dc string, now time.Time) int64 {
 		}
 	}
 	return ack
+}
+
+// addrs returns the HTTP addresses the live instances of dc advertise.
+func (a *ackTracker) addrs(dc string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, in := range a.live {
+		if in.dc == dc && in.httpAddr != "" {
+			out = append(out, in.httpAddr)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // counts returns the live instances per DC.

@@ -1,0 +1,127 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// ErrNotLeader is returned by the live views of a coordinator that does not
+// lead: only the leader hears the usage reports.
+var ErrNotLeader = errors.New("coordinator: not the leader")
+
+// Stats returns a rule's recent usage, top hot keys first; ErrNotLeader on
+// a standby, and a zero RuleStats for a rule no report mentioned yet.
+func (c *Coordinator) Stats(domain, ruleID string, top int) (RuleStats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan == nil {
+		return RuleStats{}, ErrNotLeader
+	}
+	st, _ := c.plan.RuleStats(domain, ruleID, top)
+	if st.DCs == nil {
+		st.DCs = map[string]DCStats{}
+	}
+	return st, nil
+}
+
+// RuleShares returns the leader's view of one global rule, and false when
+// the planner has no such rule; ErrNotLeader on a standby.
+func (c *Coordinator) RuleShares(domain, ruleID string) (RuleView, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan == nil {
+		return RuleView{}, false, ErrNotLeader
+	}
+	for _, v := range c.plan.Snapshot() {
+		if v.Domain == domain && v.RuleID == ruleID {
+			return v, true, nil
+		}
+	}
+	return RuleView{}, false, nil
+}
+
+// KeyStatus is what one DC's limiter says of a key.
+type KeyStatus struct {
+	DC            string `json:"dc"`
+	Limit         int64  `json:"limit"`
+	Remaining     int64  `json:"remaining"`
+	WindowSeconds int64  `json:"window_seconds"`
+	ResetTime     string `json:"reset_time"`
+	// Error says why the DC could not answer; the other fields are then
+	// zero.
+	Error string `json:"error,omitempty"`
+}
+
+// KeyStatus asks one live limiter instance of each DC — through the HTTP
+// address it advertises in etcd — how much quota a key has left under a
+// rule, consuming nothing. A DC that cannot answer says why in its Error.
+// ErrNotLeader on a standby (only the leader tracks the instances).
+func (c *Coordinator) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]KeyStatus, error) {
+	c.mu.Lock()
+	acks := c.acks
+	c.mu.Unlock()
+	if acks == nil {
+		return nil, ErrNotLeader
+	}
+	out := make([]KeyStatus, len(c.cfg.Planner.DCs))
+	var wg sync.WaitGroup
+	for i, dc := range c.cfg.Planner.DCs {
+		out[i].DC = dc
+		addrs := acks.addrs(dc)
+		if len(addrs) == 0 {
+			out[i].Error = "no live limiter instance advertises an HTTP address"
+			continue
+		}
+		wg.Go(func() {
+			if err := askStatus(ctx, addrs, domain, ruleID, key, &out[i]); err != nil {
+				out[i].Error = err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+var statusClient = &http.Client{Timeout: 2 * time.Second}
+
+// askStatus tries the addresses in turn until one answers.
+func askStatus(ctx context.Context, addrs []string, domain, ruleID, key string, st *KeyStatus) error {
+	var last error
+	for _, addr := range addrs {
+		u := fmt.Sprintf("http://%s/v1/rate-limits/%s/%s?domain=%s", addr, url.PathEscape(ruleID), url.PathEscape(key), url.QueryEscape(domain))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := statusClient.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			var e struct {
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(body, &e)
+			return fmt.Errorf("limiter %s: %s: %s", addr, resp.Status, e.Message)
+		}
+		if err := json.Unmarshal(body, st); err != nil {
+			return fmt.Errorf("limiter %s: %w", addr, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("no limiter answered: %w", last)
+}
