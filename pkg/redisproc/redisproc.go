@@ -1,0 +1,165 @@
+// Package redisproc runs redis-server processes: on a free loopback port
+// (or a given one), without persistence, stopped by PID. The simulation and
+// the demo start one per DC with it; package redistest wraps it for tests.
+package redisproc
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Server is a running redis-server.
+type Server struct {
+	// Addr is the server's host:port on loopback.
+	Addr string
+	cmd  *exec.Cmd
+	dir  string
+	bin  string
+	args []string
+}
+
+// Binary returns the path of redis-server, or "" when it is not installed.
+// REDIS_SERVER overrides the search.
+func Binary() string {
+	if p := os.Getenv("REDIS_SERVER"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// start launches redis-server on port (0 picks a free one) and waits until
+// it answers.
+func (s *Server) start(port int) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		p := port
+		if p == 0 {
+			if p, err = freePort(); err != nil {
+				return err
+			}
+		}
+		args := append([]string{"--port", strconv.Itoa(p)}, s.args...)
+		cmd := exec.Command(s.bin, args...)
+		logf, ferr := os.Create(fmt.Sprintf("%s/redis-%d.log", s.dir, p))
+		if ferr != nil {
+			return ferr
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err = cmd.Start(); err != nil {
+			logf.Close()
+			return fmt.Errorf("redisproc: start %s: %w", s.bin, err)
+		}
+		go func() { _ = cmd.Wait(); logf.Close() }()
+		s.cmd = cmd
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		if err = waitReady(s.Addr, 5*time.Second); err == nil {
+			return nil
+		}
+		_ = cmd.Process.Kill()
+		if port != 0 {
+			break
+		}
+	}
+	return fmt.Errorf("redisproc: redis-server did not come up: %w (log in %s)", err, s.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisproc: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitReady(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, err = c.Write([]byte("PING\r\n"))
+			if err == nil {
+				var line string
+				line, err = bufio.NewReader(c).ReadString('\n')
+				if err == nil && strings.HasPrefix(line, "+PONG") {
+					c.Close()
+					return nil
+				}
+			}
+			c.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// Stop kills the server and waits for it to exit. Safe to call twice.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	for i := 0; i < 100 && syscall.Kill(s.cmd.Process.Pid, 0) == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cmd = nil
+}
+
+// Pause stops the server's process (SIGSTOP) without closing its sockets:
+// clients see a hung Redis. Resume undoes it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redisproc: server not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Start starts redis-server with its files in dir (which must exist) on a
+// free loopback port. Extra arguments go to redis-server. The process is
+// killed if this process dies.
+func Start(dir string, extra ...string) (*Server, error) {
+	bin := Binary()
+	if bin == "" {
+		return nil, fmt.Errorf("redisproc: redis-server not found (Debian: apt-get install -y redis-server, or set REDIS_SERVER)")
+	}
+	s := &Server{dir: dir, bin: bin}
+	s.args = append([]string{
+		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+		"--protected-mode", "no", "--dir", dir, "--daemonize", "no",
+	}, extra...)
+	if err := s.start(0); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restart starts the server again on the same port after Stop.
+func (s *Server) Restart() error {
+	_, portStr, _ := net.SplitHostPort(s.Addr)
+	port, _ := strconv.Atoi(portStr)
+	return s.start(port)
+}
