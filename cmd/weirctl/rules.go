@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weirhq/weir/pkg/rule"
+)
+
+func (a *app) getCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get [RULE_ID]",
+		Short: "List the rules (of --domain, or of every domain), or show one",
+		Example: `  weirctl get --domain shop
+  weirctl get api-per-ip -o json`,
+		Args: args(true, "RULE_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return a.listRules(cmd.Context())
+			}
+			return a.getRule(cmd.Context(), args[0])
+		},
+	}
+}
+
+func (a *app) listRules(ctx context.Context) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	rules, err := c.ListRules(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		if rules == nil {
+			rules = []rule.Rule{}
+		}
+		return writeJSON(a.env.stdout, map[string]any{"rules": rules})
+	}
+	if len(rules) == 0 {
+		fmt.Fprintln(a.env.stdout, "no rules")
+		return nil
+	}
+	// Without --domain the server may list every domain's rules.
+	header := []string{"RULE_ID", "PATH", "METHODS", "KEY", "LIMIT", "WINDOW", "ALGORITHM", "SCOPE", "STATE"}
+	if a.domain == "" {
+		header = append([]string{"DOMAIN"}, header...)
+	}
+	t := newTable(a.env.stdout, header...)
+	for _, r := range rules {
+		limit := count(r.Limit)
+		if r.Unlimited {
+			limit = "unlimited"
+		}
+		win := "-"
+		if r.WindowSeconds > 0 {
+			win = window(r.WindowSeconds)
+		}
+		cells := []string{r.ID, orDash(r.PathPattern), orDash(strings.Join(r.Methods, ",")), orDash(strings.Join(r.KeyType, ",")),
+			limit, win, r.Algorithm.String(), string(r.Scope), state(r)}
+		if a.domain == "" {
+			cells = append([]string{orDash(r.Domain)}, cells...)
+		}
+		t.row(cells...)
+	}
+	return t.flush()
+}
+
+func state(r rule.Rule) string {
+	switch {
+	case !r.Enabled:
+		return "disabled"
+	case r.Shadow:
+		return "shadow"
+	}
+	return "enabled"
+}
+
+func (a *app) getRule(ctx context.Context, id string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	r, etag, err := c.GetRule(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		return writeJSON(a.env.stdout, r)
+	}
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode rule %q: %w", id, err)
+	}
+	keys, vals, err := objectFields(doc)
+	if err != nil {
+		return fmt.Errorf("encode rule %q: %w", id, err)
+	}
+	t := newTable(a.env.stdout, "FIELD", "VALUE")
+	for _, k := range keys {
+		t.row(k, cell(vals[k]))
+	}
+	if etag != "" {
+		t.row("etag", etag)
+	}
+	return t.flush()
+}
+
+// cell shows a JSON value in a table: strings without their quotes,
+// anything else as compact JSON.
+func cell(v json.RawMessage) string {
+	if len(v) > 0 && v[0] == '"' {
+		if s, err := strconv.Unquote(string(v)); err == nil {
+			return s
+		}
+	}
+	return showValue(v)
+}
+
+func (a *app) deleteCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete RULE_ID",
+		Short:   "Delete a rule",
+		Example: `  weirctl delete old-rule --domain shop`,
+		Args:    args(false, "RULE_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			msg, err := c.DeleteRule(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(a.env.stdout, map[string]string{"message": msg})
+			}
+			if msg == "" {
+				msg = fmt.Sprintf("Rate limit rule '%s' deleted.", args[0])
+			}
+			_, err = fmt.Fprintln(a.env.stdout, msg)
+			return err
+		},
+	}
+}
