@@ -44,6 +44,9 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "usage reporting interval (default 1s)")
 	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", 0, "how long to wait for the DC's assignments before serving (default 3s)")
 	fs.StringVar(&cfg.Instance, "instance", "", "this process's name in etcd and usage reports (default {dc}-{host}-{pid}-{random})")
+	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the HTTP and gRPC APIs over TLS with this certificate (PEM)")
+	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's private key (PEM)")
+	fs.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR] [--dcs a,b,c --etcd ENDPOINTS --kafka BROKERS]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {

@@ -7,6 +7,7 @@ package limiterd
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/weirhq/weir/pkg/coalesce"
@@ -36,6 +38,7 @@ import (
 	"github.com/weirhq/weir/pkg/redisstore"
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/tlsconf"
 )
 
 var _ limiter.Bounded = (*coalesce.Coalescer)(nil)
@@ -72,6 +75,9 @@ type Config struct {
 	// ShutdownGrace is how long in-flight requests get on shutdown.
 	// Default 10s.
 	ShutdownGrace time.Duration
+	// TLS, when its files are given, serves both APIs over TLS (mutual
+	// TLS with a client CA).
+	TLS tlsconf.Files
 	// DCs names every DC, for the static shares of global rules (which
 	// split a rule's limit among them). Default: DC alone, which enforces
 	// global rules whole.
@@ -224,8 +230,19 @@ func Run(ctx context.Context, cfg Config) error {
 	// stacks have grown already; without them every call starts a
 	// goroutine and grows its stack again. Calls beyond the workers get a
 	// goroutine each, as without them.
-	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
-		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))
+	tlsCfg, err := cfg.TLS.Server()
+	if err != nil {
+		httpLn.Close()
+		grpcLn.Close()
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	var creds []grpc.ServerOption
+	if tlsCfg != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
+		httpLn = tls.NewListener(httpLn, tlsCfg)
+	}
+	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
+		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))...)
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
 
 	var wg sync.WaitGroup
