@@ -41,6 +41,12 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.TTL, "ttl", 0, "how long assignments stay in force without renewal (default 5 intervals)")
 	fs.BoolVar(&cfg.Dev, "dev", false, "embed etcd on "+coordinatord.DevEtcdAddr+" and a Kafka-protocol broker on "+coordinatord.DevKafkaAddr)
 	fs.StringVar(&cfg.DevDir, "dev-dir", "", "data directory of --dev (default a temporary directory, removed on exit)")
+	fs.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "bearer tokens of the admin API, one per line: TOKEN [rw|ro] [NAME]; re-read on change (without it the REST API is off)")
+	fs.StringVar(&cfg.DefaultDomain, "default-domain", "", "the admin API's domain for requests that name none (default \"default\")")
+	fs.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "this coordinator's admin URL as operators reach it (default from --admin-addr)")
+	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the admin port over TLS with this certificate (PEM)")
+	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's private key (PEM)")
+	fs.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--rules SEED_FILE] [--admin-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {

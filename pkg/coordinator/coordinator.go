@@ -13,6 +13,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,6 +68,10 @@ type Config struct {
 	Layout etcdlayout.Layout
 	// Name identifies this coordinator in the election and the leases.
 	Name string
+	// AdminURL is where this coordinator serves its admin API, published
+	// with its candidacy so that standbys can send operators to the
+	// leader. Optional.
+	AdminURL string
 	// Planner configures the planning: DCs (required), interval, TTL...
 	Planner PlannerConfig
 	// Rules returns the rules in force; the global ones are planned.
@@ -148,6 +153,29 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 var errDeposed = errors.New("coordinator: deposed: a fenced write was refused")
 
+// candidate is what a coordinator publishes when it campaigns.
+type candidate struct {
+	Name     string `json:"name"`
+	AdminURL string `json:"admin_url,omitempty"`
+}
+
+// LeaderInfo returns the current leader's name and admin URL, read from
+// the election in etcd; empty strings when there is none.
+func (c *Coordinator) LeaderInfo(ctx context.Context) (name, adminURL string, err error) {
+	resp, err := c.cfg.Etcd.Get(ctx, c.cfg.Layout.Election(), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", "", fmt.Errorf("coordinator: leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", "", nil
+	}
+	var cand candidate
+	if err := json.Unmarshal(resp.Kvs[0].Value, &cand); err != nil {
+		return string(resp.Kvs[0].Value), "", nil // a coordinator of an older version
+	}
+	return cand.Name, cand.AdminURL, nil
+}
+
 // term campaigns once and leads until leadership ends.
 func (c *Coordinator) term(ctx context.Context) error {
 	session, err := concurrency.NewSession(c.cfg.Etcd, concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
@@ -156,7 +184,11 @@ func (c *Coordinator) term(ctx context.Context) error {
 	}
 	defer session.Close()
 	election := concurrency.NewElection(session, c.cfg.Layout.Election())
-	if err := election.Campaign(ctx, c.cfg.Name); err != nil {
+	value, err := json.Marshal(candidate{Name: c.cfg.Name, AdminURL: c.cfg.AdminURL})
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if err := election.Campaign(ctx, string(value)); err != nil {
 		return fmt.Errorf("coordinator: campaign: %w", err)
 	}
 	c.stats.elections.Add(1)

@@ -6,6 +6,7 @@ package coordinatord
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/auth"
 	"github.com/weirhq/weir/pkg/coordinator"
 	"github.com/weirhq/weir/pkg/embedetcd"
 	"github.com/weirhq/weir/pkg/embedkafka"
@@ -30,6 +33,7 @@ import (
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/rulestore"
+	"github.com/weirhq/weir/pkg/tlsconf"
 )
 
 // Dev defaults: where `coordinator --dev` serves etcd and Kafka.
@@ -64,6 +68,20 @@ type Config struct {
 	// them.
 	Dev    bool
 	DevDir string
+	// AdminTokenFile holds the admin API's bearer tokens, one per line:
+	// TOKEN [rw|ro] [NAME] (package auth), re-read when it changes. Without
+	// it the admin REST API (/rate-limits, /audit) is not served.
+	AdminTokenFile string
+	// TLS, when its files are given, serves the admin port over TLS
+	// (mutual TLS with a client CA).
+	TLS tlsconf.Files
+	// DefaultDomain is the admin API's domain for requests naming none.
+	// Default "default".
+	DefaultDomain string
+	// AdvertiseURL is this coordinator's admin URL as others should reach
+	// it (published in the election, so standbys can name the leader).
+	// Default derived from the listen address.
+	AdvertiseURL string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// Ready, if set, is called with the admin address once serving.
@@ -118,8 +136,26 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("coordinatord: %w", err)
 	}
 	kcfg := coordinator.KafkaConfig{Brokers: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group}
+	tlsCfg, err := cfg.TLS.Server()
+	if err != nil {
+		return fmt.Errorf("coordinatord: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("coordinatord: listen admin: %w", err)
+	}
+	if cfg.AdvertiseURL == "" {
+		scheme := "http"
+		if tlsCfg != nil {
+			scheme = "https"
+		}
+		cfg.AdvertiseURL = scheme + "://" + ln.Addr().String()
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
 	co, err := coordinator.New(coordinator.Config{
-		Etcd: cli, Layout: layout, Name: cfg.Name,
+		Etcd: cli, Layout: layout, Name: cfg.Name, AdminURL: cfg.AdvertiseURL,
 		Planner: coordinator.PlannerConfig{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
 		Rules:   rules.get,
 		NewSource: func(context.Context) (coordinator.Source, error) {
@@ -128,16 +164,15 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger: log,
 	})
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), co.Collector())
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", co.Handler())
-	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	mux, tokens, err := adminMux(cfg, cli, layout, co, reg, log)
 	if err != nil {
-		return fmt.Errorf("coordinatord: listen admin: %w", err)
+		ln.Close()
+		return err
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
 
@@ -151,13 +186,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	})
 	wg.Go(func() { _ = watcher.Run(ctx) })
+	if tokens != nil {
+		wg.Go(func() { _ = tokens.Run(ctx) })
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := watcher.WaitSynced(wctx); err != nil {
 		log.Warn("rules not listed from etcd yet; planning none until they are", "err", err)
 	}
 	wcancel()
 	wg.Go(func() { _ = co.Run(ctx) })
-	log.Info("coordinator started", "name", cfg.Name, "admin", ln.Addr().String(), "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
+	log.Info("coordinator started", "name", cfg.Name, "admin", cfg.AdvertiseURL, "admin_api", tokens != nil, "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -207,6 +245,46 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 			os.RemoveAll(dir)
 		}
 	}, nil
+}
+
+// adminMux routes the admin port: /healthz and /metrics for everyone; the
+// coordinator's views (/v1/...) and the admin REST API (/rate-limits,
+// /audit) behind the bearer tokens of AdminTokenFile. Without a token file
+// the REST API is not served and the views are open.
+func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *coordinator.Coordinator, reg *prometheus.Registry, log *slog.Logger) (*http.ServeMux, *auth.File, error) {
+	mux := http.NewServeMux()
+	views := co.Handler()
+	mux.Handle("GET /healthz", views)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if cfg.AdminTokenFile == "" {
+		log.Warn("admin REST API disabled: no --admin-token-file")
+		mux.Handle("/v1/", views)
+		refuse := func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":"the admin API is disabled: start the coordinator with --admin-token-file"}` + "\n"))
+		}
+		mux.HandleFunc("/rate-limits", refuse)
+		mux.HandleFunc("/rate-limits/", refuse)
+		mux.HandleFunc("/audit", refuse)
+		return mux, nil, nil
+	}
+	tokens, err := auth.NewFile(auth.FileConfig{Path: cfg.AdminTokenFile, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("coordinatord: %w", err)
+	}
+	api, err := adminapi.New(adminapi.Config{
+		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
+		Live: live{co}, Logger: log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("coordinatord: %w", err)
+	}
+	mux.Handle("/v1/", auth.Middleware(tokens, views))
+	mux.Handle("/rate-limits", auth.Middleware(tokens, api))
+	mux.Handle("/rate-limits/", auth.Middleware(tokens, api))
+	mux.Handle("/audit", auth.Middleware(tokens, api))
+	return mux, tokens, nil
 }
 
 // etcdRules holds the rules listed from etcd, for the planner.

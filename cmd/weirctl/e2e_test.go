@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/pkg/coordinatord"
+	"github.com/weirhq/weir/pkg/etcdtest"
+	"github.com/weirhq/weir/pkg/kafkatest"
+	"github.com/weirhq/weir/pkg/limiterd"
+)
+
+const (
+	rwToken = "rw-token-0123456789abcdef"
+	roToken = "ro-token-0123456789abcdef"
+)
+
+// system is a coordinator with the admin API and two limiters (DCs a and
+// b, memory stores) following the rules in a real embedded etcd.
+type system struct {
+	admin string            // http://host:port of the coordinator
+	http  map[string]string // DC → limiter HTTP base URL
+}
+
+func startSystem(t *testing.T) *system {
+	t.Helper()
+	etcd := etcdtest.Start(t)
+	broker := kafkatest.Start(t, "weir.usage")
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(rwToken+" rw operator\n"+roToken+" ro viewer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	s := &system{http: map[string]string{}}
+	ready := make(chan string, 1)
+	run := func(name string, f func(ctx context.Context) error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- f(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	run("coordinator", func(ctx context.Context) error {
+		return coordinatord.Run(ctx, coordinatord.Config{
+			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
+			AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",
+			Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
+		})
+	})
+	s.admin = "http://" + <-ready
+	for _, dc := range []string{"a", "b"} {
+		up := make(chan string, 1)
+		run("limiter "+dc, func(ctx context.Context) error {
+			return limiterd.Run(ctx, limiterd.Config{
+				DC: dc, DCs: []string{"a", "b"}, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
+				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, ReportInterval: 500 * time.Millisecond,
+				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr },
+			})
+		})
+		select {
+		case addr := <-up:
+			s.http[dc] = "http://" + addr
+		case <-time.After(30 * time.Second):
+			t.Fatalf("limiter %s did not start", dc)
+		}
+	}
+	return s
+}
+
+// weirctl runs the command against the system with the rw token.
+func (s *system) weirctl(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
+	code := run(context.Background(), env2(args, &out, &errOut, env))
+	if code != exitOK {
+		t.Fatalf("weirctl %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+func env2(args []string, out, errOut io.Writer, vars map[string]string) env {
+	return env{args: args, stdin: strings.NewReader(""), stdout: out, stderr: errOut,
+		lookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+}
+
+// check asks DC dc's limiter about one request of user u; it returns the
+// rule that decided and its local limit ("" when no rule matched).
+func (s *system) check(t *testing.T, dc, user string) (string, int64) {
+	t.Helper()
+	resp, err := http.Post(s.http[dc]+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user":%q,"path":"/orders"}}`, user)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Matched bool   `json:"matched"`
+		RuleID  string `json:"rule_id"`
+		Limit   int64  `json:"limit"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if !body.Matched {
+		return "", 0
+	}
+	return body.RuleID, body.Limit
+}
+
+// until polls cond every 20 ms up to d and returns how long it took.
+func until(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func TestAgainstARunningCoordinator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, a coordinator and two limiters")
+	}
+	s := startSystem(t)
+
+	// Authentication: none → 401; read-only on a write → 403.
+	for _, tc := range []struct {
+		method, token string
+		want          int
+	}{{"GET", "", 401}, {"GET", "wrong-token-0123456789", 401}, {"POST", roToken, 403}, {"GET", roToken, 200}} {
+		req, _ := http.NewRequest(tc.method, s.admin+"/rate-limits", strings.NewReader(`{"rule_id":"x","limit":1,"window_seconds":1}`))
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s /rate-limits with token %q: %d, want %d", tc.method, tc.token, resp.StatusCode, tc.want)
+		}
+	}
+
+	// Create through weirctl apply; the limiters enforce it.
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	write := func(limit int) {
+		doc := fmt.Sprintf("domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: %d\n    window_seconds: 60\n", limit)
+		if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(10)
+	out, _ := s.weirctl(t, "apply", "-f", rules, "--dry-run")
+	if !strings.Contains(out, "orders") || !strings.Contains(out, "dry run") {
+		t.Errorf("apply --dry-run printed %q", out)
+	}
+	if id, _ := s.check(t, "a", "u1"); id != "" {
+		t.Fatal("--dry-run created the rule")
+	}
+	s.weirctl(t, "apply", "-f", rules)
+	took := until(t, 5*time.Second, "the new rule enforced in both DCs", func() bool {
+		a, _ := s.check(t, "a", "probe")
+		b, _ := s.check(t, "b", "probe")
+		return a == "orders" && b == "orders"
+	})
+	t.Logf("rule created through the API: enforced in both DCs %v later", took)
+
+	// Update: the new limit reaches the limiters (each DC enforces half).
+	write(40)
+	s.weirctl(t, "apply", "-f", rules)
+	took = until(t, 5*time.Second, "the updated limit enforced", func() bool {
+		_, la := s.check(t, "a", "probe")
+		return la == 20
+	})
+	t.Logf("update enforced %v later", took)
+
+	// Every read command answers.
+	for _, args := range [][]string{
+		{"get"}, {"get", "orders"}, {"get", "orders", "-o", "json"}, {"status", "orders", "u1"}, {"top", "orders"},
+		{"shares", "get", "orders"}, {"audit"},
+	} {
+		out, _ := s.weirctl(t, args...)
+		if out == "" {
+			t.Errorf("weirctl %v printed nothing", args)
+		}
+	}
+	out, _ = s.weirctl(t, "status", "orders", "u1")
+	if !strings.Contains(out, "a") || !strings.Contains(out, "b") {
+		t.Errorf("status does not show both DCs:\n%s", out)
+	}
+
+	// Pin DC a at 25%: its local limit follows within about an interval.
+	s.weirctl(t, "shares", "pin", "orders", "a", "25%")
+	took = until(t, 10*time.Second, "a's local limit at 25% of 40", func() bool {
+		_, la := s.check(t, "a", "probe2")
+		return la == 10
+	})
+	t.Logf("pin reached DC a %v later (interval 500ms)", took)
+	s.weirctl(t, "shares", "unpin", "orders", "a")
+	s.weirctl(t, "shares", "floor", "orders", "b", "0.3")
+	s.weirctl(t, "shares", "drain", "orders", "b")
+	until(t, 10*time.Second, "b drained", func() bool {
+		_, lb := s.check(t, "b", "probe3")
+		return lb == 0
+	})
+	s.weirctl(t, "shares", "drain", "orders", "b", "--undo")
+
+	out, _ = s.weirctl(t, "audit", "-o", "json")
+	for _, action := range []string{`"create"`, `"update"`, `"shares"`, `"operator"`} {
+		if !strings.Contains(out, action) {
+			t.Errorf("audit lacks %s:\n%s", action, out)
+		}
+	}
+
+	// Delete: the limiters stop matching it.
+	s.weirctl(t, "delete", "orders")
+	until(t, 5*time.Second, "the deleted rule gone from both DCs", func() bool {
+		a, _ := s.check(t, "a", "probe")
+		b, _ := s.check(t, "b", "probe")
+		return a == "" && b == ""
+	})
+}

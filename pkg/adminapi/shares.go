@@ -1,0 +1,147 @@
+package adminapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/sharepolicy"
+)
+
+// Shares is the body of GET /rate-limits/{rule_id}/shares.
+type Shares struct {
+	Domain string    `json:"domain"`
+	RuleID string    `json:"rule_id"`
+	DCs    []DCShare `json:"dcs"`
+	// ETag is the entity tag of the stored policy ("0" when there is
+	// none), for If-Match on PUT; also sent as the ETag header.
+	ETag string `json:"etag"`
+}
+
+// readPolicy reads a rule's share policy: its document and mod revision,
+// both zero when there is none.
+func (s *Server) readPolicy(ctx context.Context, domain, id string) (sharepolicy.Policy, []byte, int64, error) {
+	resp, err := s.cfg.Etcd.Get(ctx, s.cfg.Layout.Policy(domain, id))
+	if err != nil {
+		return sharepolicy.Policy{}, nil, 0, etcdError("read share policy", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return sharepolicy.Policy{}, nil, 0, nil
+	}
+	kv := resp.Kvs[0]
+	p, err := sharepolicy.Decode(kv.Value)
+	if err != nil {
+		// Shown and replaceable: an operator can overwrite it with PUT.
+		s.log.Warn("invalid share policy in etcd", "key", string(kv.Key), "err", err)
+	}
+	return p, kv.Value, kv.ModRevision, nil
+}
+
+// globalRule reads a rule and checks that it has shares: 404 when it does
+// not exist, 422 when it is local.
+func (s *Server) globalRule(ctx context.Context, domain, id string) (storedRule, error) {
+	sr, err := s.mustReadRule(ctx, domain, id)
+	if err == nil && sr.r.Scope != rule.ScopeGlobal {
+		err = errorf(http.StatusUnprocessableEntity, "rule '%s' in domain '%s' has scope %q; only global rules have shares", id, domain, sr.r.Scope)
+	}
+	return sr, err
+}
+
+// getShares serves GET /rate-limits/{rule_id}/shares.
+func (s *Server) getShares(w http.ResponseWriter, r *http.Request) error {
+	domain, id, err := s.ruleRef(r)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Live == nil {
+		return noLive()
+	}
+	ctx, cancel := s.readCtx(r)
+	defer cancel()
+	if _, err := s.globalRule(ctx, domain, id); err != nil {
+		return err
+	}
+	pol, _, rev, err := s.readPolicy(ctx, domain, id)
+	if err != nil {
+		return err
+	}
+	dcs, err := s.cfg.Live.Shares(ctx, domain, id)
+	if err != nil {
+		return liveError(err, "the shares of rule '"+id+"' in domain '"+domain+"'")
+	}
+	out := Shares{Domain: domain, RuleID: id, DCs: make([]DCShare, len(dcs)), ETag: etag(rev)}
+	for i, d := range dcs {
+		p := pol.DCs[d.DC]
+		d.Pin, d.Floor, d.Ceiling, d.Drained = p.Pin, p.Floor, p.Ceiling, p.Drained
+		out.DCs[i] = d
+	}
+	w.Header().Set("ETag", out.ETag)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// putShares serves PUT /rate-limits/{rule_id}/shares: it replaces the
+// rule's share policy.
+func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
+	domain, id, err := s.ruleRef(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, min(s.cfg.MaxBodyBytes, sharepolicy.MaxBytes))
+	if err != nil {
+		return err
+	}
+	if !json.Valid(body) {
+		return errorf(http.StatusBadRequest, "malformed JSON")
+	}
+	pol, err := sharepolicy.Decode(body)
+	if err == nil {
+		_, err = pol.Settings(s.cfg.DCs)
+	}
+	if err != nil {
+		return errorf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	if pol.DCs == nil {
+		pol.DCs = map[string]sharepolicy.DCPolicy{}
+	}
+	doc, err := json.Marshal(&pol)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ruleKey, key := s.cfg.Layout.Rule(domain, id), s.cfg.Layout.Policy(domain, id)
+	for range maxAttempts {
+		sr, err := s.globalRule(ctx, domain, id)
+		if err != nil {
+			return err
+		}
+		_, old, rev, err := s.readPolicy(ctx, domain, id)
+		if err != nil {
+			return err
+		}
+		if err := checkIfMatch(r, rev); err != nil {
+			return err
+		}
+		rec := s.newRecord(r, s.cfg.Now().UTC(), ActionShares, domain, id, old, doc)
+		resp, err := s.commit(ctx, rec,
+			[]clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(ruleKey), "=", sr.rev),
+				clientv3.Compare(clientv3.ModRevision(key), "=", rev),
+			},
+			clientv3.OpPut(key, string(doc)))
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			s.changed(ctx, rec, resp.Header.Revision)
+			w.Header().Set("ETag", etag(resp.Header.Revision))
+			writeRaw(w, http.StatusOK, doc)
+			return nil
+		}
+	}
+	return errorf(http.StatusConflict, "rule '%s' in domain '%s' or its share policy kept changing; try again", id, domain)
+}
