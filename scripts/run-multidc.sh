@@ -21,7 +21,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 mkdir -p "$BIN"
-go build -o "$BIN/" ./cmd/limiter ./cmd/coordinator
+go build -o "$BIN/" ./cmd/limiter ./cmd/coordinator ./cmd/weirctl
+TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+printf '%s rw operator\n' "$TOKEN" >"$WORK/tokens"
+chmod 600 "$WORK/tokens"
 
 wait_http() { # url name
   for _ in $(seq 1 100); do
@@ -33,11 +36,11 @@ wait_http() { # url name
 }
 
 "$BIN/coordinator" --dev --dev-dir "$WORK/dev" --rules "$RULES" --admin-addr 127.0.0.1:8070 \
-  --name coordinator-1 --log-format text >"$WORK/coordinator-1.log" 2>&1 &
+  --name coordinator-1 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-1.log" 2>&1 &
 pids+=($!)
 wait_http http://127.0.0.1:8070/healthz coordinator-1
 "$BIN/coordinator" --etcd http://127.0.0.1:2379 --kafka 127.0.0.1:9092 --dcs a,b,c --rules "$RULES" \
-  --admin-addr 127.0.0.1:8071 --name coordinator-2 --log-format text >"$WORK/coordinator-2.log" 2>&1 &
+  --admin-addr 127.0.0.1:8071 --name coordinator-2 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-2.log" 2>&1 &
 pids+=($!)
 
 port=0
@@ -67,8 +70,10 @@ Weir is running: three DCs and two coordinators, logs in $WORK
   coordinators  http://127.0.0.1:8070 (--dev: etcd 127.0.0.1:2379, Kafka 127.0.0.1:9092)  http://127.0.0.1:8071
 Try:
   curl -s localhost:8081/v1/check -d '{"attributes":{"tenant":"acme"}}'
-  curl -s localhost:8070/v1/shares        # per-DC demand and shares (ask the leader: 8070 or 8071)
-  curl -s localhost:8070/v1/status
+  export WEIR_SERVER=http://127.0.0.1:8070 WEIR_TOKEN=$TOKEN PATH=\$PATH:$PWD/$BIN
+  weirctl get                            # the rules, in etcd
+  weirctl shares get tenant-daily --domain api
+  weirctl shares pin tenant-daily a 60% --domain api
 Ctrl-C stops everything.
 MSG
 wait -n "${pids[@]}" || true
