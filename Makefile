@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all run run-multidc build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: all run run-multidc demo sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -28,6 +28,23 @@ test-short:
 ## run: one limiter with the in-memory store and the example rules
 run:
 	$(GO) run ./cmd/limiter --dc local --rules deploy/multidc/rules.yaml --log-format text
+
+## demo: the default scenario on three simulated DCs, with a live table and a report (Markdown + SVG)
+demo:
+	$(GO) run ./cmd/weirsim --scenario deploy/multidc/scenarios/default.yaml --live --out report/default
+
+## sim: one scenario, SCENARIO=file; exits non-zero when a goal is missed
+SCENARIO ?= deploy/multidc/scenarios/default.yaml
+sim:
+	$(GO) run ./cmd/weirsim --scenario $(SCENARIO) --out report/$(basename $(notdir $(SCENARIO)))
+
+## sim-all: every shipped scenario; fails when any misses a goal
+sim-all:
+	@$(GO) build -o $(BIN)/weirsim ./cmd/weirsim
+	@fail=0; for f in deploy/multidc/scenarios/*.yaml; do \
+		n=$$(basename $$f .yaml); \
+		$(BIN)/weirsim --scenario $$f --out report/$$n || fail=1; \
+	done; exit $$fail
 
 ## run-multidc: three DCs, two coordinators, embedded etcd and Kafka broker, on loopback
 run-multidc:
