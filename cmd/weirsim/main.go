@@ -83,6 +83,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep := simreport.Analyze(trace, sc.Goals)
+	if _, err := simreport.WriteTrace(dir, trace); err != nil {
+		fmt.Fprintln(stderr, "weirsim:", err)
+		return 1
+	}
 	md, err := simreport.WriteReport(dir, rep)
 	if err != nil {
 		fmt.Fprintln(stderr, "weirsim:", err)

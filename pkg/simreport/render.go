@@ -1,6 +1,7 @@
 package simreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,4 +230,22 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// WriteTrace writes the trace a report was computed from to dir/trace.json,
+// for plotting or re-analysis elsewhere, and returns the file's path.
+// Durations are in nanoseconds, as encoding/json writes time.Duration.
+func WriteTrace(dir string, t *Trace) (string, error) {
+	b, err := json.MarshalIndent(t, "", " ")
+	if err != nil {
+		return "", fmt.Errorf("write trace: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("write trace: %w", err)
+	}
+	p := filepath.Join(dir, "trace.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return "", fmt.Errorf("write trace: %w", err)
+	}
+	return p, nil
 }
