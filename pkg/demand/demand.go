@@ -41,6 +41,13 @@ const (
 	// detected however noisy it is (a few requests per interval), at the
 	// price of an occasional false step there.
 	stepNoiseCap = 0.8
+	// transitionNoise: the first observation of a step's run is set aside
+	// as transitional when it lies between the old level and the rest of
+	// the run, and further from the rest than this many times the noise's
+	// mean absolute deviation (scaled to the new level) — about 2.4
+	// standard deviations: noise alone seldom puts it there, and when it
+	// does, leaving out one good observation costs little.
+	transitionNoise = 3
 	// slowFactor is how much slower the mean is than the fast average: its
 	// half-life is slowFactor × HalfLife (12 intervals by default).
 	slowFactor = 4
@@ -324,7 +331,8 @@ func (e *Estimator) step(s *State, x float64) bool {
 			return false
 		}
 	}
-	// A step: restart from the mean of the observations that confirmed it.
+	// A step: restart from the mean of the observations that confirmed it,
+	// less the first of them when it was a transitional interval.
 	// The noise at the new level is not known yet: scale it by the ratio
 	// of the levels, or by its square root, whichever is larger — the
 	// larger threshold under both multiplicative and Poisson noise. (It
@@ -334,11 +342,36 @@ func (e *Estimator) step(s *State, x float64) bool {
 		r := m / s.mean
 		s.dev *= max(r, math.Sqrt(r))
 	}
+	if first, ok := s.firstHeld(x, k); ok && k > 1 {
+		rest := (s.runSum - first) / float64(k-1)
+		if (first-s.mean)*(rest-first) > 0 && math.Abs(first-rest) > max(e.cfg.Deadband*rest, e.cfg.MinChange, transitionNoise*s.dev) {
+			m, k = rest, k-1
+		}
+	}
 	s.fast, s.mean = m, m
 	s.n = k
 	s.run, s.runSum = 0, 0
 	s.published = e.snap(m)
 	return true
+}
+
+// firstHeld returns the first of the k held-back observations when it can
+// be told from the state: the last one is x, the one before it s.prev (the
+// noise estimate records every observation), and the sum of all of them
+// s.runSum. When the first was a transitional interval — the step came in
+// its middle, so it holds part of the old level and part of the new — it
+// lies between the two levels, inconsistent with the rest, and restarting
+// from a mean that includes it would leave a bias that a plain mean works
+// off only as 1/n: a coordinator would hand out the old share for several
+// intervals more.
+func (s *State) firstHeld(x float64, k int32) (float64, bool) {
+	switch k {
+	case 2:
+		return s.prev, true
+	case 3:
+		return s.runSum - x - s.prev, true
+	}
+	return 0, false
 }
 
 // update weighs observation x into the averages. Since the last (re)start,

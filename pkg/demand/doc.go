@@ -31,9 +31,12 @@
 //     (relative), Config.MinChange (absolute) and five times the noise
 //     (about four standard deviations), the last capped at 80% of the mean
 //     so that demand doubling or stopping counts as a step however noisy it
-//     is. A lone outlier is averaged in late, when the next observation does
-//     not confirm it, and clipped to the threshold, so it barely moves the
-//     averages;
+//     is. When the first held-back observation lies between the old level
+//     and the rest of the run, far from the rest, it is the transitional
+//     interval in which the step happened (part old level, part new), and
+//     the restart leaves it out. A lone outlier is averaged in late, when
+//     the next observation does not confirm it, and clipped to the
+//     threshold, so it barely moves the averages;
 //   - a deadband on publication: while the mean is still a plain mean (the
 //     first 20 observations after a start or a step, by default) the
 //     published estimate follows it within a quarter of the deadband, in

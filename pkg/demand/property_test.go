@@ -335,3 +335,72 @@ func TestDemandMovesBetweenDCs(t *testing.T) {
 		}
 	}
 }
+
+// TestStepThroughTransitionalInterval: demand steps in the middle of an
+// interval, so the first observation after it mixes the old level and the
+// new. Three intervals after the step (the mixed one and two at the new
+// level) the estimate must be close to the new level — not to the mean of
+// the mixed and the new, which a plain mean would work off only slowly.
+// Without noise: within 5%. With Poisson noise (the new level's counts):
+// mean relative error at most 7%, or 0.8 standard deviations of the noise
+// at the new level where that is more (a mean of two or three noisy
+// observations allows no better), and at most 1% of the trials not past
+// halfway (an outlier just before the step can delay it).
+func TestStepThroughTransitionalInterval(t *testing.T) {
+	e := newEstimator(t)
+	for _, tc := range []struct {
+		name      string
+		old, next float64
+	}{
+		{"down ×0.1", 400, 40},
+		{"down ×0.3", 300, 90},
+		{"up ×3", 60, 180},
+		{"up ×10", 40, 400},
+	} {
+		for _, mix := range []float64{0.2, 0.5, 0.8} {
+			for _, noisy := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/old part %v/noise %v", tc.name, mix, noisy), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(tc.old), uint64(mix*10)))
+					draw := func(m float64) float64 {
+						if !noisy {
+							return m
+						}
+						return float64(poisson(r, m))
+					}
+					trials := 1
+					if noisy {
+						trials = 500
+					}
+					errSum, missed := 0.0, 0
+					for trial := range trials {
+						var s demand.State
+						iv := int64(0)
+						for ; iv < 40; iv++ {
+							e.Observe(&s, iv, draw(tc.old))
+						}
+						e.Observe(&s, iv, draw(mix*tc.old+(1-mix)*tc.next))
+						e.Observe(&s, iv+1, draw(tc.next))
+						e.Observe(&s, iv+2, draw(tc.next))
+						got := s.Estimate()
+						rel := math.Abs(got-tc.next) / tc.next
+						if !noisy && rel > 0.05 {
+							t.Fatalf("estimate %v three intervals after %v → %v, want within 5%%", got, tc.old, tc.next)
+						}
+						if math.Abs(got-tc.next) > math.Abs(tc.old-tc.next)/2 {
+							missed++
+							t.Logf("trial %d: estimate %v three intervals after %v → %v: not past halfway", trial, got, tc.old, tc.next)
+							continue
+						}
+						errSum += rel
+					}
+					if missed > trials/100 {
+						t.Errorf("%d of %d trials not past halfway three intervals after the step, want at most 1%%", missed, trials)
+					}
+					if mean, want := errSum/float64(trials-missed), max(0.07, 0.8/math.Sqrt(tc.next)); mean > want {
+						t.Errorf("mean relative error %.4f three intervals after the step, want at most %.4f", mean, want)
+					}
+				})
+			}
+		}
+	}
+}
