@@ -110,10 +110,11 @@ var (
 	descShare    = prometheus.NewDesc("weir_coordinator_share", "Share written per global rule and DC.", []string{"domain", "rule", "dc"}, nil)
 	descDemand   = prometheus.NewDesc("weir_coordinator_demand", "Estimated demand per global rule and DC, a fraction of the limit.", []string{"domain", "rule", "dc"}, nil)
 	descKeyCount = prometheus.NewDesc("weir_coordinator_keys_with_shares", "Keys with shares of their own, per rule.", []string{"domain", "rule"}, nil)
+	descBlind    = prometheus.NewDesc("weir_coordinator_blind_intervals_total", "Intervals closed without a report from any DC (the usage pipeline was down; estimates held), in this leadership term.", nil, nil)
 )
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount} {
+	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount, descBlind} {
 		ch <- d
 	}
 }
@@ -130,6 +131,7 @@ func (x collector) Collect(ch chan<- prometheus.Metric) {
 	for outcome, n := range map[string]uint64{"accepted": st.Planner.Reports, "duplicate": st.Planner.Duplicates, "refused": st.Planner.Refused, "late": st.Planner.LateReports} {
 		ch <- prometheus.MustNewConstMetric(descReports, prometheus.CounterValue, float64(n), outcome)
 	}
+	ch <- prometheus.MustNewConstMetric(descBlind, prometheus.CounterValue, float64(st.Planner.BlindIntervals))
 	ch <- prometheus.MustNewConstMetric(descWrites, prometheus.CounterValue, float64(st.Planner.Writes), "ok")
 	ch <- prometheus.MustNewConstMetric(descWrites, prometheus.CounterValue, float64(st.Planner.WriteFailures), "failed")
 	for kind, n := range map[string]uint64{"message": c.stats.badMessages.Load(), "document": c.stats.badDocs.Load(), "policy": c.stats.badPolicies.Load(),

@@ -121,14 +121,17 @@ type Planner struct {
 
 // Stats counts what the planner saw and refused.
 type Stats struct {
-	Reports       uint64 `json:"reports"`
-	Duplicates    uint64 `json:"duplicates"`
-	Refused       uint64 `json:"refused"`
-	UnknownRules  uint64 `json:"unknown_rules"`
-	LateReports   uint64 `json:"late_reports"`
-	KeysUntracked uint64 `json:"keys_untracked"`
-	Writes        uint64 `json:"writes"`
-	WriteFailures uint64 `json:"write_failures"`
+	Reports      uint64 `json:"reports"`
+	Duplicates   uint64 `json:"duplicates"`
+	Refused      uint64 `json:"refused"`
+	UnknownRules uint64 `json:"unknown_rules"`
+	LateReports  uint64 `json:"late_reports"`
+	// BlindIntervals counts intervals closed without a report from any
+	// DC: the estimates held still through them.
+	BlindIntervals uint64 `json:"blind_intervals"`
+	KeysUntracked  uint64 `json:"keys_untracked"`
+	Writes         uint64 `json:"writes"`
+	WriteFailures  uint64 `json:"write_failures"`
 }
 
 type ruleRef struct{ domain, id string }
@@ -569,17 +572,30 @@ func (p *Planner) Tick(now time.Time) {
 
 func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }
 
-// close feeds interval idx's sums to the estimates.
+// close feeds interval idx's sums to the estimates. An interval no DC
+// was heard from is blind: the usage pipeline (Kafka, or this coordinator's
+// consumer) failed, not every DC's demand at once, so the estimates hold
+// instead of decaying as they do for one silent DC.
 func (p *Planner) close(idx int64) {
+	blind := true
+	for d := range p.dcs {
+		if p.heard(d, idx) {
+			blind = false
+			break
+		}
+	}
+	if blind {
+		p.stats.BlindIntervals++
+	}
 	for _, rs := range p.rules {
-		p.closeEntry(rs.entry, idx)
+		p.closeEntry(rs.entry, idx, blind)
 		for _, e := range rs.keys {
-			p.closeEntry(e, idx)
+			p.closeEntry(e, idx, blind)
 		}
 	}
 }
 
-func (p *Planner) closeEntry(e *entry, idx int64) {
+func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
 	for d := range p.dcs {
 		slot := &e.pend[d][idx%ring]
 		switch {
@@ -587,6 +603,8 @@ func (p *Planner) closeEntry(e *entry, idx int64) {
 			p.est.Observe(&e.est[d], idx, slot.sum)
 		case p.heard(d, idx):
 			p.est.Observe(&e.est[d], idx, 0)
+		case blind:
+			p.est.Hold(&e.est[d], idx)
 		default:
 			p.est.Advance(&e.est[d], idx)
 		}

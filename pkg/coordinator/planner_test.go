@@ -408,3 +408,32 @@ func TestPlannerRuleStats(t *testing.T) {
 		t.Errorf("hot keys %+v: want hot first with ≈300 requests, 60 rejections, and 2 keys at most", st.HotKeys)
 	}
 }
+
+// When no DC's report arrives — Kafka is down, not everyone's demand — the
+// estimates hold: the shares neither drift toward the DC that happened to
+// have most demand nor shrink, and nothing moves when reports return.
+func TestPlannerBlindIntervals(t *testing.T) {
+	s := newSim(t, 100*time.Millisecond)
+	s.run(12, nil, phase(900, 300, 300))
+	before := map[string]float64{}
+	for _, d := range simDCs {
+		before[d] = s.share(d, "")
+	}
+	s.lost = 1
+	s.run(4, nil, phase(900, 300, 300))
+	if got := s.p.Stats().BlindIntervals; got < 3 {
+		t.Errorf("BlindIntervals = %d after 4 s without reports, want ≥ 3", got)
+	}
+	for _, d := range simDCs {
+		if got := s.share(d, ""); math.Abs(got-before[d]) > 0.01 {
+			t.Errorf("without reports, %s's share moved from %.3f to %.3f", d, before[d], got)
+		}
+	}
+	s.lost = 0
+	s.run(6, nil, phase(900, 300, 300))
+	for _, d := range simDCs {
+		if got := s.share(d, ""); math.Abs(got-before[d]) > 0.01 {
+			t.Errorf("reports back: %s's share moved from %.3f to %.3f", d, before[d], got)
+		}
+	}
+}

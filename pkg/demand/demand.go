@@ -270,6 +270,19 @@ func (e *Estimator) Advance(s *State, interval int64) (changed bool) {
 	return s.published != old
 }
 
+// Hold accounts for every interval up to and including interval as unseen
+// rather than missing: the estimate stays as it is. Use it when the
+// observer, not the DC, was blind — no report from any DC reached the
+// coordinator for the interval, so the pipeline failed, not the demand;
+// decaying every DC's estimate then would move shares away from DCs that
+// still have their demand. Held-back observations stay held back. It
+// reports nothing: the published estimate does not change.
+func (e *Estimator) Hold(s *State, interval int64) {
+	if s.started && interval > s.last {
+		s.last = interval
+	}
+}
+
 // threshold is the distance from the mean beyond which an observation may
 // be part of a step. While settling, the noise is not known well yet, and
 // only steps of more than stepNoiseCap count.

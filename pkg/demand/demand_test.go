@@ -239,3 +239,38 @@ func TestLast(t *testing.T) {
 		t.Errorf("Last() = %d, %v, want 6, true", last, ok)
 	}
 }
+
+// Hold skips intervals without decaying the estimate; Advance over the same
+// intervals halves it every HalfLife intervals.
+func TestHold(t *testing.T) {
+	e := newEstimator(t, Config{})
+	for _, tc := range []struct {
+		name string
+		skip func(s *State, iv int64)
+		want func(before float64) (lo, hi float64)
+	}{
+		{"hold", func(s *State, iv int64) { e.Hold(s, iv) }, func(b float64) (float64, float64) { return b, b }},
+		{"advance", func(s *State, iv int64) { e.Advance(s, iv) }, func(b float64) (float64, float64) { return b * 0.2, b * 0.3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s State
+			for iv := range int64(30) {
+				e.Observe(&s, iv, 100)
+			}
+			before := s.Estimate()
+			tc.skip(&s, 35) // intervals 30..35: six, two half-lives
+			if lo, hi := tc.want(before); s.Estimate() < lo || s.Estimate() > hi {
+				t.Fatalf("estimate %v after skipping 30..35 from %v, want in [%v, %v]", s.Estimate(), before, lo, hi)
+			}
+			if last, _ := s.Last(); last != 35 {
+				t.Fatalf("Last() = %d, want 35", last)
+			}
+			if tc.name == "hold" {
+				e.Observe(&s, 36, 100)
+				if s.Estimate() != before {
+					t.Fatalf("estimate %v after holding and observing the same level, want %v", s.Estimate(), before)
+				}
+			}
+		})
+	}
+}
