@@ -572,6 +572,25 @@ func (p *Planner) Tick(now time.Time) {
 
 func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }
 
+// lostGrace is how many intervals before a silent one are looked at: when
+// DC d was heard in one of them, its report for this interval was lost
+// (Kafka drops, a consumer rebalance) and the interval is skipped, not
+// counted as no demand. Lost reports are then merely unseen, and the
+// estimate stays unbiased under random loss; a DC silent for longer
+// decays as before, and one silent past its lease is expired.
+const lostGrace = 2
+
+// heardWithin reports whether DC d was heard in one of the n intervals
+// before idx.
+func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
+	for i := idx - n; i < idx; i++ {
+		if p.heard(d, i) {
+			return true
+		}
+	}
+	return false
+}
+
 // close feeds interval idx's sums to the estimates. An interval no DC
 // was heard from is blind: the usage pipeline (Kafka, or this coordinator's
 // consumer) failed, not every DC's demand at once, so the estimates hold
@@ -603,7 +622,7 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
 			p.est.Observe(&e.est[d], idx, slot.sum)
 		case p.heard(d, idx):
 			p.est.Observe(&e.est[d], idx, 0)
-		case blind:
+		case blind || p.heardWithin(d, idx, lostGrace):
 			p.est.Hold(&e.est[d], idx)
 		default:
 			p.est.Advance(&e.est[d], idx)

@@ -437,3 +437,17 @@ func TestPlannerBlindIntervals(t *testing.T) {
 		}
 	}
 }
+
+// Randomly lost reports leave the estimates unbiased: a DC heard an
+// interval or two ago is unseen, not idle, for the one it missed, so the
+// shares of DCs below their fair level do not shrink under loss.
+func TestPlannerLostReportsUnbiased(t *testing.T) {
+	s := newSim(t, 100*time.Millisecond)
+	s.lost = 0.3
+	s.run(40, nil, phase(900, 300, 300))
+	for d, want := range map[string]float64{"a": 0.4, "b": 0.3, "c": 0.3} {
+		if got := s.share(d, ""); math.Abs(got-want) > 0.03 {
+			t.Errorf("with 30%% of reports lost, %s's share = %.3f, want %.2f ± 0.03", d, got, want)
+		}
+	}
+}
