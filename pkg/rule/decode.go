@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/fielderr"
 )
 
 // maxDepth bounds the nesting of a document. Rule files nest six deep;
@@ -39,8 +40,8 @@ func ParseRule(data []byte) (Rule, error) {
 	var rep report
 	r := decodeRule(&rep, "", tree)
 	r.validate(&rep, "")
-	sortRuleErrors(rep.errs, "")
-	if err := rep.err(); err != nil {
+	sortRuleErrors(&rep, 0, "")
+	if err := rep.Err(); err != nil {
 		return Rule{}, err
 	}
 	return r, nil
@@ -58,7 +59,7 @@ func ParseSet(data []byte) (Set, error) {
 	}
 	var rep report
 	s := decodeSet(&rep, tree)
-	if err := rep.err(); err != nil {
+	if err := rep.Err(); err != nil {
 		return Set{}, err
 	}
 	return s, nil
@@ -178,7 +179,7 @@ type fields struct {
 func newFields(rep *report, path string, v any) *fields {
 	o, ok := v.(*object)
 	if !ok {
-		rep.fail(path, "want an object, got %s", describe(v))
+		rep.Fail(path, "want an object, got %s", describe(v))
 		return nil
 	}
 	reportDups(rep, path, o)
@@ -187,7 +188,7 @@ func newFields(rep *report, path string, v any) *fields {
 
 func reportDups(rep *report, path string, o *object) {
 	for _, k := range o.dups {
-		rep.fail(key(path, k), "appears more than once")
+		rep.Fail(fielderr.Key(path, k), "appears more than once")
 	}
 }
 
@@ -209,7 +210,7 @@ func (f *fields) ignore(name string) { f.get(name) }
 func (f *fields) done() {
 	for i, k := range f.o.keys {
 		if !f.used[i] {
-			f.rep.fail(key(f.path, k), "unknown field")
+			f.rep.Fail(fielderr.Key(f.path, k), "unknown field")
 		}
 	}
 }
@@ -220,7 +221,7 @@ func (f *fields) string(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return asString(f.rep, key(f.path, name), v)
+	return asString(f.rep, fielderr.Key(f.path, name), v)
 }
 
 // int reads an integer field.
@@ -229,7 +230,7 @@ func (f *fields) int(name string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return asInt(f.rep, key(f.path, name), v)
+	return asInt(f.rep, fielderr.Key(f.path, name), v)
 }
 
 // bool reads a boolean field.
@@ -240,7 +241,7 @@ func (f *fields) bool(name string) (bool, bool) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		f.rep.fail(key(f.path, name), "want true or false, got %s", describe(v))
+		f.rep.Fail(fielderr.Key(f.path, name), "want true or false, got %s", describe(v))
 	}
 	return b, isBool
 }
@@ -253,13 +254,13 @@ func (f *fields) time(name string) time.Time {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		f.rep.fail(key(f.path, name), "%q is not an RFC 3339 time (want e.g. 2023-08-25T10:00:00Z)", s)
+		f.rep.Fail(fielderr.Key(f.path, name), "%q is not an RFC 3339 time (want e.g. 2023-08-25T10:00:00Z)", s)
 		return time.Time{}
 	}
 	t = t.UTC()
 	if y := t.Year(); y < 0 || y > 9999 {
 		// It could not be written back as RFC 3339.
-		f.rep.fail(key(f.path, name), "%q is out of range in UTC", s)
+		f.rep.Fail(fielderr.Key(f.path, name), "%q is out of range in UTC", s)
 		return time.Time{}
 	}
 	return t
@@ -267,14 +268,14 @@ func (f *fields) time(name string) time.Time {
 
 // list reads a list field; path is the field's path.
 func (f *fields) list(name string) (l []any, path string, ok bool) {
-	path = key(f.path, name)
+	path = fielderr.Key(f.path, name)
 	v, ok := f.get(name)
 	if !ok {
 		return nil, path, false
 	}
 	l, ok = v.([]any)
 	if !ok {
-		f.rep.fail(path, "want a list, got %s", describe(v))
+		f.rep.Fail(path, "want a list, got %s", describe(v))
 	}
 	return l, path, ok
 }
@@ -287,7 +288,7 @@ func (f *fields) strings(name string) []string {
 	}
 	out := make([]string, len(l))
 	for i, v := range l {
-		out[i], _ = asString(f.rep, index(path, i), v)
+		out[i], _ = asString(f.rep, fielderr.Index(path, i), v)
 	}
 	return out
 }
@@ -302,12 +303,12 @@ func (f *fields) floatMap(name string) map[string]float64 {
 	return objectOf(f, name, "numbers", func(path string, v any) (float64, bool) {
 		n, ok := v.(json.Number)
 		if !ok {
-			f.rep.fail(path, "want a number, got %s", describe(v))
+			f.rep.Fail(path, "want a number, got %s", describe(v))
 			return 0, false
 		}
 		x, err := strconv.ParseFloat(string(n), 64)
 		if err != nil {
-			f.rep.fail(path, "%s is out of range", n)
+			f.rep.Fail(path, "%s is out of range", n)
 			return 0, false
 		}
 		return x, true
@@ -318,14 +319,14 @@ func (f *fields) floatMap(name string) map[string]float64 {
 // (reporting its own errors); nil if it is absent or empty. Values conv
 // refuses are left out.
 func objectOf[T any](f *fields, name, what string, conv func(path string, v any) (T, bool)) map[string]T {
-	path := key(f.path, name)
+	path := fielderr.Key(f.path, name)
 	v, ok := f.get(name)
 	if !ok {
 		return nil
 	}
 	o, ok := v.(*object)
 	if !ok {
-		f.rep.fail(path, "want an object of %s, got %s", what, describe(v))
+		f.rep.Fail(path, "want an object of %s, got %s", what, describe(v))
 		return nil
 	}
 	reportDups(f.rep, path, o)
@@ -334,7 +335,7 @@ func objectOf[T any](f *fields, name, what string, conv func(path string, v any)
 	}
 	m := make(map[string]T, len(o.keys))
 	for i, k := range o.keys {
-		if x, ok := conv(key(path, k), o.vals[i]); ok {
+		if x, ok := conv(fielderr.Key(path, k), o.vals[i]); ok {
 			m[k] = x
 		}
 	}
@@ -348,9 +349,9 @@ func asString(rep *report, path string, v any) (string, bool) {
 	}
 	switch v.(type) {
 	case json.Number, bool:
-		rep.fail(path, "want a string, got %s (quote it)", describe(v))
+		rep.Fail(path, "want a string, got %s (quote it)", describe(v))
 	default:
-		rep.fail(path, "want a string, got %s", describe(v))
+		rep.Fail(path, "want a string, got %s", describe(v))
 	}
 	return "", false
 }
@@ -361,7 +362,7 @@ func asString(rep *report, path string, v any) (string, bool) {
 func asInt(rep *report, path string, v any) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		rep.fail(path, "want an integer, got %s", describe(v))
+		rep.Fail(path, "want an integer, got %s", describe(v))
 		return 0, false
 	}
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
@@ -372,9 +373,9 @@ func asInt(rep *report, path string, v any) (int64, bool) {
 	case err == nil && x == math.Trunc(x) && math.Abs(x) <= 1<<53:
 		return int64(x), true
 	case err == nil && x != math.Trunc(x):
-		rep.fail(path, "want an integer, got %s", n)
+		rep.Fail(path, "want an integer, got %s", n)
 	default:
-		rep.fail(path, "%s is out of range", n)
+		rep.Fail(path, "%s is out of range", n)
 	}
 	return 0, false
 }
@@ -414,21 +415,21 @@ func decodeSet(rep *report, v any) Set {
 	rules, path, ok := f.list("rules")
 	switch {
 	case ok && len(rules) > MaxRules:
-		rep.fail(path, "%d rules; a set holds at most %d", len(rules), MaxRules)
+		rep.Fail(path, "%d rules; a set holds at most %d", len(rules), MaxRules)
 	case ok:
 		s.Rules = make([]Rule, len(rules))
 		for i, rv := range rules {
-			start := len(rep.errs)
-			s.Rules[i] = decodeRule(rep, index(path, i), rv)
+			start := rep.Len()
+			s.Rules[i] = decodeRule(rep, fielderr.Index(path, i), rv)
 			s.checkRule(rep, i)
-			sortRuleErrors(rep.errs[start:], index(path, i))
+			sortRuleErrors(rep, start, fielderr.Index(path, i))
 			if s.Rules[i].Domain == "" {
 				s.Rules[i].Domain = s.Domain
 			}
 		}
 		s.checkIDs(rep)
-	case !rep.isFailed(path):
-		rep.fail(path, "required (a list of rules, possibly empty)")
+	case !rep.IsFailed(path):
+		rep.Fail(path, "required (a list of rules, possibly empty)")
 	}
 	f.done()
 	return s
@@ -455,10 +456,10 @@ func decodeRule(rep *report, path string, v any) Rule {
 	if name, ok := f.string("algorithm"); ok {
 		a, err := algorithm.Parse(name)
 		if err != nil {
-			rep.fail(key(path, "algorithm"), "%q is not an algorithm (want one of %s)", name, algorithmNames())
+			rep.Fail(fielderr.Key(path, "algorithm"), "%q is not an algorithm (want one of %s)", name, algorithmNames())
 		}
 		r.Algorithm = a
-	} else if !rep.isFailed(key(path, "algorithm")) {
+	} else if !rep.IsFailed(fielderr.Key(path, "algorithm")) {
 		r.Algorithm = algorithm.Default
 	}
 	r.Burst, _ = f.int("burst")
@@ -489,11 +490,11 @@ var ruleFields = [...]string{
 	"rejection_message", "retry_advice", "created_at", "updated_at",
 }
 
-// sortRuleErrors orders the errors of the rule at path p (found partly while
-// decoding, partly while validating) by the field they concern, in the
-// order of ruleFields, then unknown fields; errors about the same field
-// keep their order.
-func sortRuleErrors(errs []FieldError, p string) {
+// sortRuleErrors orders the errors of the rule at path p, those of rep from
+// the from'th on (found partly while decoding, partly while validating), by
+// the field they concern, in the order of ruleFields, then unknown fields;
+// errors about the same field keep their order.
+func sortRuleErrors(rep *report, from int, p string) {
 	rank := func(path string) int {
 		path = strings.TrimPrefix(path[len(p):], ".")
 		if path == "" {
@@ -507,7 +508,7 @@ func sortRuleErrors(errs []FieldError, p string) {
 		}
 		return len(ruleFields)
 	}
-	slices.SortStableFunc(errs, func(a, b FieldError) int { return rank(a.Path) - rank(b.Path) })
+	rep.Sort(from, func(a, b FieldError) int { return rank(a.Path) - rank(b.Path) })
 }
 
 // enum reads a string field that must be one of values, or def if absent.
@@ -515,7 +516,7 @@ func sortRuleErrors(errs []FieldError, p string) {
 func (f *fields) enum(name, def string, values ...string) string {
 	s, ok := f.string(name)
 	if !ok {
-		if f.rep.isFailed(key(f.path, name)) {
+		if f.rep.IsFailed(fielderr.Key(f.path, name)) {
 			return ""
 		}
 		return def
@@ -536,13 +537,13 @@ func (f *fields) enum(name, def string, values ...string) string {
 		}
 		want += strconv.Quote(v)
 	}
-	f.rep.fail(key(f.path, name), "%q is not valid (want %s)", s, want)
+	f.rep.Fail(fielderr.Key(f.path, name), "%q is not valid (want %s)", s, want)
 	return ""
 }
 
 // dimensions reads key_type: a string or a list of strings.
 func (f *fields) dimensions(name string) Dimensions {
-	path := key(f.path, name)
+	path := fielderr.Key(f.path, name)
 	v, ok := f.get(name)
 	if !ok {
 		return nil
@@ -559,11 +560,11 @@ func (f *fields) dimensions(name string) Dimensions {
 		}
 		d := make(Dimensions, len(v))
 		for i, e := range v {
-			d[i], _ = asString(f.rep, index(path, i), e)
+			d[i], _ = asString(f.rep, fielderr.Index(path, i), e)
 		}
 		return d
 	}
-	f.rep.fail(path, "want a dimension name or a list of them, got %s", describe(v))
+	f.rep.Fail(path, "want a dimension name or a list of them, got %s", describe(v))
 	return nil
 }
 
@@ -574,30 +575,30 @@ func (f *fields) overrides(name string) []Override {
 		return nil
 	}
 	if len(l) > MaxOverrides {
-		f.rep.fail(path, "%d overrides; a rule holds at most %d", len(l), MaxOverrides)
+		f.rep.Fail(path, "%d overrides; a rule holds at most %d", len(l), MaxOverrides)
 		return nil
 	}
 	out := make([]Override, len(l))
 	for i, v := range l {
-		op := index(path, i)
+		op := fielderr.Index(path, i)
 		of := newFields(f.rep, op, v)
 		if of == nil {
 			continue
 		}
 		o := &out[i]
 		o.Key, _ = of.string("key")
-		if _, present := of.get("key"); present && o.Key == "" && !f.rep.isFailed(key(op, "key")) {
-			f.rep.fail(key(op, "key"), "empty")
+		if _, present := of.get("key"); present && o.Key == "" && !f.rep.IsFailed(fielderr.Key(op, "key")) {
+			f.rep.Fail(fielderr.Key(op, "key"), "empty")
 		}
 		o.Match = of.stringMap("match")
-		if mv, present := of.get("match"); present && o.Match == nil && !f.rep.isFailed(key(op, "match")) {
+		if mv, present := of.get("match"); present && o.Match == nil && !f.rep.IsFailed(fielderr.Key(op, "match")) {
 			if mo, isObject := mv.(*object); isObject && len(mo.keys) == 0 {
-				f.rep.fail(key(op, "match"), "empty")
+				f.rep.Fail(fielderr.Key(op, "match"), "empty")
 			}
 		}
 		o.CIDR, _ = of.string("cidr")
-		if _, present := of.get("cidr"); present && o.CIDR == "" && !f.rep.isFailed(key(op, "cidr")) {
-			f.rep.fail(key(op, "cidr"), "empty")
+		if _, present := of.get("cidr"); present && o.CIDR == "" && !f.rep.IsFailed(fielderr.Key(op, "cidr")) {
+			f.rep.Fail(fielderr.Key(op, "cidr"), "empty")
 		}
 		o.Limit, _ = of.int("limit")
 		o.Burst, _ = of.int("burst")

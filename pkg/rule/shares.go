@@ -8,7 +8,7 @@ import "math"
 func CheckDC(name string) error {
 	var rep report
 	checkDC(&rep, "dc", name)
-	return rep.err()
+	return rep.Err()
 }
 
 // StaticShare returns dc's safe static share of r's limit, among the DCs

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/fielderr"
 )
 
 // Bounds that are not part of the API.
@@ -34,7 +35,7 @@ var methods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTI
 func (r *Rule) Validate() error {
 	var rep report
 	r.validate(&rep, "")
-	return rep.err()
+	return rep.Err()
 }
 
 // Validate checks s and every rule in it. It returns nil or a
@@ -43,13 +44,13 @@ func (r *Rule) Validate() error {
 func (s *Set) Validate() error {
 	var rep report
 	s.validate(&rep)
-	return rep.err()
+	return rep.Err()
 }
 
 func (s *Set) validate(rep *report) {
 	s.checkDomain(rep)
 	if len(s.Rules) > MaxRules {
-		rep.add("rules", "%d rules; a set holds at most %d", len(s.Rules), MaxRules)
+		rep.Add("rules", "%d rules; a set holds at most %d", len(s.Rules), MaxRules)
 		return
 	}
 	for i := range s.Rules {
@@ -64,10 +65,10 @@ func (s *Set) checkDomain(rep *report) { checkName(rep, "domain", s.Domain, maxI
 // checkRule checks the i'th rule, and that its domain is the set's.
 func (s *Set) checkRule(rep *report, i int) {
 	r := &s.Rules[i]
-	p := index("rules", i)
+	p := fielderr.Index("rules", i)
 	r.validate(rep, p)
-	if r.Domain != "" && s.Domain != "" && r.Domain != s.Domain && !rep.isFailed("domain") {
-		rep.add(field(p, "domain"), "%q differs from the set's domain %q", r.Domain, s.Domain)
+	if r.Domain != "" && s.Domain != "" && r.Domain != s.Domain && !rep.IsFailed("domain") {
+		rep.Add(fielderr.Field(p, "domain"), "%q differs from the set's domain %q", r.Domain, s.Domain)
 	}
 }
 
@@ -80,7 +81,7 @@ func (s *Set) checkIDs(rep *report) {
 			continue
 		}
 		if j, dup := ids[id]; dup {
-			rep.add(field(index("rules", i), "rule_id"), "%q is also the id of rules[%d]", id, j)
+			rep.Add(fielderr.Field(fielderr.Index("rules", i), "rule_id"), "%q is also the id of rules[%d]", id, j)
 			continue
 		}
 		ids[id] = i
@@ -88,131 +89,131 @@ func (s *Set) checkIDs(rep *report) {
 }
 
 func (r *Rule) validate(rep *report, p string) {
-	checkName(rep, field(p, "rule_id"), r.ID, maxIDLen, true)
+	checkName(rep, fielderr.Field(p, "rule_id"), r.ID, maxIDLen, true)
 	if r.Domain != "" {
-		checkName(rep, field(p, "domain"), r.Domain, maxIDLen, true)
+		checkName(rep, fielderr.Field(p, "domain"), r.Domain, maxIDLen, true)
 	}
-	checkText(rep, field(p, "description"), r.Description, maxDescription)
+	checkText(rep, fielderr.Field(p, "description"), r.Description, maxDescription)
 
 	// Matching.
 	if _, reason := compilePath(r.PathPattern); reason != "" {
-		rep.add(field(p, "path_pattern"), "%q %s", r.PathPattern, reason)
+		rep.Add(fielderr.Field(p, "path_pattern"), "%q %s", r.PathPattern, reason)
 	}
 	for i, m := range r.Methods {
-		mp := index(field(p, "methods"), i)
+		mp := fielderr.Index(fielderr.Field(p, "methods"), i)
 		switch {
 		case slices.Contains(methods[:], m):
 			if j := slices.Index(r.Methods, m); j < i {
-				rep.add(mp, "%s is also methods[%d]", m, j)
+				rep.Add(mp, "%s is also methods[%d]", m, j)
 			}
 		case slices.Contains(methods[:], strings.ToUpper(m)):
-			rep.add(mp, "%q must be upper case (%s)", m, strings.ToUpper(m))
+			rep.Add(mp, "%q must be upper case (%s)", m, strings.ToUpper(m))
 		default:
-			rep.add(mp, "%q is not an HTTP method (want one of %s)", m, strings.Join(methods[:], ", "))
+			rep.Add(mp, "%q is not an HTTP method (want one of %s)", m, strings.Join(methods[:], ", "))
 		}
 	}
-	cp := field(p, "conditions")
+	cp := fielderr.Field(p, "conditions")
 	if len(r.Conditions) > maxConditions {
-		rep.add(cp, "%d conditions; at most %d", len(r.Conditions), maxConditions)
+		rep.Add(cp, "%d conditions; at most %d", len(r.Conditions), maxConditions)
 	}
 	for _, name := range sortedKeys(r.Conditions) {
-		kp := key(cp, name)
+		kp := fielderr.Key(cp, name)
 		if checkName(rep, kp, name, maxNameLen, false) {
 			checkValue(rep, kp, r.Conditions[name], `use "*" to require only that the attribute is present`)
 		}
 	}
-	kp := field(p, "key_type")
+	kp := fielderr.Field(p, "key_type")
 	if len(r.KeyType) > maxDimensions {
-		rep.add(kp, "%d dimensions; at most %d", len(r.KeyType), maxDimensions)
+		rep.Add(kp, "%d dimensions; at most %d", len(r.KeyType), maxDimensions)
 	}
 	for i, d := range r.KeyType {
-		dp := index(kp, i)
+		dp := fielderr.Index(kp, i)
 		if !checkName(rep, dp, d, maxNameLen, false) {
 			continue
 		}
 		if j := slices.Index(r.KeyType, d); j < i {
-			rep.add(dp, "%q is also key_type[%d]", d, j)
+			rep.Add(dp, "%q is also key_type[%d]", d, j)
 		}
 	}
 
 	// The limit.
 	algoOK := r.Algorithm.Valid()
 	if !algoOK {
-		rep.add(field(p, "algorithm"), "required (want one of %s)", algorithmNames())
+		rep.Add(fielderr.Field(p, "algorithm"), "required (want one of %s)", algorithmNames())
 	}
-	unlimitedOK := !rep.isFailed(field(p, "unlimited"))
+	unlimitedOK := !rep.IsFailed(fielderr.Field(p, "unlimited"))
 	limitOK := false
 	if r.Unlimited {
 		if r.Limit != 0 {
-			rep.add(field(p, "limit"), "must be absent when unlimited is true")
+			rep.Add(fielderr.Field(p, "limit"), "must be absent when unlimited is true")
 		}
 	} else {
-		limitOK = r.checkLimit(rep, field(p, "limit"), r.Limit, unlimitedOK)
+		limitOK = r.checkLimit(rep, fielderr.Field(p, "limit"), r.Limit, unlimitedOK)
 	}
 	windowOK := true
-	wp := field(p, "window_seconds")
+	wp := fielderr.Field(p, "window_seconds")
 	switch {
 	case r.WindowSeconds == 0 && r.Unlimited:
 	case r.WindowSeconds == 0:
 		if unlimitedOK {
-			rep.add(wp, "required, from 1 to %d", maxWindowSeconds)
+			rep.Add(wp, "required, from 1 to %d", maxWindowSeconds)
 		}
 		windowOK = false
 	case r.WindowSeconds < 0 || r.WindowSeconds > maxWindowSeconds:
-		rep.add(wp, "%d is out of range [1, %d]", r.WindowSeconds, maxWindowSeconds)
+		rep.Add(wp, "%d is out of range [1, %d]", r.WindowSeconds, maxWindowSeconds)
 		windowOK = false
 	}
 	if r.Burst != 0 {
-		r.checkBurst(rep, field(p, "burst"), r.Burst, algoOK)
+		r.checkBurst(rep, fielderr.Field(p, "burst"), r.Burst, algoOK)
 	}
 	if algoOK && limitOK && windowOK {
-		r.checkParams(rep, field(p, "limit"), field(p, "burst"), r.Limit, r.Burst)
+		r.checkParams(rep, fielderr.Field(p, "limit"), fielderr.Field(p, "burst"), r.Limit, r.Burst)
 	}
 
 	// Scope and shares.
 	switch r.Scope {
 	case ScopeGlobal, ScopeLocal:
 	case "":
-		rep.add(field(p, "scope"), `required (want "global" or "local")`)
+		rep.Add(fielderr.Field(p, "scope"), `required (want "global" or "local")`)
 	default:
-		rep.add(field(p, "scope"), `%q is not a scope (want "global" or "local")`, r.Scope)
+		rep.Add(fielderr.Field(p, "scope"), `%q is not a scope (want "global" or "local")`, r.Scope)
 	}
-	sp := field(p, "shares")
+	sp := fielderr.Field(p, "shares")
 	if len(r.Shares) > 0 && r.Scope == ScopeLocal {
-		rep.add(sp, "only a global rule has shares; this rule's scope is local")
+		rep.Add(sp, "only a global rule has shares; this rule's scope is local")
 	} else if len(r.Shares) > maxShares {
-		rep.add(sp, "%d shares; at most %d", len(r.Shares), maxShares)
+		rep.Add(sp, "%d shares; at most %d", len(r.Shares), maxShares)
 	} else if len(r.Shares) > 0 {
 		sum, sumOK := 0.0, true
 		for _, dc := range sortedKeys(r.Shares) {
-			dp := key(sp, dc)
+			dp := fielderr.Key(sp, dc)
 			checkDC(rep, dp, dc)
 			switch v := r.Shares[dc]; {
 			case math.IsNaN(v) || v < 0 || v > 1:
-				rep.add(dp, "%v is out of range [0, 1]", v)
+				rep.Add(dp, "%v is out of range [0, 1]", v)
 				sumOK = false
-			case rep.isFailed(dp):
+			case rep.IsFailed(dp):
 				sumOK = false
 			default:
 				sum += v
 			}
 		}
 		if sumOK && sum > 1+shareSumTolerance {
-			rep.add(sp, "sum to %v; at most 1", sum)
+			rep.Add(sp, "sum to %v; at most 1", sum)
 		}
 	}
 
 	// Overrides.
-	op := field(p, "overrides")
+	op := fielderr.Field(p, "overrides")
 	switch {
 	case len(r.Overrides) > MaxOverrides:
-		rep.add(op, "%d overrides; a rule holds at most %d", len(r.Overrides), MaxOverrides)
-	case len(r.Overrides) > 0 && len(r.KeyType) == 0 && !rep.isFailed(kp):
-		rep.add(op, "overrides select keys, but this rule has no key_type (one counter for all)")
-	case len(r.Overrides) > 0 && !rep.isFailed(kp):
+		rep.Add(op, "%d overrides; a rule holds at most %d", len(r.Overrides), MaxOverrides)
+	case len(r.Overrides) > 0 && len(r.KeyType) == 0 && !rep.IsFailed(kp):
+		rep.Add(op, "overrides select keys, but this rule has no key_type (one counter for all)")
+	case len(r.Overrides) > 0 && !rep.IsFailed(kp):
 		seen := make(map[string]int, len(r.Overrides))
 		for i := range r.Overrides {
-			r.validateOverride(rep, index(op, i), i, seen, algoOK, windowOK)
+			r.validateOverride(rep, fielderr.Index(op, i), i, seen, algoOK, windowOK)
 		}
 	}
 
@@ -220,17 +221,17 @@ func (r *Rule) validate(rep *report, p string) {
 	switch r.FailureMode {
 	case FailOpen, FailClosed, FailLocal:
 	case "":
-		rep.add(field(p, "failure_mode"), `required (want "open", "closed" or "local")`)
+		rep.Add(fielderr.Field(p, "failure_mode"), `required (want "open", "closed" or "local")`)
 	default:
-		rep.add(field(p, "failure_mode"), `%q is not a failure mode (want "open", "closed" or "local")`, r.FailureMode)
+		rep.Add(fielderr.Field(p, "failure_mode"), `%q is not a failure mode (want "open", "closed" or "local")`, r.FailureMode)
 	}
-	checkText(rep, field(p, "rejection_message"), r.RejectionMessage, maxMessage)
+	checkText(rep, fielderr.Field(p, "rejection_message"), r.RejectionMessage, maxMessage)
 	switch r.RetryAdvice {
 	case RetryAfter, ExponentialBackoff, DailyLimitReached:
 	case "":
-		rep.add(field(p, "retry_advice"), `required (want "retry_after", "exponential_backoff" or "daily_limit_reached")`)
+		rep.Add(fielderr.Field(p, "retry_advice"), `required (want "retry_after", "exponential_backoff" or "daily_limit_reached")`)
 	default:
-		rep.add(field(p, "retry_advice"), `%q is not a retry advice (want "retry_after", "exponential_backoff" or "daily_limit_reached")`, r.RetryAdvice)
+		rep.Add(fielderr.Field(p, "retry_advice"), `%q is not a retry advice (want "retry_after", "exponential_backoff" or "daily_limit_reached")`, r.RetryAdvice)
 	}
 }
 
@@ -241,14 +242,14 @@ func (r *Rule) checkLimit(rep *report, lp string, limit int64, required bool) bo
 	switch {
 	case limit == 0:
 		if required {
-			rep.add(lp, "required, from 1 to %d", int64(algorithm.MaxLimit))
+			rep.Add(lp, "required, from 1 to %d", int64(algorithm.MaxLimit))
 		}
 		return false
 	case limit < 0 || limit > algorithm.MaxLimit:
-		rep.add(lp, "%d is out of range [1, %d]", limit, int64(algorithm.MaxLimit))
+		rep.Add(lp, "%d is out of range [1, %d]", limit, int64(algorithm.MaxLimit))
 		return false
 	case r.Algorithm == algorithm.SlidingWindowLog && limit > algorithm.MaxLogLimit:
-		rep.add(lp, "%d is too large for SlidingWindowLog, which stores every request: at most %d (or choose SlidingWindowCounter)", limit, algorithm.MaxLogLimit)
+		rep.Add(lp, "%d is too large for SlidingWindowLog, which stores every request: at most %d (or choose SlidingWindowCounter)", limit, algorithm.MaxLogLimit)
 		return false
 	}
 	return true
@@ -258,11 +259,11 @@ func (r *Rule) checkLimit(rep *report, lp string, limit int64, required bool) bo
 func (r *Rule) checkBurst(rep *report, bp string, burst int64, algoOK bool) {
 	switch {
 	case r.Unlimited:
-		rep.add(bp, "must be absent when unlimited is true")
+		rep.Add(bp, "must be absent when unlimited is true")
 	case algoOK && !r.Algorithm.IsBucket():
-		rep.add(bp, "only TokenBucket and LeakyBucket take a burst; algorithm is %v", r.Algorithm)
+		rep.Add(bp, "only TokenBucket and LeakyBucket take a burst; algorithm is %v", r.Algorithm)
 	case burst < 0 || burst > algorithm.MaxLimit:
-		rep.add(bp, "%d is out of range [1, %d]", burst, int64(algorithm.MaxLimit))
+		rep.Add(bp, "%d is out of range [1, %d]", burst, int64(algorithm.MaxLimit))
 	}
 }
 
@@ -278,11 +279,11 @@ func (r *Rule) checkParams(rep *report, lp, bp string, limit, burst int64) {
 	switch {
 	case err == nil:
 	case !r.Algorithm.IsBucket():
-		rep.add(lp, "%s", strings.TrimPrefix(err.Error(), algorithm.ErrInvalidParams.Error()+": "))
+		rep.Add(lp, "%s", strings.TrimPrefix(err.Error(), algorithm.ErrInvalidParams.Error()+": "))
 	case burst != 0:
-		rep.add(bp, "%d is too large for a window of %d s: (burst+1) × window in milliseconds must stay below 2^53", burst, r.WindowSeconds)
+		rep.Add(bp, "%d is too large for a window of %d s: (burst+1) × window in milliseconds must stay below 2^53", burst, r.WindowSeconds)
 	default:
-		rep.add(lp, "%d is too large for a window of %d s with %v, whose burst defaults to the limit: (limit+1) × window in milliseconds must stay below 2^53; shorten the window or set a smaller burst", limit, r.WindowSeconds, r.Algorithm)
+		rep.Add(lp, "%d is too large for a window of %d s with %v, whose burst defaults to the limit: (limit+1) × window in milliseconds must stay below 2^53; shorten the window or set a smaller burst", limit, r.WindowSeconds, r.Algorithm)
 	}
 }
 
@@ -303,25 +304,25 @@ func (r *Rule) validateOverride(rep *report, op string, i int, seen map[string]i
 	canon := ""
 	switch {
 	case len(kinds) == 0:
-		if !rep.isFailed(field(op, "key")) && !rep.isFailed(field(op, "match")) && !rep.isFailed(field(op, "cidr")) {
-			rep.add(op, "want one of key, match or cidr to select keys")
+		if !rep.IsFailed(fielderr.Field(op, "key")) && !rep.IsFailed(fielderr.Field(op, "match")) && !rep.IsFailed(fielderr.Field(op, "cidr")) {
+			rep.Add(op, "want one of key, match or cidr to select keys")
 		}
 	case len(kinds) > 1:
-		rep.add(op, "%s are exclusive; want exactly one", strings.Join(kinds, ", "))
+		rep.Add(op, "%s are exclusive; want exactly one", strings.Join(kinds, ", "))
 	case o.Key != "":
-		kp := field(op, "key")
+		kp := fielderr.Field(op, "key")
 		if len(r.KeyType) != 1 {
-			rep.add(kp, "key is for rules with a single key dimension; this rule has %d, so use match", len(r.KeyType))
+			rep.Add(kp, "key is for rules with a single key dimension; this rule has %d, so use match", len(r.KeyType))
 		} else if checkKeyValue(rep, kp, r.KeyType[0], o.Key) {
 			canon = canonicalMatch(map[string]string{r.KeyType[0]: o.Key})
 		}
 	case len(o.Match) > 0:
-		mp := field(op, "match")
+		mp := fielderr.Field(op, "match")
 		ok := true
 		for _, d := range sortedKeys(o.Match) {
-			dp := key(mp, d)
+			dp := fielderr.Key(mp, d)
 			if !r.KeyType.Contains(d) {
-				rep.add(dp, "%q is not one of the rule's key dimensions (%s)", d, strings.Join(r.KeyType, ", "))
+				rep.Add(dp, "%q is not one of the rule's key dimensions (%s)", d, strings.Join(r.KeyType, ", "))
 				ok = false
 				continue
 			}
@@ -331,38 +332,38 @@ func (r *Rule) validateOverride(rep *report, op string, i int, seen map[string]i
 			canon = canonicalMatch(o.Match)
 		}
 	default:
-		cp := field(op, "cidr")
+		cp := fielderr.Field(op, "cidr")
 		if !r.KeyType.Contains(DimensionIP) {
-			rep.add(cp, "cidr selects by the %q dimension, which is not in this rule's key_type", DimensionIP)
+			rep.Add(cp, "cidr selects by the %q dimension, which is not in this rule's key_type", DimensionIP)
 			break
 		}
 		prefix, err := netip.ParsePrefix(o.CIDR)
 		switch {
 		case err != nil:
-			rep.add(cp, "%q is not a CIDR prefix (want e.g. 10.0.0.0/8 or 2001:db8::/32)", o.CIDR)
+			rep.Add(cp, "%q is not a CIDR prefix (want e.g. 10.0.0.0/8 or 2001:db8::/32)", o.CIDR)
 		case prefix.Masked() != prefix:
-			rep.add(cp, "%q has bits set after the prefix (want %v)", o.CIDR, prefix.Masked())
+			rep.Add(cp, "%q has bits set after the prefix (want %v)", o.CIDR, prefix.Masked())
 		case prefix.String() != o.CIDR:
-			rep.add(cp, "%q is not in canonical form (want %v)", o.CIDR, prefix)
+			rep.Add(cp, "%q is not in canonical form (want %v)", o.CIDR, prefix)
 		default:
 			canon = "cidr " + o.CIDR
 		}
 	}
 	if canon != "" {
 		if j, dup := seen[canon]; dup {
-			rep.add(op, "selects the same keys as overrides[%d]", j)
+			rep.Add(op, "selects the same keys as overrides[%d]", j)
 		} else {
 			seen[canon] = i
 		}
 	}
 
-	ap := field(op, "action")
-	lp := field(op, "limit")
-	bp := field(op, "burst")
+	ap := fielderr.Field(op, "action")
+	lp := fielderr.Field(op, "limit")
+	bp := fielderr.Field(op, "burst")
 	switch o.Action {
 	case ActionLimit:
 		if r.Unlimited {
-			rep.add(ap, "an unlimited rule has no window to limit a key in; use allow or deny, or give the rule a limit")
+			rep.Add(ap, "an unlimited rule has no window to limit a key in; use allow or deny, or give the rule a limit")
 			return
 		}
 		limitOK := r.checkLimit(rep, lp, o.Limit, true)
@@ -374,15 +375,15 @@ func (r *Rule) validateOverride(rep *report, op string, i int, seen map[string]i
 		}
 	case ActionAllow, ActionDeny:
 		if o.Limit != 0 {
-			rep.add(lp, "only action limit takes a limit; action is %s", o.Action)
+			rep.Add(lp, "only action limit takes a limit; action is %s", o.Action)
 		}
 		if o.Burst != 0 {
-			rep.add(bp, "only action limit takes a burst; action is %s", o.Action)
+			rep.Add(bp, "only action limit takes a burst; action is %s", o.Action)
 		}
 	case "":
-		rep.add(ap, `required when there is no limit (want "limit", "allow" or "deny")`)
+		rep.Add(ap, `required when there is no limit (want "limit", "allow" or "deny")`)
 	default:
-		rep.add(ap, `%q is not an action (want "limit", "allow" or "deny")`, o.Action)
+		rep.Add(ap, `%q is not an action (want "limit", "allow" or "deny")`, o.Action)
 	}
 }
 
@@ -397,10 +398,10 @@ func checkKeyValue(rep *report, vp, dim, v string) bool {
 	addr, err := netip.ParseAddr(v)
 	switch {
 	case err != nil:
-		rep.add(vp, "%q is not an IP address (for a range, use cidr)", v)
+		rep.Add(vp, "%q is not an IP address (for a range, use cidr)", v)
 		return false
 	case addr.String() != v:
-		rep.add(vp, "%q is not in canonical form (want %v)", v, addr)
+		rep.Add(vp, "%q is not in canonical form (want %v)", v, addr)
 		return false
 	}
 	return true
@@ -421,21 +422,21 @@ func canonicalMatch(m map[string]string) string {
 func checkName(rep *report, np, name string, max int, required bool) bool {
 	switch {
 	case name == "" && required:
-		rep.add(np, "required")
+		rep.Add(np, "required")
 		return false
 	case name == "":
-		rep.add(np, "empty")
+		rep.Add(np, "empty")
 		return false
 	case len(name) > max:
-		rep.add(np, "%q is longer than %d characters", name, max)
+		rep.Add(np, "%q is longer than %d characters", name, max)
 		return false
 	case !isAlnum(name[0]):
-		rep.add(np, "%q must start with a letter or digit", name)
+		rep.Add(np, "%q must start with a letter or digit", name)
 		return false
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; !isAlnum(c) && c != '_' && c != '-' && c != '.' {
-			rep.add(np, "%q holds %q; use letters, digits, '_', '-' and '.'", name, rune(c))
+			rep.Add(np, "%q holds %q; use letters, digits, '_', '-' and '.'", name, rune(c))
 			return false
 		}
 	}
@@ -447,18 +448,18 @@ func checkName(rep *report, np, name string, max int, required bool) bool {
 func checkDC(rep *report, dp, name string) {
 	switch {
 	case name == "":
-		rep.add(dp, "empty DC name")
+		rep.Add(dp, "empty DC name")
 		return
 	case len(name) > maxNameLen:
-		rep.add(dp, "DC name %q is longer than %d characters", name, maxNameLen)
+		rep.Add(dp, "DC name %q is longer than %d characters", name, maxNameLen)
 		return
 	case !isLowerAlnum(name[0]):
-		rep.add(dp, "DC name %q must start with a lower-case letter or digit", name)
+		rep.Add(dp, "DC name %q must start with a lower-case letter or digit", name)
 		return
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; !isLowerAlnum(c) && c != '-' {
-			rep.add(dp, "DC name %q holds %q; use lower-case letters, digits and '-'", name, rune(c))
+			rep.Add(dp, "DC name %q holds %q; use lower-case letters, digits and '-'", name, rune(c))
 			return
 		}
 	}
@@ -470,13 +471,13 @@ func checkDC(rep *report, dp, name string) {
 func checkValue(rep *report, vp, v, hint string) bool {
 	switch {
 	case v == "" && hint != "":
-		rep.add(vp, "empty; %s", hint)
+		rep.Add(vp, "empty; %s", hint)
 	case v == "":
-		rep.add(vp, "empty")
+		rep.Add(vp, "empty")
 	case len(v) > maxValueLen:
-		rep.add(vp, "longer than %d bytes", maxValueLen)
+		rep.Add(vp, "longer than %d bytes", maxValueLen)
 	case !utf8.ValidString(v):
-		rep.add(vp, "not valid UTF-8")
+		rep.Add(vp, "not valid UTF-8")
 	default:
 		return true
 	}
@@ -487,9 +488,9 @@ func checkValue(rep *report, vp, v, hint string) bool {
 func checkText(rep *report, tp, s string, max int) {
 	switch {
 	case len(s) > max:
-		rep.add(tp, "%d bytes; at most %d", len(s), max)
+		rep.Add(tp, "%d bytes; at most %d", len(s), max)
 	case !utf8.ValidString(s):
-		rep.add(tp, "not valid UTF-8")
+		rep.Add(tp, "not valid UTF-8")
 	}
 }
 

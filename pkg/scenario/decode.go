@@ -14,6 +14,7 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
 )
@@ -36,7 +37,7 @@ func Parse(data []byte) (*Scenario, error) {
 	s := decodeScenario(&r, tree)
 	s.SetDefaults()
 	s.validate(&r)
-	if err := r.err(); err != nil {
+	if err := reportErr(&r); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -101,9 +102,9 @@ func yamlMessage(err error) string {
 
 func decodeScenario(r *report, tree any) *Scenario {
 	s := &Scenario{}
-	o := r.object("", tree)
+	o := newObject(r, "", tree)
 	if o == nil {
-		r.markFailed("")
+		r.MarkFailed("")
 		return s
 	}
 	s.Name = o.str("name")
@@ -113,7 +114,7 @@ func decodeScenario(r *report, tree any) *Scenario {
 	s.TTL, _ = o.duration("ttl")
 	if n, ok := o.int("seed"); ok {
 		if n < 0 {
-			r.fail("seed", "must not be negative, got %d", n)
+			r.Fail("seed", "must not be negative, got %d", n)
 		} else {
 			s.Seed = uint64(n)
 		}
@@ -125,13 +126,13 @@ func decodeScenario(r *report, tree any) *Scenario {
 	if l, ok := o.list("traffic"); ok {
 		s.Traffic = make([]Flow, len(l))
 		for i, v := range l {
-			s.Traffic[i] = decodeFlow(r, index("traffic", i), v)
+			s.Traffic[i] = decodeFlow(r, fielderr.Index("traffic", i), v)
 		}
 	}
 	if l, ok := o.list("faults"); ok {
 		s.Faults = make([]Fault, len(l))
 		for i, v := range l {
-			s.Faults[i] = decodeFault(r, index("faults", i), v)
+			s.Faults[i] = decodeFault(r, fielderr.Index("faults", i), v)
 		}
 	}
 	interval := s.Interval
@@ -150,29 +151,27 @@ func decodeScenario(r *report, tree any) *Scenario {
 // the value re-marshalled as JSON, and moves its problems under path.
 func decodeRules(r *report, path string, v any) rule.Set {
 	if _, ok := v.(map[string]any); !ok {
-		r.fail(path, "want an object with a domain and rules, as a rule file, got %s", describe(v))
+		r.Fail(path, "want an object with a domain and rules, as a rule file, got %s", describe(v))
 		return rule.Set{}
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
-		r.fail(path, "%v", err)
+		r.Fail(path, "%v", err)
 		return rule.Set{}
 	}
 	set, err := rulefile.Parse(j)
 	if err == nil {
 		return set
 	}
-	r.markFailed(path)
+	r.MarkFailed(path)
 	if ve, ok := errors.AsType[*rule.ValidationError](err); ok {
 		for _, fe := range ve.Errors {
-			r.fail(joinPath(path, fe.Path), "%s", fe.Reason)
+			r.Fail(joinPath(path, fe.Path), "%s", fe.Reason)
 		}
-		if ve.Omitted > 0 {
-			r.fail(path, "and %d more problems", ve.Omitted)
-		}
+		r.Omit(ve.Omitted)
 		return rule.Set{}
 	}
-	r.fail(path, "%v", err)
+	r.Fail(path, "%v", err)
 	return rule.Set{}
 }
 
@@ -189,7 +188,7 @@ func joinPath(path, sub string) string {
 
 func decodeFlow(r *report, p string, v any) Flow {
 	var f Flow
-	o := r.object(p, v)
+	o := newObject(r, p, v)
 	if o == nil {
 		return f
 	}
@@ -206,8 +205,8 @@ func decodeFlow(r *report, p string, v any) Flow {
 		bases = append(bases, "steps")
 		steps := make(Steps, len(l))
 		for i, sv := range l {
-			sp := index(field(p, "steps"), i)
-			if so := r.object(sp, sv); so != nil {
+			sp := fielderr.Index(fielderr.Field(p, "steps"), i)
+			if so := newObject(r, sp, sv); so != nil {
 				so.required("at", "rate")
 				steps[i].At, _ = so.duration("at")
 				steps[i].Rate, _ = so.float("rate")
@@ -222,7 +221,7 @@ func decodeFlow(r *report, p string, v any) Flow {
 	if o.has("ramp") {
 		bases = append(bases, "ramp")
 		var ramp Ramp
-		if ro := r.object(field(p, "ramp"), o.value("ramp")); ro != nil {
+		if ro := newObject(r, fielderr.Field(p, "ramp"), o.value("ramp")); ro != nil {
 			ro.required("from", "to", "start", "end")
 			ramp.From, _ = ro.float("from")
 			ramp.To, _ = ro.float("to")
@@ -235,7 +234,7 @@ func decodeFlow(r *report, p string, v any) Flow {
 	if o.has("diurnal") {
 		bases = append(bases, "diurnal")
 		var d Diurnal
-		if do := r.object(field(p, "diurnal"), o.value("diurnal")); do != nil {
+		if do := newObject(r, fielderr.Field(p, "diurnal"), o.value("diurnal")); do != nil {
 			do.required("mean", "amplitude", "period")
 			d.Mean, _ = do.float("mean")
 			d.Amplitude, _ = do.float("amplitude")
@@ -246,11 +245,11 @@ func decodeFlow(r *report, p string, v any) Flow {
 		f.Base = d
 	}
 	if len(bases) > 1 {
-		r.fail(p, "%s are all set: a flow has at most one base curve (rate, steps, ramp or diurnal), plus a flash", strings.Join(bases, ", "))
+		r.Fail(p, "%s are all set: a flow has at most one base curve (rate, steps, ramp or diurnal), plus a flash", strings.Join(bases, ", "))
 	}
 	if o.has("flash") {
 		fl := &Flash{}
-		if fo := r.object(field(p, "flash"), o.value("flash")); fo != nil {
+		if fo := newObject(r, fielderr.Field(p, "flash"), o.value("flash")); fo != nil {
 			fo.required("at", "peak")
 			fl.At, _ = fo.duration("at")
 			fl.Peak, _ = fo.float("peak")
@@ -261,13 +260,13 @@ func decodeFlow(r *report, p string, v any) Flow {
 		f.Flash = fl
 	}
 	if o.has("noise") {
-		np := field(p, "noise")
+		np := fielderr.Field(p, "noise")
 		switch n := Noise(o.str("noise")); n {
 		case NoiseEven, NoisePoisson:
 			f.Noise = n
 		default:
-			if !r.isFailed(np) {
-				r.fail(np, "want %q or %q, got %q", NoiseEven, NoisePoisson, string(n))
+			if !r.IsFailed(np) {
+				r.Fail(np, "want %q or %q, got %q", NoiseEven, NoisePoisson, string(n))
 			}
 		}
 	}
@@ -277,7 +276,7 @@ func decodeFlow(r *report, p string, v any) Flow {
 
 func decodeFault(r *report, p string, v any) Fault {
 	var f Fault
-	o := r.object(p, v)
+	o := newObject(r, p, v)
 	if o == nil {
 		return f
 	}
@@ -293,7 +292,7 @@ func decodeFault(r *report, p string, v any) Fault {
 }
 
 func decodeGoals(r *report, p string, v any, g *Goals) {
-	o := r.object(p, v)
+	o := newObject(r, p, v)
 	if o == nil {
 		return
 	}
@@ -337,24 +336,15 @@ type object struct {
 	used map[string]bool
 }
 
-// object returns a reader for v, the value at path, or nil (after
-// reporting it) if v is not an object.
-func (r *report) object(path string, v any) *object {
+// newObject returns a reader for v, the value at path, or nil (after
+// reporting it to r) if v is not an object.
+func newObject(r *report, path string, v any) *object {
 	m, ok := v.(map[string]any)
 	if !ok {
-		r.fail(path, "want an object, got %s", describe(v))
+		r.Fail(path, "want an object, got %s", describe(v))
 		return nil
 	}
 	return &object{r: r, path: path, m: m, used: make(map[string]bool, len(m))}
-}
-
-// markFailed marks path failed without reporting anything: its problems
-// have been reported under other paths.
-func (r *report) markFailed(path string) {
-	if r.failed == nil {
-		r.failed = make(map[string]bool)
-	}
-	r.failed[path] = true
 }
 
 // get returns the value of the named field, or ok false if it is absent or
@@ -381,7 +371,7 @@ func (o *object) value(name string) any {
 func (o *object) required(names ...string) {
 	for _, n := range names {
 		if v, ok := o.m[n]; !ok || v == nil {
-			o.r.fail(field(o.path, n), "required")
+			o.r.Fail(fielderr.Field(o.path, n), "required")
 		}
 	}
 }
@@ -396,7 +386,7 @@ func (o *object) done() {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		o.r.fail(key(o.path, k), "unknown field")
+		o.r.Fail(fielderr.Key(o.path, k), "unknown field")
 	}
 }
 
@@ -408,7 +398,7 @@ func (o *object) str(name string) string {
 	}
 	s, ok := v.(string)
 	if !ok {
-		o.r.fail(field(o.path, name), "want a string, got %s", describe(v))
+		o.r.Fail(fielderr.Field(o.path, name), "want a string, got %s", describe(v))
 	}
 	return s
 }
@@ -419,15 +409,15 @@ func (o *object) float(name string) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	p := field(o.path, name)
+	p := fielderr.Field(o.path, name)
 	n, ok := v.(json.Number)
 	if !ok {
-		o.r.fail(p, "want a number, got %s", describe(v))
+		o.r.Fail(p, "want a number, got %s", describe(v))
 		return 0, false
 	}
 	x, err := n.Float64()
 	if err != nil {
-		o.r.fail(p, "number %s out of range", n)
+		o.r.Fail(p, "number %s out of range", n)
 		return 0, false
 	}
 	return x, true
@@ -440,7 +430,7 @@ func (o *object) int(name string) (int64, bool) {
 		return 0, false
 	}
 	if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-		o.r.fail(field(o.path, name), "want a whole number, got %v", x)
+		o.r.Fail(fielderr.Field(o.path, name), "want a whole number, got %v", x)
 		return 0, false
 	}
 	return int64(x), true
@@ -453,15 +443,15 @@ func (o *object) duration(name string) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	p := field(o.path, name)
+	p := fielderr.Field(o.path, name)
 	s, ok := v.(string)
 	if !ok {
-		o.r.fail(p, "want a duration such as \"30s\", got %s", describe(v))
+		o.r.Fail(p, "want a duration such as \"30s\", got %s", describe(v))
 		return 0, false
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		o.r.fail(p, "want a duration such as \"30s\" or \"1m30s\", got %q", s)
+		o.r.Fail(p, "want a duration such as \"30s\" or \"1m30s\", got %q", s)
 		return 0, false
 	}
 	return d, true
@@ -475,7 +465,7 @@ func (o *object) list(name string) ([]any, bool) {
 	}
 	l, ok := v.([]any)
 	if !ok {
-		o.r.fail(field(o.path, name), "want a list, got %s", describe(v))
+		o.r.Fail(fielderr.Field(o.path, name), "want a list, got %s", describe(v))
 		return nil, false
 	}
 	return l, true
@@ -491,7 +481,7 @@ func (o *object) strings(name string) []string {
 	for i, v := range l {
 		s, ok := v.(string)
 		if !ok {
-			o.r.fail(index(field(o.path, name), i), "want a string, got %s", describe(v))
+			o.r.Fail(fielderr.Index(fielderr.Field(o.path, name), i), "want a string, got %s", describe(v))
 			continue
 		}
 		out = append(out, s)
@@ -505,18 +495,18 @@ func (o *object) stringMap(name string) map[string]string {
 	if !ok {
 		return nil
 	}
-	p := field(o.path, name)
+	p := fielderr.Field(o.path, name)
 	m, ok := v.(map[string]any)
 	if !ok {
-		o.r.fail(p, "want an object of strings, got %s", describe(v))
+		o.r.Fail(p, "want an object of strings, got %s", describe(v))
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for _, k := range sortedKeys(m) {
 		s, ok := m[k].(string)
 		if !ok {
-			o.r.fail(key(p, k), "want a string (quote it), got %s", describe(m[k]))
-			o.r.markFailed(p) // a map missing an entry says nothing more
+			o.r.Fail(fielderr.Key(p, k), "want a string (quote it), got %s", describe(m[k]))
+			o.r.MarkFailed(p) // a map missing an entry says nothing more
 			continue
 		}
 		out[k] = s

@@ -1,11 +1,12 @@
 package scenario
 
 import (
+	"cmp"
 	"errors"
-	"fmt"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/weirhq/weir/pkg/fielderr"
 )
 
 // Sentinel errors. Callers test for them with errors.Is.
@@ -21,118 +22,45 @@ var (
 	ErrTooLarge = errors.New("scenario: document too large")
 )
 
-// FieldError is one problem with one field of a scenario.
-type FieldError struct {
-	// Path locates the field: YAML field names joined by ".", list indices
-	// in brackets, and map keys after a "." or, when they hold characters
-	// other than letters, digits, '_' and '-', quoted in brackets; e.g.
-	// traffic[2].steps[0].at, traffic[0].attributes.user or
-	// rules.rules[1].limit. Empty means the document as a whole.
-	Path string
-	// Reason says what is wrong, for a person to read.
-	Reason string
-}
-
-// Error returns "path: reason", or the reason alone when Path is empty.
-func (e FieldError) Error() string {
-	if e.Path == "" {
-		return e.Reason
-	}
-	return e.Path + ": " + e.Reason
-}
+// FieldError is one problem with one field of a scenario. Its Path holds
+// YAML field names, list indices and map keys, as fielderr builds them:
+// e.g. traffic[2].steps[0].at, traffic[0].attributes.user or
+// rules.rules[1].limit. Empty means the document as a whole.
+type FieldError = fielderr.FieldError
 
 // ValidationError lists every problem found in a scenario, ordered by
-// field as the format lists them. It matches ErrInvalid with errors.Is and
+// field as the format lists them, at most fielderr.MaxErrors of them, with
+// the rest counted in Omitted. It matches ErrInvalid, and not the
+// sentinels of other packages (not rule.ErrInvalid), with errors.Is, and
 // is found with errors.As (as a *ValidationError).
-type ValidationError struct {
-	// Errors are the problems.
-	Errors []FieldError
+type ValidationError = fielderr.List[invalid]
+
+// invalid is the fielderr.Kind of this package's errors: they match
+// ErrInvalid.
+type invalid struct{}
+
+// Sentinel returns ErrInvalid.
+func (invalid) Sentinel() error { return ErrInvalid }
+
+// report collects the problems of one scenario; see fielderr.Report.
+// Callers return them with reportErr, which puts them in document order.
+type report = fielderr.Report[invalid]
+
+// reportErr returns r's problems as a *ValidationError, or nil if there
+// are none. Problems are sorted by path with comparePaths, stably, so that
+// a field's problems stay in the order they were found.
+func reportErr(r *report) error {
+	r.Sort(0, func(a, b FieldError) int { return comparePaths(a.Path, b.Path) })
+	return r.Err()
 }
 
-// Error lists the problems one per line.
-func (e *ValidationError) Error() string {
-	lines := make([]string, len(e.Errors))
-	for i, fe := range e.Errors {
-		lines[i] = fe.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Is reports whether target is ErrInvalid.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-// Paths returns the paths of e's errors, in order, for tests and tools.
-func (e *ValidationError) Paths() []string {
-	p := make([]string, len(e.Errors))
-	for i, fe := range e.Errors {
-		p[i] = fe.Path
-	}
-	return p
-}
-
-// report collects the problems of one scenario. A problem found while
-// decoding marks its path as failed, and later semantic checks of that
-// path, or of anything inside it, are dropped: each mistake is reported
-// once, in the words closest to it.
-type report struct {
-	errs   []FieldError
-	failed map[string]bool
-}
-
-// fail records a decoding problem at path and marks the path failed.
-func (r *report) fail(path, format string, args ...any) {
-	if r.failed == nil {
-		r.failed = make(map[string]bool)
-	}
-	r.failed[path] = true
-	r.errs = append(r.errs, FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
-}
-
-// add records a semantic problem at path, unless decoding failed there or
-// at a field containing it.
-func (r *report) add(path, format string, args ...any) {
-	if r.isFailed(path) {
-		return
-	}
-	r.errs = append(r.errs, FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
-}
-
-// isFailed reports whether decoding failed at path or at a field that
-// contains it.
-func (r *report) isFailed(path string) bool {
-	if len(r.failed) == 0 {
-		return false
-	}
-	if r.failed[path] {
-		return true
-	}
-	for i := 0; i < len(path); i++ {
-		if (path[i] == '.' || path[i] == '[') && r.failed[path[:i]] {
-			return true
-		}
-	}
-	return false
-}
-
-// err returns the problems as a *ValidationError, or nil if there are none.
-// Problems are sorted by path, stably, so that a field's problems stay in
-// the order they were found.
-func (r *report) err() error {
-	if len(r.errs) == 0 {
-		return nil
-	}
-	errs := append([]FieldError(nil), r.errs...)
-	sort.SliceStable(errs, func(i, j int) bool { return pathLess(errs[i].Path, errs[j].Path) })
-	return &ValidationError{Errors: errs}
-}
-
-// pathLess orders paths field by field, in the order of fieldOrder for
+// comparePaths orders paths field by field, in the order of fieldOrder for
 // top-level fields and numerically for list indices, so that errors read
-// in document order.
-func pathLess(a, b string) bool {
-	ra, rb := topRank(a), topRank(b)
-	if ra != rb {
-		return ra < rb
+// in document order. It returns -1 if a comes first, +1 if b does, and 0
+// if they are the same.
+func comparePaths(a, b string) int {
+	if c := cmp.Compare(topRank(a), topRank(b)); c != 0 {
+		return c
 	}
 	pa, pb := splitPath(a), splitPath(b)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
@@ -142,16 +70,18 @@ func pathLess(a, b string) bool {
 		na, ea := strconv.Atoi(pa[i])
 		nb, eb := strconv.Atoi(pb[i])
 		if ea == nil && eb == nil {
-			return na < nb
+			return cmp.Compare(na, nb)
 		}
-		return pa[i] < pb[i]
+		return strings.Compare(pa[i], pb[i])
 	}
-	return len(pa) < len(pb)
+	return cmp.Compare(len(pa), len(pb))
 }
 
 // fieldOrder is the order of the top-level fields in the format.
 var fieldOrder = []string{"name", "description", "duration", "interval", "ttl", "seed", "dcs", "rules", "traffic", "faults", "goals"}
 
+// topRank ranks the top-level field of p: 0 for the document as a whole,
+// then fieldOrder's, then any other field.
 func topRank(p string) int {
 	end := strings.IndexAny(p, ".[")
 	if end < 0 {
@@ -171,25 +101,4 @@ func topRank(p string) int {
 // splitPath splits a path into its field names and indices.
 func splitPath(p string) []string {
 	return strings.FieldsFunc(p, func(c rune) bool { return c == '.' || c == '[' || c == ']' })
-}
-
-// field returns the path of the named field of the value at path.
-func field(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// index returns the path of the i'th element of the list at path.
-func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-// key returns the path of the entry k of the map at path.
-func key(path, k string) string {
-	if k != "" && strings.IndexFunc(k, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-')
-	}) < 0 {
-		return field(path, k)
-	}
-	return path + "[" + strconv.Quote(k) + "]"
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 )
@@ -35,13 +36,13 @@ const (
 func (s *Scenario) Validate() error {
 	var r report
 	s.validate(&r)
-	return r.err()
+	return reportErr(&r)
 }
 
 func (s *Scenario) validate(r *report) {
 	s.checkName(r)
 	if len(s.Description) > maxDescriptionLen || !utf8.ValidString(s.Description) {
-		r.add("description", "must be at most %d bytes of UTF-8", maxDescriptionLen)
+		r.Add("description", "must be at most %d bytes of UTF-8", maxDescriptionLen)
 	}
 	interval, ttl := s.Interval, s.TTL
 	if interval == 0 {
@@ -52,23 +53,23 @@ func (s *Scenario) validate(r *report) {
 	}
 	switch {
 	case s.Duration == 0:
-		r.add("duration", "required: how long the traffic runs, such as \"60s\"")
+		r.Add("duration", "required: how long the traffic runs, such as \"60s\"")
 	case s.Duration < time.Second || s.Duration > MaxDuration:
-		r.add("duration", "must be from 1s to %v, got %v", MaxDuration, s.Duration)
+		r.Add("duration", "must be from 1s to %v, got %v", MaxDuration, s.Duration)
 	}
 	if interval < 10*time.Millisecond || interval > time.Minute {
-		r.add("interval", "must be from 10ms to 1m, got %v", interval)
+		r.Add("interval", "must be from 10ms to 1m, got %v", interval)
 	}
 	if ttl < interval {
-		r.add("ttl", "must be at least the interval (%v), got %v", interval, ttl)
+		r.Add("ttl", "must be at least the interval (%v), got %v", interval, ttl)
 	}
 	dcs := s.checkDCs(r)
 	set := s.checkRules(r, dcs)
 	if len(s.Traffic) == 0 {
-		r.add("traffic", "required: at least one flow")
+		r.Add("traffic", "required: at least one flow")
 	}
 	for i := range s.Traffic {
-		s.checkFlow(r, index("traffic", i), &s.Traffic[i], dcs, set)
+		s.checkFlow(r, fielderr.Index("traffic", i), &s.Traffic[i], dcs, set)
 	}
 	s.checkFaults(r, dcs)
 	s.checkGoals(r)
@@ -78,15 +79,15 @@ func (s *Scenario) checkName(r *report) {
 	n := s.Name
 	switch {
 	case n == "":
-		r.add("name", "required")
+		r.Add("name", "required")
 	case len(n) > maxNameLen:
-		r.add("name", "must be at most %d characters, got %d", maxNameLen, len(n))
+		r.Add("name", "must be at most %d characters, got %d", maxNameLen, len(n))
 	case !isAlnum(n[0]):
-		r.add("name", "must start with a letter or digit, got %q", n)
+		r.Add("name", "must start with a letter or digit, got %q", n)
 	default:
 		for i := 0; i < len(n); i++ {
 			if c := n[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-				r.add("name", "may hold only A-Z a-z 0-9 . _ -, got %q", n)
+				r.Add("name", "may hold only A-Z a-z 0-9 . _ -, got %q", n)
 				break
 			}
 		}
@@ -102,18 +103,18 @@ func (s *Scenario) checkDCs(r *report) map[string]bool {
 	dcs := make(map[string]bool, len(s.DCs))
 	switch {
 	case len(s.DCs) == 0:
-		r.add("dcs", "required: at least one DC")
+		r.Add("dcs", "required: at least one DC")
 	case len(s.DCs) > MaxDCs:
-		r.add("dcs", "%d DCs; at most %d", len(s.DCs), MaxDCs)
+		r.Add("dcs", "%d DCs; at most %d", len(s.DCs), MaxDCs)
 	}
 	for i, d := range s.DCs {
-		p := index("dcs", i)
+		p := fielderr.Index("dcs", i)
 		if err := rule.CheckDC(d); err != nil {
-			r.add(p, "%s", reasonOf(err))
+			r.Add(p, "%s", reasonOf(err))
 			continue
 		}
 		if dcs[d] {
-			r.add(p, "%q is listed twice", d)
+			r.Add(p, "%q is listed twice", d)
 		}
 		dcs[d] = true
 	}
@@ -134,24 +135,24 @@ func reasonOf(err error) string {
 // nil if they do not compile.
 func (s *Scenario) checkRules(r *report, dcs map[string]bool) *ruleset.Set {
 	if s.Rules.Domain == "" && s.Rules.Rules == nil {
-		r.add("rules", "required: a domain and its rules, as in a rule file")
+		r.Add("rules", "required: a domain and its rules, as in a rule file")
 		return nil
 	}
 	set, err := ruleset.Compile(s.Rules)
 	if err != nil {
 		if ve, ok := errors.AsType[*rule.ValidationError](err); ok {
 			for _, fe := range ve.Errors {
-				r.add(joinPath("rules", fe.Path), "%s", fe.Reason)
+				r.Add(joinPath("rules", fe.Path), "%s", fe.Reason)
 			}
 		} else {
-			r.add("rules", "%v", err)
+			r.Add("rules", "%v", err)
 		}
 		return nil
 	}
 	for i, x := range s.Rules.Rules {
 		for _, dc := range sortedKeys(x.Shares) {
 			if len(dcs) > 0 && !dcs[dc] {
-				r.add(key(fmt.Sprintf("rules.rules[%d].shares", i), dc), "%q is not one of the scenario's dcs (%s)", dc, strings.Join(s.DCs, ", "))
+				r.Add(fielderr.Key(fmt.Sprintf("rules.rules[%d].shares", i), dc), "%q is not one of the scenario's dcs (%s)", dc, strings.Join(s.DCs, ", "))
 			}
 		}
 	}
@@ -161,31 +162,31 @@ func (s *Scenario) checkRules(r *report, dcs map[string]bool) *ruleset.Set {
 func (s *Scenario) checkFlow(r *report, p string, f *Flow, dcs map[string]bool, set *ruleset.Set) {
 	switch {
 	case f.DC == "":
-		r.add(field(p, "dc"), "required: the DC that sends the flow")
+		r.Add(fielderr.Field(p, "dc"), "required: the DC that sends the flow")
 	case !dcs[f.DC] && len(s.DCs) > 0:
-		r.add(field(p, "dc"), "%q is not one of the scenario's dcs (%s)", f.DC, strings.Join(s.DCs, ", "))
+		r.Add(fielderr.Field(p, "dc"), "%q is not one of the scenario's dcs (%s)", f.DC, strings.Join(s.DCs, ", "))
 	}
 	s.checkFlowRule(r, p, f, set)
 	if f.Base == nil && f.Flash == nil {
-		r.add(p, "has no rate: give one of rate, steps, ramp or diurnal, and/or a flash")
+		r.Add(p, "has no rate: give one of rate, steps, ramp or diurnal, and/or a flash")
 	}
 	if f.Base != nil {
 		f.Base.validate(r, p)
 	}
 	if f.Flash != nil {
-		f.Flash.validate(r, field(p, "flash"))
+		f.Flash.validate(r, fielderr.Field(p, "flash"))
 	}
 	switch f.Noise {
 	case "", NoiseEven, NoisePoisson:
 	default:
-		r.add(field(p, "noise"), "want %q or %q, got %q", NoiseEven, NoisePoisson, string(f.Noise))
+		r.Add(fielderr.Field(p, "noise"), "want %q or %q, got %q", NoiseEven, NoisePoisson, string(f.Noise))
 	}
 }
 
 func (s *Scenario) checkFlowRule(r *report, p string, f *Flow, set *ruleset.Set) {
-	rp := field(p, "rule")
+	rp := fielderr.Field(p, "rule")
 	if f.Rule == "" {
-		r.add(rp, "required: the rule_id of the rule the flow is aimed at")
+		r.Add(rp, "required: the rule_id of the rule the flow is aimed at")
 		return
 	}
 	if set == nil {
@@ -194,16 +195,16 @@ func (s *Scenario) checkFlowRule(r *report, p string, f *Flow, set *ruleset.Set)
 	rr, ok := set.Rule(f.Rule)
 	switch {
 	case !ok:
-		r.add(rp, "no rule %q in rules", f.Rule)
+		r.Add(rp, "no rule %q in rules", f.Rule)
 		return
 	case rr.Spec.Scope != rule.ScopeGlobal:
-		r.add(rp, "rule %q is local: the report measures global rules only", f.Rule)
+		r.Add(rp, "rule %q is local: the report measures global rules only", f.Rule)
 		return
 	case rr.Spec.Unlimited:
-		r.add(rp, "rule %q is unlimited: the report measures limited rules only", f.Rule)
+		r.Add(rp, "rule %q is unlimited: the report measures limited rules only", f.Rule)
 		return
 	case !rr.Spec.Enabled:
-		r.add(rp, "rule %q is disabled", f.Rule)
+		r.Add(rp, "rule %q is disabled", f.Rule)
 		return
 	}
 	for _, m := range set.Match(f.Attributes, nil) {
@@ -211,11 +212,11 @@ func (s *Scenario) checkFlowRule(r *report, p string, f *Flow, set *ruleset.Set)
 			continue
 		}
 		if m.Oversized {
-			r.add(field(p, "attributes"), "make a key of rule %q too long", f.Rule)
+			r.Add(fielderr.Field(p, "attributes"), "make a key of rule %q too long", f.Rule)
 		}
 		return
 	}
-	r.add(field(p, "attributes"), "rule %q does not apply to requests with these attributes (%s)", f.Rule, describeRule(rr.Spec))
+	r.Add(fielderr.Field(p, "attributes"), "rule %q does not apply to requests with these attributes (%s)", f.Rule, describeRule(rr.Spec))
 }
 
 // describeRule says what a rule asks of a request.
@@ -242,64 +243,64 @@ func describeRule(x rule.Rule) string {
 // checkRate reports a rate that is negative, NaN or above MaxRate.
 func checkRate(r *report, p string, v float64) {
 	if !(v >= 0 && v <= MaxRate) {
-		r.add(p, "must be a rate from 0 to %g requests per second, got %v", float64(MaxRate), v)
+		r.Add(p, "must be a rate from 0 to %g requests per second, got %v", float64(MaxRate), v)
 	}
 }
 
 func checkOffset(r *report, p string, d time.Duration) {
 	if d < 0 {
-		r.add(p, "must not be negative, got %v", d)
+		r.Add(p, "must not be negative, got %v", d)
 	}
 }
 
-func (c Constant) validate(r *report, p string) { checkRate(r, field(p, "rate"), float64(c)) }
+func (c Constant) validate(r *report, p string) { checkRate(r, fielderr.Field(p, "rate"), float64(c)) }
 
 func (s Steps) validate(r *report, p string) {
-	sp := field(p, "steps")
+	sp := fielderr.Field(p, "steps")
 	if len(s) == 0 {
-		r.add(sp, "want at least one step")
+		r.Add(sp, "want at least one step")
 	}
 	for i, st := range s {
-		ip := index(sp, i)
-		checkOffset(r, field(ip, "at"), st.At)
+		ip := fielderr.Index(sp, i)
+		checkOffset(r, fielderr.Field(ip, "at"), st.At)
 		if i > 0 && st.At <= s[i-1].At {
-			r.add(field(ip, "at"), "must be after the previous step's (%v), got %v", s[i-1].At, st.At)
+			r.Add(fielderr.Field(ip, "at"), "must be after the previous step's (%v), got %v", s[i-1].At, st.At)
 		}
-		checkRate(r, field(ip, "rate"), st.Rate)
+		checkRate(r, fielderr.Field(ip, "rate"), st.Rate)
 	}
 }
 
 func (x Ramp) validate(r *report, p string) {
-	rp := field(p, "ramp")
-	checkRate(r, field(rp, "from"), x.From)
-	checkRate(r, field(rp, "to"), x.To)
-	checkOffset(r, field(rp, "start"), x.Start)
+	rp := fielderr.Field(p, "ramp")
+	checkRate(r, fielderr.Field(rp, "from"), x.From)
+	checkRate(r, fielderr.Field(rp, "to"), x.To)
+	checkOffset(r, fielderr.Field(rp, "start"), x.Start)
 	if x.End <= x.Start {
-		r.add(field(rp, "end"), "must be after start (%v), got %v", x.Start, x.End)
+		r.Add(fielderr.Field(rp, "end"), "must be after start (%v), got %v", x.Start, x.End)
 	}
 }
 
 func (d Diurnal) validate(r *report, p string) {
-	dp := field(p, "diurnal")
-	checkRate(r, field(dp, "mean"), d.Mean)
+	dp := fielderr.Field(p, "diurnal")
+	checkRate(r, fielderr.Field(dp, "mean"), d.Mean)
 	if !(d.Amplitude >= 0 && d.Mean+d.Amplitude <= MaxRate) {
-		r.add(field(dp, "amplitude"), "must be from 0 to %g − mean, got %v", float64(MaxRate), d.Amplitude)
+		r.Add(fielderr.Field(dp, "amplitude"), "must be from 0 to %g − mean, got %v", float64(MaxRate), d.Amplitude)
 	}
 	if d.Period <= 0 {
-		r.add(field(dp, "period"), "must be positive, got %v", d.Period)
+		r.Add(fielderr.Field(dp, "period"), "must be positive, got %v", d.Period)
 	}
-	checkOffset(r, field(dp, "phase"), d.Phase)
+	checkOffset(r, fielderr.Field(dp, "phase"), d.Phase)
 }
 
 func (f Flash) validate(r *report, fp string) {
-	checkOffset(r, field(fp, "at"), f.At)
+	checkOffset(r, fielderr.Field(fp, "at"), f.At)
 	if !(f.Peak > 0 && f.Peak <= MaxRate) {
-		r.add(field(fp, "peak"), "must be a rate above 0 and at most %g requests per second, got %v", float64(MaxRate), f.Peak)
+		r.Add(fielderr.Field(fp, "peak"), "must be a rate above 0 and at most %g requests per second, got %v", float64(MaxRate), f.Peak)
 	}
-	checkOffset(r, field(fp, "rise"), f.Rise)
-	checkOffset(r, field(fp, "decay"), f.Decay)
+	checkOffset(r, fielderr.Field(fp, "rise"), f.Rise)
+	checkOffset(r, fielderr.Field(fp, "decay"), f.Decay)
 	if f.Rise <= 0 && f.Decay <= 0 {
-		r.add(fp, "rise and decay are both zero: the flash would last no time")
+		r.Add(fp, "rise and decay are both zero: the flash would last no time")
 	}
 }
 
@@ -329,52 +330,52 @@ var faultNeeds = map[FaultKind]needs{
 
 func (s *Scenario) checkFaults(r *report, dcs map[string]bool) {
 	for i, f := range s.Faults {
-		p := index("faults", i)
-		ap := field(p, "at")
+		p := fielderr.Index("faults", i)
+		ap := fielderr.Field(p, "at")
 		checkOffset(r, ap, f.At)
 		if s.Duration > 0 && f.At >= s.Duration {
-			r.add(ap, "must be before the end of the run (%v), got %v", s.Duration, f.At)
+			r.Add(ap, "must be before the end of the run (%v), got %v", s.Duration, f.At)
 		}
 		n, ok := faultNeeds[f.Kind]
 		if !ok {
 			if f.Kind == "" {
-				r.add(field(p, "kind"), "required: one of %s", kindList())
+				r.Add(fielderr.Field(p, "kind"), "required: one of %s", kindList())
 			} else {
-				r.add(field(p, "kind"), "want one of %s, got %q", kindList(), string(f.Kind))
+				r.Add(fielderr.Field(p, "kind"), "want one of %s, got %q", kindList(), string(f.Kind))
 			}
 			continue
 		}
 		switch {
 		case n.dc && f.DC == "":
-			r.add(field(p, "dc"), "required: %s needs the DC it affects", f.Kind)
+			r.Add(fielderr.Field(p, "dc"), "required: %s needs the DC it affects", f.Kind)
 		case n.dc && len(s.DCs) > 0 && !dcs[f.DC]:
-			r.add(field(p, "dc"), "%q is not one of the scenario's dcs (%s)", f.DC, strings.Join(s.DCs, ", "))
+			r.Add(fielderr.Field(p, "dc"), "%q is not one of the scenario's dcs (%s)", f.DC, strings.Join(s.DCs, ", "))
 		case !n.dc && f.DC != "":
-			r.add(field(p, "dc"), "%s affects every DC and takes no dc", f.Kind)
+			r.Add(fielderr.Field(p, "dc"), "%s affects every DC and takes no dc", f.Kind)
 		}
 		switch {
 		case n.forField == forRequired && f.For == 0:
-			r.add(field(p, "for"), "required: how long the %s lasts", f.Kind)
+			r.Add(fielderr.Field(p, "for"), "required: how long the %s lasts", f.Kind)
 		case n.forField == forNone && f.For != 0:
-			r.add(field(p, "for"), "%s takes no for", f.Kind)
+			r.Add(fielderr.Field(p, "for"), "%s takes no for", f.Kind)
 		case f.For < 0:
-			r.add(field(p, "for"), "must be positive, got %v", f.For)
+			r.Add(fielderr.Field(p, "for"), "must be positive, got %v", f.For)
 		}
 		switch {
 		case n.fraction && f.Fraction == 0:
-			r.add(field(p, "fraction"), "required: the fraction of reports, in (0, 1]")
+			r.Add(fielderr.Field(p, "fraction"), "required: the fraction of reports, in (0, 1]")
 		case n.fraction && !(f.Fraction > 0 && f.Fraction <= 1):
-			r.add(field(p, "fraction"), "must be in (0, 1], got %v", f.Fraction)
+			r.Add(fielderr.Field(p, "fraction"), "must be in (0, 1], got %v", f.Fraction)
 		case !n.fraction && f.Fraction != 0:
-			r.add(field(p, "fraction"), "%s takes no fraction", f.Kind)
+			r.Add(fielderr.Field(p, "fraction"), "%s takes no fraction", f.Kind)
 		}
 		switch {
 		case n.by && f.By == 0:
-			r.add(field(p, "by"), "required: how long each report is delayed")
+			r.Add(fielderr.Field(p, "by"), "required: how long each report is delayed")
 		case n.by && f.By < 0:
-			r.add(field(p, "by"), "must be positive, got %v", f.By)
+			r.Add(fielderr.Field(p, "by"), "must be positive, got %v", f.By)
 		case !n.by && f.By != 0:
-			r.add(field(p, "by"), "%s takes no by", f.Kind)
+			r.Add(fielderr.Field(p, "by"), "%s takes no by", f.Kind)
 		}
 	}
 	s.checkFaultOrder(r)
@@ -406,7 +407,7 @@ func (s *Scenario) checkFaultOrder(r *report) {
 	brokerDown, brokerBy := time.Duration(-1), -1
 	for _, i := range order {
 		f := s.Faults[i]
-		p := index("faults", i)
+		p := fielderr.Index("faults", i)
 		if _, ok := faultNeeds[f.Kind]; !ok {
 			continue
 		}
@@ -420,15 +421,15 @@ func (s *Scenario) checkFaultOrder(r *report) {
 			down := brokerBy >= 0
 			switch {
 			case f.Kind == StopBroker && down:
-				r.add(field(p, "at"), "the broker is already stopped at %v (by faults[%d])", f.At, brokerBy)
+				r.Add(fielderr.Field(p, "at"), "the broker is already stopped at %v (by faults[%d])", f.At, brokerBy)
 			case f.Kind == StopBroker && f.For > 0:
 				brokerDown, brokerBy = f.At+f.For, i
 			case f.Kind == StopBroker:
 				brokerDown, brokerBy = time.Duration(math.MaxInt64), i
 			case !down:
-				r.add(field(p, "at"), "the broker is running at %v: start-broker must follow a stop-broker without for", f.At)
+				r.Add(fielderr.Field(p, "at"), "the broker is running at %v: start-broker must follow a stop-broker without for", f.At)
 			case s.Faults[brokerBy].For > 0:
-				r.add(field(p, "at"), "the broker stopped by faults[%d] restarts by itself after its for", brokerBy)
+				r.Add(fielderr.Field(p, "at"), "the broker stopped by faults[%d] restarts by itself after its for", brokerBy)
 			default:
 				brokerDown, brokerBy = -1, -1
 			}
@@ -442,7 +443,7 @@ func (s *Scenario) checkFaultOrder(r *report) {
 				if f.DC != "" {
 					what += " of " + f.DC
 				}
-				r.add(field(p, "at"), "overlaps faults[%d] (%s from %v for %v): faults of one kind and DC may not overlap", j, what, g.At, g.For)
+				r.Add(fielderr.Field(p, "at"), "overlaps faults[%d] (%s from %v for %v): faults of one kind and DC may not overlap", j, what, g.At, g.For)
 				continue
 			}
 		}
@@ -454,30 +455,30 @@ func (s *Scenario) checkGoals(r *report) {
 	g := s.Goals
 	const p = "goals"
 	if !(g.MaxOvershoot >= 0 && g.MaxOvershoot <= 1) {
-		r.add(field(p, "max_overshoot"), "must be a fraction of the limit from 0 to 1, got %v", g.MaxOvershoot)
+		r.Add(fielderr.Field(p, "max_overshoot"), "must be a fraction of the limit from 0 to 1, got %v", g.MaxOvershoot)
 	}
 	if !(g.MinUtilisation >= 0 && g.MinUtilisation <= 1) {
-		r.add(field(p, "min_utilisation"), "must be a fraction from 0 to 1, got %v", g.MinUtilisation)
+		r.Add(fielderr.Field(p, "min_utilisation"), "must be a fraction from 0 to 1, got %v", g.MinUtilisation)
 	}
 	if !(g.ConvergenceIntervals > 0 && g.ConvergenceIntervals <= 1000) {
-		r.add(field(p, "convergence_intervals"), "must be above 0 and at most 1000, got %v", g.ConvergenceIntervals)
+		r.Add(fielderr.Field(p, "convergence_intervals"), "must be above 0 and at most 1000, got %v", g.ConvergenceIntervals)
 	}
 	if g.ConvergenceSlack < 0 {
-		r.add(field(p, "convergence_slack"), "must not be negative, got %v", g.ConvergenceSlack)
+		r.Add(fielderr.Field(p, "convergence_slack"), "must not be negative, got %v", g.ConvergenceSlack)
 	}
 	if g.MaxOscillation < 0 {
-		r.add(field(p, "max_oscillation"), "must not be negative, got %d", g.MaxOscillation)
+		r.Add(fielderr.Field(p, "max_oscillation"), "must not be negative, got %d", g.MaxOscillation)
 	}
 	if !(g.MinFairness >= 0 && g.MinFairness <= 1) {
-		r.add(field(p, "min_fairness"), "must be a Jain's index from 0 to 1, got %v", g.MinFairness)
+		r.Add(fielderr.Field(p, "min_fairness"), "must be a Jain's index from 0 to 1, got %v", g.MinFairness)
 	}
 	if g.MaxStarvation < 0 {
-		r.add(field(p, "max_starvation"), "must not be negative, got %d", g.MaxStarvation)
+		r.Add(fielderr.Field(p, "max_starvation"), "must not be negative, got %d", g.MaxStarvation)
 	}
 	switch {
 	case g.WarmUp < 0:
-		r.add(field(p, "warm_up"), "must not be negative, got %v", g.WarmUp)
+		r.Add(fielderr.Field(p, "warm_up"), "must not be negative, got %v", g.WarmUp)
 	case s.Duration >= time.Second && s.Duration <= MaxDuration && g.WarmUp >= s.Duration:
-		r.add(field(p, "warm_up"), "must be shorter than the run (%v), got %v", s.Duration, g.WarmUp)
+		r.Add(fielderr.Field(p, "warm_up"), "must be shorter than the run (%v), got %v", s.Duration, g.WarmUp)
 	}
 }
