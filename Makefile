@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all run run-multidc demo sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: all run run-multidc demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -95,3 +95,8 @@ ensure-redis:
 
 clean:
 	rm -rf $(BIN)
+
+## demo-wan: the default scenario with every DC in its own network namespace behind a 40 ms emulated WAN (root; WAN_DELAY=40ms)
+WAN_DELAY ?= 40ms
+demo-wan:
+	$(GO) run ./cmd/weirsim --scenario deploy/multidc/scenarios/default.yaml --wan --wan-delay $(WAN_DELAY) --live --out report/default-wan

@@ -4,6 +4,11 @@
 // in-process Kafka-protocol broker, two coordinators — then judges it
 // against SPEC §7's accuracy goals and writes a report: Markdown plus SVG
 // charts. It exits 1 when a goal is missed, 2 on a usage error.
+//
+// With --wan (root only) each DC's limiter runs as a process of its own in
+// a network namespace behind an emulated WAN (package wan): weirsim starts
+// its own executable for them, with the hidden first argument
+// sim.NodeArg. --wan-cleanup removes what a killed run left behind.
 package main
 
 import (
@@ -12,20 +17,75 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/weirhq/weir/pkg/envflag"
 	"github.com/weirhq/weir/pkg/logflag"
 	"github.com/weirhq/weir/pkg/scenario"
 	"github.com/weirhq/weir/pkg/sim"
 	"github.com/weirhq/weir/pkg/simreport"
+	"github.com/weirhq/weir/pkg/wan"
 )
 
+// wanPrefix names the namespaces and the link of weirsim's WAN.
+const wanPrefix = "weir"
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sim.NodeArg {
+		os.Exit(runNode(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runNode is node mode: one DC's limiter, which weirsim --wan starts in
+// the DC's namespace. It stops when its standard input closes or on
+// SIGTERM.
+func runNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "weirsim: node mode takes one argument, the node's JSON")
+		return 2
+	}
+	n, err := sim.ParseNode(args[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "weirsim:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := sim.RunNode(ctx, n, slog.New(slog.NewTextHandler(stderr, nil)), stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "weirsim:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseDelays reads --wan-delays: comma-separated A/B=DURATION, A and B
+// DCs or "core".
+func parseDelays(s string) (map[wan.Pair]time.Duration, error) {
+	delays := map[wan.Pair]time.Duration{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		pair, dur, ok := strings.Cut(item, "=")
+		a, b, ok2 := strings.Cut(pair, "/")
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("--wan-delays: %q: want A/B=DURATION", item)
+		}
+		d, err := time.ParseDuration(dur)
+		if err != nil {
+			return nil, fmt.Errorf("--wan-delays: %q: %w", item, err)
+		}
+		delays[wan.Pair{From: a, To: b}] = d
+	}
+	return delays, nil
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -37,12 +97,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	memory := fs.Bool("memory", false, "keep every DC's state in memory even when redis-server is installed")
 	logs := logflag.Register(fs)
 	logFile := fs.String("log-file", "", "write the components' logs here (default: discarded)")
+	wanOn := fs.Bool("wan", false, "run each DC in its own network namespace behind an emulated WAN (root only)")
+	wanDelay := fs.Duration("wan-delay", 40*time.Millisecond, "with --wan: one-way delay between any two DCs, and between a DC and the control plane")
+	wanDelays := fs.String("wan-delays", "", "with --wan: one-way delays of some pairs, e.g. us-east/eu-west=70ms,ap-south/core=90ms")
+	wanCleanup := fs.Bool("wan-cleanup", false, "remove the namespaces and link a killed --wan run left behind, and exit")
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: weirsim --scenario FILE [--out DIR] [--live]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *wanCleanup {
+		if err := wan.Cleanup(wanPrefix); err != nil {
+			fmt.Fprintln(stderr, "weirsim:", err)
+			return 1
+		}
+		return 0
 	}
 	if *path == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "weirsim: --scenario FILE is required, and nothing else")
@@ -55,6 +126,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := sim.FromScenario(sc)
 	cfg.Memory = *memory
+	if *wanOn {
+		delays, err := parseDelays(*wanDelays)
+		if err != nil {
+			fmt.Fprintln(stderr, "weirsim:", err)
+			return 2
+		}
+		cfg.WAN = &wan.Config{Prefix: wanPrefix, Delay: *wanDelay, Delays: delays}
+		if err := wan.Supported(); err != nil {
+			fmt.Fprintln(stderr, "weirsim: --wan:", err)
+			return 2
+		}
+	}
 	if *live {
 		cfg.Live = stdout
 	}
@@ -80,6 +163,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	trace, err := sim.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "weirsim:", err)
+		if errors.Is(err, wan.ErrExists) {
+			fmt.Fprintln(stderr, "weirsim: weirsim --wan-cleanup removes what an earlier run left behind")
+		}
 		return 1
 	}
 	rep := simreport.Analyze(trace, sc.Goals)

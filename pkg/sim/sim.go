@@ -42,6 +42,7 @@ import (
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulestore"
 	"github.com/weirhq/weir/pkg/simreport"
+	"github.com/weirhq/weir/pkg/wan"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -87,6 +88,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Seed makes the Poisson draws and the report faults repeatable.
 	Seed uint64
+	// WAN, if set, puts every DC behind an emulated WAN (package wan; needs
+	// root): each DC's limiter runs as a process in its own network
+	// namespace, and reaches etcd and Kafka through the delaying router.
+	// Its DCs are Config's. See wan.go.
+	WAN *wan.Config
 }
 
 // Run plays the scenario and returns its trace. It stops every component
@@ -120,6 +126,7 @@ type world struct {
 	kafka  string
 	rules  []rule.Rule
 	faults *reportFaults
+	wan    *wanWorld // WAN mode only
 
 	mu     sync.Mutex
 	coords []*coord
@@ -143,15 +150,21 @@ type coord struct {
 
 func start(ctx context.Context, cfg Config) (w *world, err error) {
 	w = &world{cfg: cfg, log: cfg.Logger, dcs: map[string]*dc{}, faults: newReportFaults(cfg.Seed)}
+	started := w // the returns below set w to nil
 	defer func() {
 		if err != nil {
-			w.stop()
+			started.stop()
 		}
 	}()
 	if w.dir, err = os.MkdirTemp("", "weir-sim-"); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	if w.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(w.dir, "etcd"), ClientAddr: "127.0.0.1:0"}); err != nil {
+	if cfg.WAN != nil {
+		if err = w.upWAN(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if w.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(w.dir, "etcd"), ClientAddr: w.listenAddr()}); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if w.cli, err = newClient(w.etcd.Endpoint()); err != nil {
@@ -196,7 +209,7 @@ func newClient(endpoint string) (*clientv3.Client, error) {
 func (w *world) startBroker() error {
 	addr := w.kafka
 	if addr == "" {
-		addr = "127.0.0.1:0"
+		addr = w.listenAddr()
 	}
 	b, err := embedkafka.Start(embedkafka.Config{Addr: addr, Topics: []string{coordinator.DefaultTopic}, DataDir: filepath.Join(w.dir, "kafka")})
 	if err != nil {
@@ -240,6 +253,9 @@ func (w *world) startCoordinator(name string) error {
 }
 
 func (w *world) startDC(ctx context.Context, name string, useRedis bool) error {
+	if w.wan != nil {
+		return w.startNode(ctx, name, useRedis)
+	}
 	d := &dc{name: name}
 	var err error
 	if d.proxy, err = netsim.Listen(hostPort(w.etcd.Endpoint())); err != nil {
@@ -334,6 +350,9 @@ func (w *world) stop() {
 	}
 	if w.etcd != nil {
 		w.etcd.Close()
+	}
+	if w.wan != nil {
+		w.closeWAN()
 	}
 	if w.dir != "" {
 		os.RemoveAll(w.dir)
@@ -491,6 +510,11 @@ func after(ctx context.Context, d time.Duration, undo func()) {
 }
 
 func (w *world) apply(ctx context.Context, f Fault) error {
+	if w.wan != nil {
+		if handled, err := w.applyWAN(ctx, f); handled {
+			return err
+		}
+	}
 	switch f.Kind {
 	case "kill-leader":
 		w.mu.Lock()
