@@ -81,7 +81,7 @@
 // 0.98, convergence_intervals 3, convergence_slack 2 intervals,
 // max_oscillation 0, min_fairness 0.95, max_starvation 0, warm_up 10
 // intervals. Package simreport defines the figures each is compared with
-// (pkg/simreport/FIGURES.md).
+// (docs/simulation.md, "How a run is judged").
 //
 // Everything in this package is pure: Parse, Validate and the curves do no
 // I/O but Load's reading of its file, and a Scenario is a plain value.

@@ -160,7 +160,7 @@ type Fault struct {
 }
 
 // Goals are the targets a run is judged against (SPEC §7); package
-// simreport defines each figure precisely (pkg/simreport/FIGURES.md). The
+// simreport defines each figure precisely (docs/simulation.md, "How a run is judged"). The
 // zero Goals are not the defaults: start from DefaultGoals.
 type Goals struct {
 	// MaxOvershoot is the largest admitted overshoot of the limit in any

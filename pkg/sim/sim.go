@@ -107,6 +107,20 @@ func Run(ctx context.Context, cfg Config) (*simreport.Trace, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Live != nil {
+		cfg.Live = &lockedWriter{w: cfg.Live}
+	}
+	for _, f := range cfg.Faults {
+		if f.Kind != "pause-redis" {
+			continue
+		}
+		switch {
+		case cfg.Memory:
+			return nil, fmt.Errorf("sim: the pause-redis fault at %v needs redis-server, and the run keeps state in memory", f.At)
+		case redisproc.Binary() == "":
+			return nil, fmt.Errorf("sim: the pause-redis fault at %v needs redis-server, which is not installed (Debian: apt-get install redis-server)", f.At)
+		}
+	}
 	w, err := start(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -127,6 +141,8 @@ type world struct {
 	rules  []rule.Rule
 	faults *reportFaults
 	wan    *wanWorld // WAN mode only
+	// undos are the goroutines that end timed faults; stop waits for them.
+	undos sync.WaitGroup
 
 	mu     sync.Mutex
 	coords []*coord
@@ -321,6 +337,7 @@ func hostPort(endpoint string) string {
 
 // stop stops everything, limiters first.
 func (w *world) stop() {
+	w.undos.Wait()
 	w.mu.Lock()
 	stops, coords, dcs, broker := w.stops, w.coords, w.dcs, w.broker
 	w.stops, w.coords = nil, nil
@@ -382,12 +399,18 @@ func (w *world) play(ctx context.Context) (*simreport.Trace, error) {
 	return rec.trace(w.cfg, start), nil
 }
 
-// flow sends one flow's requests until ctx is done.
+// flow sends one flow's requests until ctx is done. It is open loop, as
+// real clients are: each request goes at its scheduled time whether or
+// not the earlier ones have been answered, up to maxInFlight at once, so
+// a slow limiter does not lower the demand it sees.
 func (w *world) flow(ctx context.Context, start time.Time, d *dc, f Flow, rng *rand.Rand, rec *recorder) {
 	attrs := make(map[string]string, len(f.Attributes))
 	for k, v := range f.Attributes {
 		attrs[k] = v
 	}
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	slots := make(chan struct{}, maxInFlight)
 	next := time.Now()
 	for ctx.Err() == nil {
 		rate := f.Rate(time.Since(start))
@@ -410,16 +433,27 @@ func (w *world) flow(ctx context.Context, start time.Time, d *dc, f Flow, rng *r
 		} else if wait < -time.Second {
 			next = time.Now() // fell behind: do not burst to catch up
 		}
-		sent := time.Now()
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		resp, err := d.client.Check(cctx, &weirv1.CheckRequest{Domain: w.cfg.Rules.Domain, Items: []*weirv1.CheckItem{{Attributes: attrs, Hits: 1}}})
-		ccancel()
-		if ctx.Err() != nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
-		rec.request(f.Rule, d.name, sent.Sub(start), err == nil && resp.GetAllowed(), resp)
+		sent := time.Now()
+		inflight.Go(func() {
+			defer func() { <-slots }()
+			cctx, ccancel := context.WithTimeout(ctx, time.Second)
+			resp, err := d.client.Check(cctx, &weirv1.CheckRequest{Domain: w.cfg.Rules.Domain, Items: []*weirv1.CheckItem{{Attributes: attrs, Hits: 1}}})
+			ccancel()
+			if ctx.Err() != nil {
+				return
+			}
+			rec.request(f.Rule, d.name, sent.Sub(start), err == nil && resp.GetAllowed(), resp)
+		})
 	}
 }
+
+// maxInFlight bounds a flow's requests awaiting an answer.
+const maxInFlight = 64
 
 // sample records each DC's local limit of every rule every 100 ms.
 func (w *world) sample(ctx context.Context, start time.Time, rec *recorder) {
@@ -497,16 +531,16 @@ func (w *world) inject(ctx context.Context, start time.Time) {
 }
 
 // after runs undo once d has passed, unless ctx ends first (the world is
-// torn down then anyway).
-func after(ctx context.Context, d time.Duration, undo func()) {
+// torn down then anyway). stop waits for it.
+func (w *world) after(ctx context.Context, d time.Duration, undo func()) {
 	if d <= 0 {
 		return
 	}
-	go func() {
+	w.undos.Go(func() {
 		if backoff.Sleep(ctx, d) {
 			undo()
 		}
-	}()
+	})
 }
 
 func (w *world) apply(ctx context.Context, f Fault) error {
@@ -537,7 +571,7 @@ func (w *world) apply(ctx context.Context, f Fault) error {
 		leader.cli.Close()
 		leader.cancel()
 		<-leader.done
-		after(ctx, 2*time.Second, func() { _ = w.startCoordinator(fmt.Sprintf("coordinator-r%d", time.Now().UnixNano()%1000)) })
+		w.after(ctx, 2*time.Second, func() { _ = w.startCoordinator(fmt.Sprintf("coordinator-r%d", time.Now().UnixNano()%1000)) })
 	case "stop-broker":
 		w.mu.Lock()
 		b := w.broker
@@ -547,7 +581,7 @@ func (w *world) apply(ctx context.Context, f Fault) error {
 			return errors.New("broker already stopped")
 		}
 		b.Close()
-		after(ctx, f.For, func() { _ = w.startBroker() })
+		w.after(ctx, f.For, func() { _ = w.startBroker() })
 	case "start-broker":
 		w.mu.Lock()
 		running := w.broker != nil
@@ -564,7 +598,7 @@ func (w *world) apply(ctx context.Context, f Fault) error {
 		if err := d.redis.Pause(); err != nil {
 			return err
 		}
-		after(ctx, f.For, func() { _ = d.redis.Resume() })
+		w.after(ctx, f.For, func() { _ = d.redis.Resume() })
 	case "partition":
 		d := w.dcs[f.DC]
 		if d == nil {
@@ -572,10 +606,10 @@ func (w *world) apply(ctx context.Context, f Fault) error {
 		}
 		d.proxy.SetDown(true)
 		w.faults.cut(f.DC, true)
-		after(ctx, f.For, func() { d.proxy.SetDown(false); w.faults.cut(f.DC, false) })
+		w.after(ctx, f.For, func() { d.proxy.SetDown(false); w.faults.cut(f.DC, false) })
 	case "lose-reports", "duplicate-reports", "delay-reports":
 		w.faults.set(f.Kind, f.Fraction, f.By)
-		after(ctx, f.For, func() { w.faults.set(f.Kind, 0, 0) })
+		w.after(ctx, f.For, func() { w.faults.set(f.Kind, 0, 0) })
 	default:
 		return fmt.Errorf("unknown fault %q", f.Kind)
 	}

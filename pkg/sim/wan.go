@@ -314,7 +314,7 @@ func (w *world) applyWAN(ctx context.Context, f Fault) (bool, error) {
 		if err := w.wan.net.Partition(f.DC, true); err != nil {
 			return true, err
 		}
-		after(ctx, f.For, func() {
+		w.after(ctx, f.For, func() {
 			if err := w.wan.net.Partition(f.DC, false); err != nil {
 				w.log.Warn("partition not healed", "dc", f.DC, "err", err)
 			}
@@ -330,7 +330,7 @@ func (w *world) applyWAN(ctx context.Context, f Fault) (bool, error) {
 		if err := nd.send(cmdPauseRedis); err != nil {
 			return true, err
 		}
-		after(ctx, f.For, func() { _ = nd.send(cmdResumeRedis) })
+		w.after(ctx, f.For, func() { _ = nd.send(cmdResumeRedis) })
 		return true, nil
 	}
 	return false, nil

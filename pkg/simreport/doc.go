@@ -44,7 +44,6 @@
 //     ExhaustedFraction (95%) of L.
 //
 // The baselines are StaticSplit (each DC floor(L/N), never moving) and
-// Centralized (one exact limiter, shared max-min fairly). FIGURES.md,
-// beside this file, gives every definition in full, for
-// docs/simulation.md.
+// Centralized (one exact limiter, shared max-min fairly).
+// docs/simulation.md gives every definition in full.
 package simreport

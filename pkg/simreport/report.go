@@ -6,7 +6,7 @@ import (
 	"github.com/weirhq/weir/pkg/scenario"
 )
 
-// Constants of the figures' definitions (FIGURES.md).
+// Constants of the figures' definitions (docs/simulation.md).
 const (
 	// StepThreshold is the change of a DC's offered rate, as a fraction of
 	// L per second, that makes a step change of demand.
@@ -149,7 +149,7 @@ type Span struct {
 	Why string
 }
 
-// Figures are one limiter's figures for one rule (FIGURES.md defines
+// Figures are one limiter's figures for one rule (docs/simulation.md defines
 // each).
 type Figures struct {
 	Overshoot   Overshoot

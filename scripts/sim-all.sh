@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Plays every shipped scenario (deploy/multidc/scenarios/*.yaml, or the
+# files given as arguments) with weirsim, SIM_JOBS at a time (default 2:
+# each run keeps about a quarter of a core busy), and writes each report to
+# report/<name>/. Prints one line per scenario and, for a failed one, the
+# goals it missed. Exits non-zero when any scenario misses a goal or fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+JOBS=${SIM_JOBS:-2}
+OUT=${SIM_OUT:-report}
+mkdir -p "$BIN" "$OUT"
+go build -o "$BIN/weirsim" ./cmd/weirsim
+if [ $# -gt 0 ]; then files=("$@"); else files=(deploy/multidc/scenarios/*.yaml); fi
+
+run_one() {
+  local f=$1 n
+  n=$(basename "$f" .yaml)
+  if "$BIN/weirsim" --scenario "$f" --out "$OUT/$n" >"$OUT/$n.log" 2>&1; then
+    echo "pass  $n  ($OUT/$n/report.md)"
+  else
+    echo "FAIL  $n  ($OUT/$n/report.md, log $OUT/$n.log)"
+    grep -E '^  MISS|weirsim:' "$OUT/$n.log" | grep -v -E 'playing|report written' | sed 's/^/      /' || true
+    return 1
+  fi
+}
+export -f run_one
+export BIN OUT
+
+start=$(date +%s)
+status=0
+printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} || status=1
+echo "sim-all: ${#files[@]} scenarios in $(( $(date +%s) - start )) s"
+exit $status
