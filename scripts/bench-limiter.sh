@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # make bench-limiter: drives the limiter's gRPC Check with weirload and
 # reports decisions/s, p50/p99 latency and the limiter's CPU per decision.
+# The last scenario repeats the half-rate run against a limiter that keeps
+# its state in memory: the same gRPC path without Redis, the latency floor
+# the Redis-backed figures should be read against.
 # Method: redis-server and the limiter share CPU 0, the load client runs on
 # CPU 1 (taskset), everything on loopback. Each run is bounded in time.
 set -euo pipefail
@@ -47,3 +50,14 @@ peak=$(sed -E 's/.*"decisions_per_second":([0-9.]+).*/\1/' "$work/peak.json")
 load --name "16 items per Check" --keys 100000 --attrs bench=under --batch 16
 half=$(awk -v p="$peak" 'BEGIN{printf "%d", p/2}')
 load --name "100k keys at half peak" --keys 100000 --attrs bench=under --rate "$half"
+
+kill "$lpid" 2>/dev/null || true
+wait "$lpid" 2>/dev/null || true
+mport=$(free_port) mhport=$(free_port)
+"${pin_service[@]}" "$work/limiter" --dc bench --rules scripts/bench-limiter/rules.yaml \
+  --grpc-addr "127.0.0.1:$mport" --http-addr "127.0.0.1:$mhport" --log-level warn >"$work/limiter-memory.log" 2>&1 &
+lpid=$!
+pids+=($lpid)
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$mhport/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+"${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$mport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" \
+  --name "same rate, memory store" --keys 100000 --attrs bench=under --rate "$half"

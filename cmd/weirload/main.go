@@ -51,18 +51,22 @@ type config struct {
 
 // Result is what a run measured.
 type Result struct {
-	Name         string  `json:"name"`
-	Decisions    int64   `json:"decisions"`
-	Calls        int64   `json:"calls"`
-	Errors       int64   `json:"errors"`
-	Allowed      int64   `json:"allowed"`
-	Seconds      float64 `json:"seconds"`
-	PerSecond    float64 `json:"decisions_per_second"`
-	P50Micros    float64 `json:"p50_us"`
-	P99Micros    float64 `json:"p99_us"`
-	MaxMicros    float64 `json:"max_us"`
-	CPUMicros    float64 `json:"limiter_cpu_us_per_decision,omitempty"`
-	CallCPUMicro float64 `json:"limiter_cpu_us_per_call,omitempty"`
+	Name      string  `json:"name"`
+	Decisions int64   `json:"decisions"`
+	Calls     int64   `json:"calls"`
+	Errors    int64   `json:"errors"`
+	Allowed   int64   `json:"allowed"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"decisions_per_second"`
+	P50Micros float64 `json:"p50_us"`
+	P99Micros float64 `json:"p99_us"`
+	MaxMicros float64 `json:"max_us"`
+	// With --rate: how late the client itself sent the calls it was free
+	// to send on time (its timers and scheduling, not the limiter's).
+	// Latency counts from the scheduled time, so this lag is part of it.
+	SendLagP99Micros float64 `json:"send_lag_p99_us,omitempty"`
+	CPUMicros        float64 `json:"limiter_cpu_us_per_decision,omitempty"`
+	CallCPUMicro     float64 `json:"limiter_cpu_us_per_call,omitempty"`
 }
 
 func main() {
@@ -128,6 +132,9 @@ func run(args []string) error {
 		}
 	}
 	fmt.Fprintf(human, "%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
+	if res.SendLagP99Micros > 0 {
+		fmt.Fprintf(human, "  client send lag p99 %.0fµs", res.SendLagP99Micros)
+	}
 	if res.CPUMicros > 0 {
 		fmt.Fprintf(human, "  limiter CPU %.1fµs/decision (%.1fµs/call)", res.CPUMicros, res.CallCPUMicro)
 	}
@@ -152,6 +159,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		allowed   atomic.Int64
 		mu        sync.Mutex
 		samples   []time.Duration
+		lags      []time.Duration
 		firstErr  atomic.Value
 	)
 	// Cancelled by a timer rather than given a deadline: a deadline would
@@ -176,21 +184,30 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 			}
 			req := &weirv1.CheckRequest{Domain: c.domain, Items: items}
 			local := make([]time.Duration, 0, 1<<14)
+			var lag []time.Duration
 			var interval time.Duration
 			if c.rate > 0 {
 				interval = time.Duration(float64(time.Second) * float64(c.concurrency) / c.rate)
 			}
+			// Paced workers start evenly spread over one interval, so the
+			// calls arrive at an even rate rather than in bursts of
+			// --concurrency calls at once.
 			next := time.Now()
+			if interval > 0 {
+				next = next.Add(interval * time.Duration(w) / time.Duration(c.concurrency))
+			}
 			for runCtx.Err() == nil {
 				for _, it := range items {
 					it.Attributes[c.keyAttr] = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
 				}
 				start := time.Now()
+				lagged := time.Duration(-1)
 				if interval > 0 {
 					// Paced: latency counts from the scheduled send, so a
 					// slow answer is not hidden by sending later.
 					if d := time.Until(next); d > 0 {
 						time.Sleep(d)
+						lagged = time.Since(next)
 					}
 					start = next
 					next = next.Add(interval)
@@ -217,9 +234,13 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 				}
 				allowed.Add(n)
 				local = append(local, lat)
+				if lagged >= 0 {
+					lag = append(lag, lagged)
+				}
 			}
 			mu.Lock()
 			samples = append(samples, local...)
+			lags = append(lags, lag...)
 			mu.Unlock()
 		})
 	}
@@ -238,16 +259,19 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		return Result{}, ctx.Err()
 	}
 	slices.Sort(samples)
-	pct := func(p float64) float64 {
-		if len(samples) == 0 {
+	slices.Sort(lags)
+	pctOf := func(xs []time.Duration, p float64) float64 {
+		if len(xs) == 0 {
 			return 0
 		}
-		return float64(samples[min(len(samples)-1, int(p*float64(len(samples))))].Microseconds())
+		return float64(xs[min(len(xs)-1, int(p*float64(len(xs))))].Microseconds())
 	}
+	pct := func(p float64) float64 { return pctOf(samples, p) }
 	n := calls.Load() - errs.Load()
 	r := Result{
 		Name: c.name, Calls: calls.Load(), Decisions: n * int64(c.batch), Errors: errs.Load(), Allowed: allowed.Load(),
 		Seconds: elapsed.Seconds(), P50Micros: pct(0.50), P99Micros: pct(0.99), MaxMicros: pct(1),
+		SendLagP99Micros: pctOf(lags, 0.99),
 	}
 	r.PerSecond = float64(r.Decisions) / r.Seconds
 	if c.pid > 0 && cpu1 > cpu0 && r.Decisions > 0 {
