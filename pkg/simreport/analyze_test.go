@@ -205,7 +205,7 @@ func TestFigures(t *testing.T) {
 			}},
 		{"oscillating shares", build([]string{"dc-a", "dc-b"}, 300, 40, []level{{0, []int{300, 300}, []int{150, 150}, []float64{0.5, 0.5}}},
 			func(at time.Duration) map[string]float64 {
-				// Jitter inside the 1% band is not counted; dc-a goes up,
+				// Jitter inside the 2% band is not counted; dc-a goes up,
 				// down, up and down again by 3%: three direction changes.
 				a := 0.5 + 0.004*math.Sin(float64(at)/float64(s))
 				switch {

@@ -36,7 +36,7 @@
 //     from below when the change is not congested), until the next change,
 //     excluded fault or the end; judged against the allowance.
 //   - Oscillation: direction changes of each DC's share beyond
-//     OscillationBand (1%) in the steady periods.
+//     OscillationBand (2%) in the steady periods.
 //   - Fairness: the mean over steady seconds with O[i] ≥ L/s of Jain's index
 //     of a_d / min(o_d, fair_d · L/s) over the DCs that offered.
 //   - Starvation: steady seconds in which a DC that offered admitted

@@ -18,8 +18,12 @@ const (
 	// be, as a fraction of L, to have converged.
 	ConvergenceBand = 0.05
 	// OscillationBand is how far, as a fraction of L, a share must move
-	// against its direction to count as a direction change.
-	OscillationBand = 0.01
+	// against its direction to count as a direction change. 2%: a DC's
+	// share follows its neighbours' demand estimates, which settle after a
+	// step within a few percent of their own level (one interval's Poisson
+	// noise at demo rates is 2–3% of L); a settle of that size is not an
+	// oscillation, a swing back and forth beyond it is.
+	OscillationBand = 0.02
 	// ExhaustedFraction is the fraction of L admitted in a window above
 	// which the limit counts as exhausted (for starvation).
 	ExhaustedFraction = 0.95
