@@ -13,19 +13,34 @@ mkdir -p "$BIN" "$OUT"
 go build -o "$BIN/weirsim" ./cmd/weirsim
 if [ $# -gt 0 ]; then files=("$@"); else files=(deploy/multidc/scenarios/*.yaml); fi
 
+# A scenario is a statistical experiment on a shared machine: one that
+# misses a goal is played once more (SIM_RETRIES, default 1) with the same
+# seed, and both results are printed — a scenario that passes only on its
+# retry says so, loudly, in the summary.
+RETRIES=${SIM_RETRIES:-1}
 run_one() {
-  local f=$1 n
+  local f=$1 n try=0
   n=$(basename "$f" .yaml)
-  if "$BIN/weirsim" --scenario "$f" --out "$OUT/$n" >"$OUT/$n.log" 2>&1; then
-    echo "pass  $n  ($OUT/$n/report.md)"
-  else
+  while true; do
+    if "$BIN/weirsim" --scenario "$f" --out "$OUT/$n" >"$OUT/$n.log" 2>&1; then
+      if [ "$try" -eq 0 ]; then
+        echo "pass  $n  ($OUT/$n/report.md)"
+      else
+        echo "pass  $n  on retry $try — FLAKY: the first run missed a goal ($OUT/$n.try0.log)"
+      fi
+      return 0
+    fi
     echo "FAIL  $n  ($OUT/$n/report.md, log $OUT/$n.log)"
     grep -E '^  MISS|weirsim:' "$OUT/$n.log" | grep -v -E 'playing|report written' | sed 's/^/      /' || true
-    return 1
-  fi
+    if [ "$try" -ge "$RETRIES" ]; then
+      return 1
+    fi
+    mv "$OUT/$n.log" "$OUT/$n.try$try.log"
+    try=$((try + 1))
+  done
 }
 export -f run_one
-export BIN OUT
+export BIN OUT RETRIES
 
 start=$(date +%s)
 status=0
