@@ -2,10 +2,12 @@ package simreport_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,31 @@ func TestFormatLive(t *testing.T) {
 		"all          5           5           0       -  admitted 5 of L 0\n"
 	if got := b.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWriteTraceRoundTrips(t *testing.T) {
+	in := &simreport.Trace{
+		Scenario: "x", DCs: []string{"a", "b"}, Interval: time.Second,
+		Rules: []simreport.RuleTrace{{RuleID: "total", Limit: 300, Window: time.Second,
+			Seconds: []simreport.Second{{At: 0, Offered: map[string]int{"a": 10}, Admitted: map[string]int{"a": 9}}},
+			Shares:  []simreport.ShareSample{{At: 100 * time.Millisecond, Share: map[string]float64{"a": 0.5, "b": 0.5}}}}},
+		Faults: []simreport.FaultMark{{At: time.Second, Kind: "partition", DC: "b", For: time.Second}},
+	}
+	dir := t.TempDir()
+	p, err := simreport.WriteTrace(filepath.Join(dir, "sub"), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out simreport.Trace
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*in, out) {
+		t.Fatalf("trace.json read back as %+v, want %+v", out, *in)
 	}
 }
