@@ -69,7 +69,7 @@ vet:
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
-## proto: regenerate the committed Go code from proto/ (needs protoc: apt-get install protobuf-compiler)
+## proto: regenerate the committed Go code from proto/ (needs protoc and its well-known types: apt-get install protobuf-compiler libprotobuf-dev)
 proto: proto-tools
 	PATH=$(TOOLS):$$PATH protoc -I proto \
 		--go_out=proto --go_opt=paths=source_relative \
