@@ -83,10 +83,7 @@ func toJSON(data []byte) ([]byte, error) {
 	if json.Valid(data) {
 		return data, nil
 	}
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err == nil {
-		err = checkOneDocument(data)
-	}
+	j, err := StrictYAMLToJSON(data, "a rule file")
 	if err != nil {
 		if looksLikeJSON(data) {
 			// Meant as JSON, most likely: the JSON parser's complaint,
@@ -95,7 +92,7 @@ func toJSON(data []byte) ([]byte, error) {
 				return nil, jerr
 			}
 		}
-		return nil, fmt.Errorf("%w: %s", rule.ErrSyntax, yamlMessage(err))
+		return nil, fmt.Errorf("%w: %v", rule.ErrSyntax, err)
 	}
 	if bytes.Equal(j, []byte("null")) {
 		return nil, fmt.Errorf("%w: empty document", rule.ErrSyntax)
@@ -103,13 +100,25 @@ func toJSON(data []byte) ([]byte, error) {
 	return j, nil
 }
 
-// errManyDocuments is the complaint about a YAML stream of several
-// documents: the rest would be silently ignored.
-var errManyDocuments = errors.New("more than one YAML document (a rule file is one document)")
+// StrictYAMLToJSON converts one YAML (or JSON) document to JSON. Duplicate
+// keys are errors, and so is a second document, which would otherwise be
+// silently ignored; what names the document in that complaint ("a rule
+// file"). Errors are one line without the YAML parser's prefixes, for the
+// caller to wrap in its own syntax sentinel.
+func StrictYAMLToJSON(data []byte, what string) ([]byte, error) {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err == nil {
+		err = checkOneDocument(data, what)
+	}
+	if err != nil {
+		return nil, errors.New(yamlMessage(err))
+	}
+	return j, nil
+}
 
 // checkOneDocument reports an error if data, which holds one well-formed
 // YAML document, holds another after it.
-func checkOneDocument(data []byte) error {
+func checkOneDocument(data []byte, what string) error {
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -121,7 +130,7 @@ func checkOneDocument(data []byte) error {
 	case err != nil:
 		return err
 	}
-	return errManyDocuments
+	return fmt.Errorf("more than one YAML document (%s is one document)", what)
 }
 
 // looksLikeJSON reports whether data starts like a JSON object.

@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strings"
 	"time"
-
-	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
@@ -50,12 +46,9 @@ func parseTree(data []byte) (any, error) {
 		return nil, fmt.Errorf("%w: %d bytes; at most %d", ErrTooLarge, len(data), MaxDocumentSize)
 	}
 	// JSON is read as YAML too: that way duplicate keys are errors in both.
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err == nil {
-		err = checkOneDocument(data)
-	}
+	j, err := rulefile.StrictYAMLToJSON(data, "a scenario")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrSyntax, yamlMessage(err))
+		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
@@ -67,37 +60,6 @@ func parseTree(data []byte) (any, error) {
 		return nil, fmt.Errorf("%w: empty document", ErrSyntax)
 	}
 	return tree, nil
-}
-
-// checkOneDocument reports an error if data, which holds one well-formed
-// YAML document, holds another after it: it would be silently ignored.
-func checkOneDocument(data []byte) error {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return err
-	}
-	switch err := dec.Decode(&v); {
-	case err == io.EOF:
-		return nil
-	case err != nil:
-		return err
-	}
-	return errors.New("more than one YAML document (a scenario is one document)")
-}
-
-// yamlMessage returns the message of a YAML error without the parser's
-// prefixes, on one line.
-func yamlMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
-	}
-	return strings.Join(lines, "; ")
 }
 
 func decodeScenario(r *report, tree any) *Scenario {
