@@ -30,6 +30,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/weirhq/weir/pkg/coalesce"
+	"github.com/weirhq/weir/pkg/envoyrls"
 	"github.com/weirhq/weir/pkg/grpcapi"
 	"github.com/weirhq/weir/pkg/httpapi"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -244,6 +245,7 @@ func Run(ctx context.Context, cfg Config) error {
 	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
 		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))...)
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
+	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, envoyrls.Config{}))
 
 	var wg sync.WaitGroup
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
@@ -275,6 +277,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(envoyrls.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	log.Info("limiter started", "http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(),
 		"store", storeName(cfg.Redis), "rules", cfg.RulesFile)
 	if cfg.Ready != nil {
