@@ -95,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "report directory (default report/<scenario name>)")
 	live := fs.Bool("live", false, "print a table per second while the scenario plays")
 	memory := fs.Bool("memory", false, "keep every DC's state in memory even when redis-server is installed")
+	storeTimeout := fs.Duration("store-timeout", sim.DefaultStoreTimeout, "the limiters' Redis call timeout (production's default is 20ms; longer here, where every DC shares one machine)")
 	logs := logflag.Register(fs)
 	logFile := fs.String("log-file", "", "write the components' logs here (default: discarded)")
 	wanOn := fs.Bool("wan", false, "run each DC in its own network namespace behind an emulated WAN (root only)")
@@ -126,6 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := sim.FromScenario(sc)
 	cfg.Memory = *memory
+	cfg.StoreTimeout = *storeTimeout
 	if *wanOn {
 		delays, err := parseDelays(*wanDelays)
 		if err != nil {

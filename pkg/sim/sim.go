@@ -88,12 +88,21 @@ type Config struct {
 	Logger *slog.Logger
 	// Seed makes the Poisson draws and the report faults repeatable.
 	Seed uint64
+	// StoreTimeout is the limiters' Redis call timeout (default
+	// DefaultStoreTimeout).
+	StoreTimeout time.Duration
 	// WAN, if set, puts every DC behind an emulated WAN (package wan; needs
 	// root): each DC's limiter runs as a process in its own network
 	// namespace, and reaches etcd and Kafka through the delaying router.
 	// Its DCs are Config's. See wan.go.
 	WAN *wan.Config
 }
+
+// DefaultStoreTimeout is the simulated limiters' Redis call timeout:
+// longer than production's 20 ms because every DC, its Redis and the
+// control plane share one machine here, where a CPU-starved Redis would
+// otherwise pass for a failed one and put the DC in its failure mode.
+const DefaultStoreTimeout = 100 * time.Millisecond
 
 // Run plays the scenario and returns its trace. It stops every component
 // before returning, on failure too.
@@ -103,6 +112,9 @@ func Run(ctx context.Context, cfg Config) (*simreport.Trace, error) {
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = 5 * cfg.Interval
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -299,7 +311,7 @@ func (w *world) startDC(ctx context.Context, name string, useRedis bool) error {
 			DC: name, DCs: w.cfg.DCs, Redis: redisAddr,
 			HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 			Etcd: []string{"http://" + d.proxy.Addr()}, Kafka: []string{w.kafka}, ReportInterval: w.cfg.Interval,
-			SyncTimeout: 5 * time.Second, ShutdownGrace: time.Second,
+			SyncTimeout: 5 * time.Second, ShutdownGrace: time.Second, StoreTimeout: w.cfg.StoreTimeout,
 			Logger: w.log.With("dc", name), Ready: func(_, grpcAddr string) { ready <- grpcAddr },
 		})
 	}()

@@ -52,8 +52,10 @@ type Node struct {
 	// Etcd is etcd's client URL; Kafka the broker's host:port.
 	Etcd  string `json:"etcd"`
 	Kafka string `json:"kafka"`
-	// Interval is the reporting interval.
-	Interval time.Duration `json:"interval"`
+	// Interval is the reporting interval; StoreTimeout the limiter's
+	// Redis call timeout.
+	Interval     time.Duration `json:"interval"`
+	StoreTimeout time.Duration `json:"store_timeout"`
 	// Redis starts a redis-server for the DC, its files in Dir; without
 	// it the DC keeps its state in memory.
 	Redis bool   `json:"redis"`
@@ -134,7 +136,7 @@ func RunNode(ctx context.Context, n Node, log *slog.Logger, control io.Reader, r
 		DC: n.DC, DCs: n.DCs, Redis: redisAddr,
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 		Etcd: []string{n.Etcd}, Kafka: []string{n.Kafka}, ReportInterval: n.Interval,
-		SyncTimeout: 5 * time.Second, ShutdownGrace: time.Second, Logger: log,
+		SyncTimeout: 5 * time.Second, ShutdownGrace: time.Second, StoreTimeout: n.StoreTimeout, Logger: log,
 		Ready: func(httpAddr, grpcAddr string) {
 			b, _ := json.Marshal(NodeReady{GRPC: grpcAddr, HTTP: httpAddr, Redis: redis != nil})
 			fmt.Fprintf(ready, "%s%s\n", readyPrefix, b)
@@ -204,7 +206,7 @@ func (w *world) startNode(ctx context.Context, name string, useRedis bool) error
 	w.mu.Unlock()
 	cfg, _ := json.Marshal(Node{
 		DC: name, DCs: w.cfg.DCs, Etcd: w.etcd.Endpoint(), Kafka: kafka,
-		Interval: w.cfg.Interval, Redis: useRedis, Dir: filepath.Join(w.dir, "redis-"+name),
+		Interval: w.cfg.Interval, StoreTimeout: w.cfg.StoreTimeout, Redis: useRedis, Dir: filepath.Join(w.dir, "redis-"+name),
 	})
 	cmd := w.wan.net.Command(context.Background(), name, exe, NodeArg, string(cfg))
 	// Its own process group: a ^C on the terminal is for weirsim, which
