@@ -26,7 +26,7 @@ run_one() {
       if [ "$try" -eq 0 ]; then
         echo "pass  $n  ($OUT/$n/report.md)"
       else
-        echo "pass  $n  on retry $try — FLAKY: the first run missed a goal ($OUT/$n.try0.log)"
+        echo "pass  $n  on retry $try — FLAKY: the first run missed a goal ($OUT/$n.try0/report.md)"
       fi
       return 0
     fi
@@ -36,6 +36,7 @@ run_one() {
       return 1
     fi
     mv "$OUT/$n.log" "$OUT/$n.try$try.log"
+    rm -rf "$OUT/$n.try$try" && mv "$OUT/$n" "$OUT/$n.try$try"
     try=$((try + 1))
   done
 }
