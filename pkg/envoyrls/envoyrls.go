@@ -12,11 +12,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/runtime/protoiface"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/weirhq/weir/pkg/grpcapi"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -57,7 +55,7 @@ func Register(s *grpc.Server, svc *Service) {
 	desc := rlsv3.RateLimitService_ServiceDesc
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i := range desc.Methods {
-		desc.Methods[i].Handler = invalidArgumentOnDecode(desc.Methods[i].Handler)
+		desc.Methods[i].Handler = grpcapi.InvalidArgumentOnDecode(desc.Methods[i].Handler)
 	}
 	s.RegisterService(&desc, svc)
 }
@@ -71,7 +69,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, grpcapi.Status(err)
 	}
 	return toResponse(&resp, s.now()), nil
 }
@@ -207,60 +205,3 @@ func Unit(windowSeconds int64) rlsv3.RateLimitResponse_RateLimit_Unit {
 	}
 	return best
 }
-
-// toStatus maps the limiter's errors to gRPC codes, as weir.v1 does.
-func toStatus(err error) error {
-	switch {
-	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, limiter.ErrUnknownDomain):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, limiter.ErrNoRules), errors.Is(err, limiter.ErrUnavailable):
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	}
-	return status.Error(codes.Internal, err.Error())
-}
-
-// invalidArgumentOnDecode makes a request that does not unmarshal fail with
-// InvalidArgument instead of grpc-go's Internal. It is grpcapi's, which
-// explains how it works; the two should become one exported helper.
-func invalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
-	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-		return h(srv, ctx, func(m any) error {
-			pm, ok := m.(proto.Message)
-			if !ok {
-				return dec(m)
-			}
-			d := &decoded{Message: pm.ProtoReflect(), msg: pm}
-			if err := dec(d); err != nil {
-				return err
-			}
-			if d.err != nil {
-				return status.Error(codes.InvalidArgument, "malformed request: "+d.err.Error())
-			}
-			return nil
-		}, ic)
-	}
-}
-
-// decoded is a proto.Message that grpc-go's codec unmarshals into without
-// failing: its Unmarshal parses into msg and keeps the error in err.
-type decoded struct {
-	protoreflect.Message
-	msg proto.Message
-	err error
-}
-
-// ProtoReflect implements proto.Message.
-func (d *decoded) ProtoReflect() protoreflect.Message { return d }
-
-// ProtoMethods implements protoreflect.Message.
-func (d *decoded) ProtoMethods() *protoiface.Methods { return &decodedMethods }
-
-var decodedMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-	d := in.Message.(*decoded)
-	d.err = proto.UnmarshalOptions{RecursionLimit: in.Depth}.Unmarshal(in.Buf, d.msg)
-	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
-}}

@@ -42,7 +42,7 @@ func Register(s *grpc.Server, svc *Service) *health.Server {
 	desc := weirv1.Limiter_ServiceDesc
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i := range desc.Methods {
-		desc.Methods[i].Handler = invalidArgumentOnDecode(desc.Methods[i].Handler)
+		desc.Methods[i].Handler = InvalidArgumentOnDecode(desc.Methods[i].Handler)
 	}
 	s.RegisterService(&desc, svc)
 	hs := health.NewServer()
@@ -52,12 +52,12 @@ func Register(s *grpc.Server, svc *Service) *health.Server {
 	return hs
 }
 
-// invalidArgumentOnDecode makes a request that does not unmarshal fail with
+// InvalidArgumentOnDecode makes a request that does not unmarshal fail with
 // InvalidArgument instead of grpc-go's Internal. grpc-go writes the status
 // of a failed RecvMsg itself, whatever the handler returns, so the request
 // must not fail there: the handler's decode function is given a decoded,
 // which takes the bytes and keeps the parse error for the handler.
-func invalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
+func InvalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		return h(srv, ctx, func(m any) error {
 			pm, ok := m.(proto.Message)
@@ -99,7 +99,11 @@ var decodedMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalI
 	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 }}
 
-func toStatus(err error) error {
+// Status maps the limiter's errors to gRPC status errors: invalid input
+// and unknown domains to InvalidArgument, no rules or no store to
+// Unavailable, the caller's cancellation and deadline to theirs, anything
+// else to Internal. Every Weir gRPC service answers with it.
+func Status(err error) error {
 	switch {
 	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, limiter.ErrUnknownDomain):
 		return status.Error(codes.InvalidArgument, err.Error())
@@ -127,7 +131,7 @@ func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.
 	}
 	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return checkResponse(&resp), nil
 }
@@ -194,7 +198,7 @@ func (s *Service) Status(ctx context.Context, req *weirv1.StatusRequest) (*weirv
 	}
 	res, err := s.lim.Status(ctx, req.GetDomain(), req.GetRuleId(), req.GetKey())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &weirv1.StatusResponse{Result: RuleResult(&res)}, nil
 }
