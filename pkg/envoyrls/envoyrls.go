@@ -112,7 +112,7 @@ func toItems(req *rlsv3.RateLimitRequest) ([]limiter.Item, error) {
 			}
 			attrs[k] = v
 		}
-		items[i] = limiter.Item{Attributes: attrs, Hits: hits}
+		items[i] = limiter.Item{Attributes: attrs, Hits: hits, Exact: true}
 	}
 	return items, nil
 }

@@ -373,3 +373,47 @@ func TestUnit(t *testing.T) {
 		}
 	}
 }
+
+// nested has a limit on a descriptor and another on its child, as
+// envoyproxy/ratelimit configurations often do.
+const nested = `
+domain: nested
+descriptors:
+  - key: generic_key
+    value: default
+    rate_limit: {unit: second, requests_per_unit: 1}
+    descriptors:
+      - key: user
+        rate_limit: {unit: second, requests_per_unit: 3}
+`
+
+// A descriptor takes only the limit at its exact path of keys, as in
+// envoyproxy/ratelimit: [generic_key=default, user=u] is limited by the
+// child's 3/s, not also by the parent's 1/s; [generic_key=default] by the
+// parent's alone.
+func TestExactPathOnly(t *testing.T) {
+	cli := serveClient(t, nested)
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, ok, ok, over} {
+		resp, err := cli.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "nested",
+			Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("generic_key", "default", "user", "u")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOverallCode(); got != want {
+			t.Fatalf("call %d with the child's path: %v, want %v", i+1, got, want)
+		}
+		if l := resp.GetStatuses()[0].GetCurrentLimit(); l.GetRequestsPerUnit() != 3 {
+			t.Fatalf("call %d: current limit %v, want the child's 3/s", i+1, l)
+		}
+	}
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, over} {
+		resp, err := cli.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "nested",
+			Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("generic_key", "default")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOverallCode(); got != want {
+			t.Fatalf("call %d with the parent's path: %v, want %v", i+1, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -334,6 +335,11 @@ type Item struct {
 	Attributes map[string]string
 	// Hits is the cost; 0 means 1.
 	Hits int64
+	// Exact applies only the rules that read exactly the item's attribute
+	// keys (ruleset.Rule.NamesExactly): Envoy's descriptor semantics,
+	// where a descriptor takes the limit at its exact path of keys and not
+	// those of its prefixes. Otherwise every rule that applies does.
+	Exact bool
 }
 
 // Response answers a Check.
@@ -455,6 +461,9 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			hits = 1
 		}
 		matches = set.Match(it.Attributes, matches[:0])
+		if it.Exact {
+			matches = slices.DeleteFunc(matches, func(m ruleset.Match) bool { return !m.Rule.NamesExactly(it.Attributes) })
+		}
 		for _, m := range matches {
 			if m.Oversized {
 				return Response{}, fmt.Errorf("item %d: %w: the key values for rule %q make a key longer than %d bytes", i, ErrInvalid, m.Rule.Spec.ID, algorithm.MaxKeyLen)

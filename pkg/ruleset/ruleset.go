@@ -247,6 +247,33 @@ func (s *Set) Match(attrs map[string]string, dst []Match) []Match {
 	}
 }
 
+// NamesExactly reports whether the attributes r reads — its conditions'
+// and its key dimensions' names — are exactly the keys of attrs, neither
+// fewer nor more. It is how envoyproxy/ratelimit matches: a descriptor
+// takes the one limit configured at its exact path of keys, not those of
+// its prefixes. A rule with a path or method match never names exactly.
+func (r *Rule) NamesExactly(attrs map[string]string) bool {
+	if r.methods != 0 || r.Spec.PathPattern != "" && r.Spec.PathPattern != "/**" {
+		return false
+	}
+	n := 0
+	for i := range r.conds {
+		if _, ok := attrs[r.conds[i].name]; !ok {
+			return false
+		}
+		n++
+	}
+	for _, d := range r.dims {
+		if _, ok := attrs[d]; !ok {
+			return false
+		}
+		if !slices.ContainsFunc(r.conds, func(c condition) bool { return c.name == d }) {
+			n++
+		}
+	}
+	return n == len(attrs)
+}
+
 // request is one request being matched, with what is worked out once for
 // all rules.
 type request struct {
