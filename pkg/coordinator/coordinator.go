@@ -496,21 +496,31 @@ func (a *ackTracker) replace(live map[string]instance, now time.Time) {
 	a.live = live
 }
 
+// ack returns the revision every known instance of dc — live, or gone
+// within the grace — has applied. With none known it returns 0: a DC
+// whose limiters are all unreachable (cut off, their registrations
+// expired) has acknowledged nothing, and what it was last sent, or any
+// earlier share not yet released, must still count as held. (Taking "no
+// instance" as "every instance has applied everything" let the others grow
+// into a partitioned DC's quota while it still enforced its old share.)
 func (a *ackTracker) ack(dc string, now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ack := int64(math.MaxInt64)
+	ack, known := int64(math.MaxInt64), false
 	for _, in := range a.live {
 		if in.dc == dc {
-			ack = min(ack, in.applied)
+			ack, known = min(ack, in.applied), true
 		}
 	}
 	for k, in := range a.ghosts {
 		if now.Sub(in.gone) > a.grace {
 			delete(a.ghosts, k)
 		} else if in.dc == dc {
-			ack = min(ack, in.applied)
+			ack, known = min(ack, in.applied), true
 		}
+	}
+	if !known {
+		return 0
 	}
 	return ack
 }
