@@ -30,9 +30,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	"github.com/weirhq/weir/pkg/grpctest"
 	"github.com/weirhq/weir/pkg/httpapi"
 	"github.com/weirhq/weir/pkg/redisstore"
 	"github.com/weirhq/weir/pkg/redistest"
@@ -515,7 +515,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("unknown rule: got %v, want NotFound", err)
 		}
 		var out []byte
-		err = conn.Invoke(ctx(t), "/weir.v1.Limiter/Check", []byte{0x12, 0xff}, &out, grpc.ForceCodecV2(rawCodec{}))
+		err = conn.Invoke(ctx(t), "/weir.v1.Limiter/Check", []byte{0x12, 0xff}, &out, grpc.ForceCodecV2(grpctest.RawCodec{}))
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("malformed protobuf: got %v, want InvalidArgument", err)
 		}
@@ -786,20 +786,6 @@ func wantResetAt(t testing.TB, s string) {
 		t.Errorf("reset time %v: want within two days from now", at)
 	}
 }
-
-// rawCodec sends []byte as they are, as "proto".
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 // TestEnvironment configures the limiter by WEIR_* variables alone, and
 // checks that a flag wins over its variable.

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/weirhq/weir/pkg/envoyrls"
+	"github.com/weirhq/weir/pkg/grpctest"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/memstore"
 	"github.com/weirhq/weir/pkg/ruleset"
@@ -310,7 +310,7 @@ func TestMalformed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out []byte
-			err := conn.Invoke(ctx(t), method, tt.data, &out, grpc.ForceCodecV2(rawCodec{}))
+			err := conn.Invoke(ctx(t), method, tt.data, &out, grpc.ForceCodecV2(grpctest.RawCodec{}))
 			if got := status.Code(err); got != codes.InvalidArgument {
 				t.Fatalf("got %v (%v), want InvalidArgument", got, err)
 			}
@@ -325,7 +325,7 @@ func TestMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out []byte
-	if err := conn.Invoke(ctx(t), method, data, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(ctx(t), method, data, &out, grpc.ForceCodecV2(grpctest.RawCodec{})); err != nil {
 		t.Fatalf("valid bytes through the raw codec: %v", err)
 	}
 	var resp rlsv3.RateLimitResponse
@@ -333,21 +333,6 @@ func TestMalformed(t *testing.T) {
 		t.Fatalf("valid bytes through the raw codec: got %v, %v, want OK", &resp, err)
 	}
 }
-
-// rawCodec sends and receives []byte as they are, under the name "proto"
-// so that the server decodes them with its protobuf codec.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 func TestUnit(t *testing.T) {
 	tests := []struct {

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/mem"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/weirhq/weir/pkg/grpcapi"
+	"github.com/weirhq/weir/pkg/grpctest"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/memstore"
 	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
@@ -340,7 +340,7 @@ func TestErrors(t *testing.T) {
 			}
 			t.Run(method+" "+tt.name, func(t *testing.T) {
 				var out []byte
-				err := conn.Invoke(ctx(t), method, tt.data, &out, grpc.ForceCodecV2(rawCodec{}))
+				err := conn.Invoke(ctx(t), method, tt.data, &out, grpc.ForceCodecV2(grpctest.RawCodec{}))
 				if got := status.Code(err); got != codes.InvalidArgument {
 					t.Fatalf("got %v (%v), want InvalidArgument", got, err)
 				}
@@ -356,7 +356,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out []byte
-	if err := conn.Invoke(ctx(t), "/weir.v1.Limiter/Check", data, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(ctx(t), "/weir.v1.Limiter/Check", data, &out, grpc.ForceCodecV2(grpctest.RawCodec{})); err != nil {
 		t.Fatalf("valid bytes through the raw codec: %v", err)
 	}
 	var resp weirv1.CheckResponse
@@ -364,21 +364,6 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("valid bytes through the raw codec: got %v, %v, want allowed", &resp, err)
 	}
 }
-
-// rawCodec sends and receives []byte as they are, under the name "proto"
-// so that the server decodes them with its protobuf codec.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 func TestNoRules(t *testing.T) {
 	client := weirv1.NewLimiterClient(serve(t, ""))
