@@ -189,6 +189,7 @@ type State struct {
 	run       int8    // held-back observations: +k above the mean, −k below
 	devN      uint8   // samples in dev, saturated
 	started   bool
+	tentative int8 // direction of the step just made, until the next observation; 0 when none
 }
 
 // Estimate returns the published estimate.
@@ -284,11 +285,15 @@ func (e *Estimator) Hold(s *State, interval int64) {
 }
 
 // threshold is the distance from the mean beyond which an observation may
-// be part of a step. While settling, the noise is not known well yet, and
-// only steps of more than stepNoiseCap count.
+// be part of a step. Until the noise has been sampled as often as the
+// fast average takes to settle, it is not known well yet, and only steps
+// of more than stepNoiseCap count. After a step the noise is known (scaled
+// to the new level), so a restart that was itself off — from a
+// transitional interval, say — is corrected by the next step at once,
+// rather than worked off by the plain mean as 1/n.
 func (e *Estimator) threshold(s *State) float64 {
 	noise := min(stepNoise*s.dev, stepNoiseCap*s.mean)
-	if s.n < e.settle {
+	if int32(s.devN) < min(e.settle, math.MaxUint8) {
 		noise = stepNoiseCap * s.mean
 	}
 	return max(e.floor(s), noise)
@@ -310,6 +315,9 @@ func (e *Estimator) floor(s *State) float64 {
 // that ends otherwise was noise, or a change too small to matter, and is
 // weighed in.
 func (e *Estimator) step(s *State, x float64) bool {
+	if e.retrim(s, x) {
+		return true
+	}
 	d := x - s.mean
 	th := e.threshold(s)
 	if math.Abs(d) <= stepContinue*th {
@@ -345,27 +353,63 @@ func (e *Estimator) step(s *State, x float64) bool {
 		}
 	}
 	// A step: restart from the mean of the observations that confirmed it,
-	// less the first of them when it was a transitional interval.
-	// The noise at the new level is not known yet: scale it by the ratio
-	// of the levels, or by its square root, whichever is larger — the
-	// larger threshold under both multiplicative and Poisson noise. (It
-	// then adapts at its usual pace: re-learning it fast would take the
-	// rest of a ramp for noise.)
-	if s.mean > 0 {
-		r := m / s.mean
-		s.dev *= max(r, math.Sqrt(r))
-	}
+	// less the first of them when it was a transitional interval (judged
+	// with the noise scaled to the level of all of them).
 	if first, ok := s.firstHeld(x, k); ok && k > 1 {
 		rest := (s.runSum - first) / float64(k-1)
-		if (first-s.mean)*(rest-first) > 0 && math.Abs(first-rest) > max(e.cfg.Deadband*rest, e.cfg.MinChange, transitionNoise*s.dev) {
+		if (first-s.mean)*(rest-first) > 0 && math.Abs(first-rest) > max(e.cfg.Deadband*rest, e.cfg.MinChange, transitionNoise*scaleNoise(s.dev, s.mean, m)) {
 			m, k = rest, k-1
 		}
 	}
+	s.restart(m, k, dir)
+	s.published = e.snap(m)
+	return true
+}
+
+// restart restarts the averages from m, the mean of the k observations
+// that made a step in direction dir.
+func (s *State) restart(m float64, k int32, dir int8) {
+	s.dev = scaleNoise(s.dev, s.mean, m)
 	s.fast, s.mean = m, m
 	s.n = k
 	s.run, s.runSum = 0, 0
-	s.published = e.snap(m)
+	s.tentative = dir
+}
+
+// retrim takes the observation x right after a step and reports whether
+// it restarted the step from x alone: when x carries on in the step's
+// direction further than a transitional interval would lie from the new
+// level, the observations the step restarted from were not all at the new
+// level — a transitional interval, or noise of the old level held back
+// just before the step — and a plain mean would work them off only as
+// 1/n. A ramp restarts at every interval this way, following it.
+func (e *Estimator) retrim(s *State, x float64) bool {
+	dir := s.tentative
+	s.tentative = 0
+	if dir == 0 {
+		return false
+	}
+	d := x - s.mean
+	if d*float64(dir) <= 0 || math.Abs(d) <= max(e.cfg.Deadband*x, e.cfg.MinChange, transitionNoise*scaleNoise(s.dev, s.mean, x)) {
+		return false
+	}
+	s.restart(x, 1, dir)
+	s.published = e.snap(x)
 	return true
+}
+
+// scaleNoise returns the noise dev measured at level from scaled to level
+// to: the noise at a new level is not known yet, so it is scaled by the
+// ratio of the levels or by its square root, whichever is larger — the
+// larger threshold under both multiplicative and Poisson noise. (It then
+// adapts at its usual pace: re-learning it fast would take the rest of a
+// ramp for noise.)
+func scaleNoise(dev, from, to float64) float64 {
+	if from <= 0 {
+		return dev
+	}
+	r := to / from
+	return dev * max(r, math.Sqrt(r))
 }
 
 // firstHeld returns the first of the k held-back observations when it can
@@ -423,6 +467,7 @@ func (e *Estimator) decay(s *State, gap int64) {
 	f := math.Pow(e.keep, float64(gap))
 	s.fast *= f
 	s.mean *= f
+	s.tentative = 0
 }
 
 // publish republishes when the mean, or the fast average, has left its band

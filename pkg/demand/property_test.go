@@ -404,3 +404,76 @@ func TestStepThroughTransitionalInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestStepAfterOutlierAndTransitional: an outlier of the old level is held
+// back just before a step, and the step's first interval is transitional,
+// so the step restarts from observations not all at the new level. The
+// next observation must correct that restart, not a plain mean work it off
+// as 1/n (which took 8 intervals in a simulated takeover: 0.54, 0.39,
+// 0.33, 0.31, 0.28… toward 0.21). The first case is that run's
+// observations: three after the transitional one, the estimate must be
+// within 10% of the new level. The others draw Poisson noise, the outlier
+// 4 deviations out; four observations after the transitional one (a
+// residual shift below the step threshold takes 2 × Confirm of them): at
+// most 1% of the trials not past halfway, and a mean relative error of at
+// most 7%, or 0.8 deviations of the noise at the new level where that is
+// more, as for TestStepThroughTransitionalInterval.
+func TestStepAfterOutlierAndTransitional(t *testing.T) {
+	e := newEstimator(t)
+	t.Run("simulated takeover", func(t *testing.T) {
+		xs := []float64{1.103, 1.053, 1.097, 1.040, 1.040, 1.053, 1.000, 1.010, 1.020, 0.943, 0.540, 0.243, 0.203, 0.237}
+		var s demand.State
+		for i, x := range xs {
+			e.Observe(&s, int64(i), x)
+		}
+		if got, want := s.Estimate(), 0.221; math.Abs(got-want) > 0.1*want {
+			t.Fatalf("estimate %v three observations after the transitional one, want within 10%% of %v", got, want)
+		}
+	})
+	for _, tc := range []struct {
+		name           string
+		old, mix, next float64
+	}{
+		{"down ×0.2", 300, 160, 60},
+		{"down ×0.5", 300, 220, 150},
+		{"up ×3", 60, 120, 180},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.old), uint64(tc.next)))
+			const trials = 500
+			errSum, missed := 0.0, 0
+			for trial := range trials {
+				var s demand.State
+				iv := int64(0)
+				for ; iv < 20; iv++ {
+					e.Observe(&s, iv, float64(poisson(r, tc.old)))
+				}
+				outlier := tc.old - 4*math.Sqrt(tc.old)
+				if tc.next > tc.old {
+					outlier = tc.old + 4*math.Sqrt(tc.old)
+				}
+				xs := []float64{outlier, float64(poisson(r, tc.mix))}
+				for range 4 {
+					xs = append(xs, float64(poisson(r, tc.next)))
+				}
+				for _, x := range xs {
+					e.Observe(&s, iv, x)
+					iv++
+				}
+				got := s.Estimate()
+				if math.Abs(got-tc.next) > math.Abs(tc.old-tc.next)/2 {
+					missed++
+					t.Logf("trial %d: observations …%v: estimate %v, not past halfway to %v", trial, xs, got, tc.next)
+					continue
+				}
+				errSum += math.Abs(got-tc.next) / tc.next
+			}
+			if missed > trials/100 {
+				t.Errorf("%d of %d trials not past halfway four observations after the transitional one, want at most 1%%", missed, trials)
+			}
+			if mean, want := errSum/float64(trials-missed), max(0.07, 0.8/math.Sqrt(tc.next)); mean > want {
+				t.Errorf("mean relative error %.4f four observations after the transitional one, want at most %.4f", mean, want)
+			}
+		})
+	}
+}
