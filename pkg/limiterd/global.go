@@ -68,7 +68,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		g.etcd = cli
 		g.agent, err = etcdquota.New(etcdquota.Config{
 			Client: cli, Table: g.table, Instance: g.instance,
-			Layout: g.layout, Logger: log,
+			Layout: g.layout, Logger: cfg.Logger, // the agent names the DC itself
 		})
 		if err != nil {
 			cli.Close()
@@ -92,7 +92,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 			g.close()
 			return nil, fmt.Errorf("limiterd: %w", err)
 		}
-		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: g.pub, Interval: cfg.ReportInterval, Logger: log}
+		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: g.pub, Interval: cfg.ReportInterval, Logger: cfg.Logger} // names the DC itself
 		if g.table != nil {
 			rcfg.Progress = g.table
 		}

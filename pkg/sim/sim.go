@@ -265,7 +265,7 @@ func (w *world) startCoordinator(name string) error {
 			}
 			return &faultySource{inner: src, f: w.faults}, nil
 		},
-		SessionTTL: 1, Logger: w.log.With("coordinator", name),
+		SessionTTL: 1, Logger: w.log, // the coordinator names itself in its logs
 	})
 	if err != nil {
 		cli.Close()
@@ -312,7 +312,7 @@ func (w *world) startDC(ctx context.Context, name string, useRedis bool) error {
 			HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 			Etcd: []string{"http://" + d.proxy.Addr()}, Kafka: []string{w.kafka}, ReportInterval: w.cfg.Interval,
 			SyncTimeout: 5 * time.Second, ShutdownGrace: time.Second, StoreTimeout: w.cfg.StoreTimeout,
-			Logger: w.log.With("dc", name), Ready: func(_, grpcAddr string) { ready <- grpcAddr },
+			Logger: w.log, Ready: func(_, grpcAddr string) { ready <- grpcAddr },
 		})
 	}()
 	w.mu.Lock()
