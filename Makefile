@@ -51,6 +51,7 @@ bench: ensure-redis
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./pkg/algorithm ./pkg/memstore
 	$(GO) test -run '^$$' -bench 'RedisDecide' -benchtime 1s ./pkg/redisstore
 	$(GO) test -run '^$$' -bench 'RedisMemory' -benchtime 1x ./pkg/redisstore
+	$(GO) test -run '^$$' -bench 'CheckRedis' -benchtime 40000x -count 3 ./pkg/limiter
 
 ## bench-limiter: load the limiter over gRPC (weirload), with Redis; about a minute
 bench-limiter:

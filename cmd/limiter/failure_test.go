@@ -46,12 +46,22 @@ func TestRedisFailure(t *testing.T) {
 	p := startLimiter(t, []string{"--redis", srv.Addr, "--rules", rulesPath, "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"})
 	const storeTimeout = 20 * time.Millisecond
 
+	// recovered waits for each rule to be decided by Redis again. The key
+	// x of the rule local was decided in memory during the outage, and
+	// Redis never saw those admissions: until the window ends, its spent
+	// count still holds (failure_local, 429), and a fresh key is Redis's.
+	fresh := 0
 	recovered := func(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for _, mode := range modes {
+			body := modeBody(mode)
+			if mode == "local" {
+				fresh++
+				body = fmt.Sprintf(`{"attributes":{"mode":"local","k":"fresh-%d"}}`, fresh)
+			}
 			for {
-				r, resp := p.check(t, modeBody(mode))
+				r, resp := p.check(t, body)
 				if len(resp.Results) == 1 && resp.Results[0].Source == "store" {
 					if r.code != http.StatusOK {
 						t.Errorf("%s from the store: got %d %s, want 200", mode, r.code, r.body)
@@ -63,6 +73,9 @@ func TestRedisFailure(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+		}
+		if r, resp := p.check(t, modeBody("local")); r.code != http.StatusTooManyRequests || len(resp.Results) != 1 || resp.Results[0].Source != "failure_local" {
+			t.Errorf("local, key x spent in memory, Redis back: got %d %s, want 429 from failure_local", r.code, r.body)
 		}
 		for {
 			r := p.get(t, "/readyz")
@@ -76,8 +89,9 @@ func TestRedisFailure(t *testing.T) {
 		}
 	}
 
-	// localSpent counts what the rule local admitted from memory, across
-	// outages: the limiter keeps that count for the rule's whole window.
+	// localSpent counts what the rule local admitted for key x, from memory
+	// or from Redis (memory counts Redis's admissions too), across outages:
+	// the limiter keeps that count for the rule's whole window.
 	localSpent := 0
 	outage := func(t *testing.T) {
 		t.Helper()
@@ -155,7 +169,8 @@ func TestRedisFailure(t *testing.T) {
 		}
 	}
 
-	localSpent = warmUp(t, srv, p, strings.Join([]string{modeBody("open"), modeBody("closed"), modeBody("local")}, "\n"))
+	// The warm-up ends with one admission from Redis per rule.
+	localSpent = warmUp(t, srv, p, strings.Join([]string{modeBody("open"), modeBody("closed"), modeBody("local")}, "\n")) + 1
 
 	t.Run("paused", func(t *testing.T) {
 		if err := srv.Pause(); err != nil {

@@ -159,6 +159,23 @@ func (p Params) Capacity() int64 {
 	return p.Limit
 }
 
+// Memory returns how long an admission can weigh on later decisions under
+// p: the window (two for the sliding window counter, whose previous window
+// counts into the current one), or the time a full bucket takes to drain.
+func (p Params) Memory() time.Duration {
+	w := time.Duration(p.Window.Milliseconds()) * time.Millisecond
+	switch p.Algorithm {
+	case SlidingWindowCounter:
+		return 2 * w
+	case TokenBucket, LeakyBucket:
+		if p.Limit <= 0 {
+			return w
+		}
+		return time.Duration(ceilDiv(p.Capacity()*p.Window.Milliseconds(), p.Limit)) * time.Millisecond
+	}
+	return w
+}
+
 // ClampCost returns the cost to apply for a request of the given cost: a
 // cost above Capacity can never be admitted, and applying Capacity+1
 // instead gives the same decision while keeping arithmetic bounded.

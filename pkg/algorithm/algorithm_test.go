@@ -237,6 +237,39 @@ func TestExpiry(t *testing.T) {
 	})
 }
 
+// TestMemory: no state outlives its admissions by more than Memory, and
+// a full capacity admitted at once from a fresh state at a window's start
+// lasts exactly that long.
+func TestMemory(t *testing.T) {
+	walk(t, 5, func(p algorithm.Params, s algorithm.State, now, cost int64, d algorithm.Decision) {
+		at := ms(now).UnixMilli()
+		if e, m := algorithm.Expiry(p, s, ms(now)), p.Memory().Milliseconds(); e > at+m {
+			t.Fatalf("%+v state %+v at %d: expiry %d beyond now + Memory %d", p, s, at, e, at+m)
+		}
+	})
+	for _, tc := range []struct {
+		p    algorithm.Params
+		want time.Duration
+	}{
+		{algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 10, Window: time.Minute}, time.Minute},
+		{algorithm.Params{Algorithm: algorithm.SlidingWindowLog, Limit: 10, Window: time.Second}, time.Second},
+		{algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 10, Window: time.Second}, 2 * time.Second},
+		{algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Second, Burst: 30}, 3 * time.Second},
+		{algorithm.Params{Algorithm: algorithm.LeakyBucket, Limit: 10, Window: time.Second}, 100 * time.Millisecond},
+		{algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 0, Window: time.Second}, time.Second},
+	} {
+		if got := tc.p.Memory(); got != tc.want {
+			t.Errorf("%+v: Memory %v, want %v", tc.p, got, tc.want)
+		}
+		if c := tc.p.Capacity(); c > 0 {
+			_, s := algorithm.Decide(tc.p, algorithm.State{}, ms(0), c)
+			if e := algorithm.Expiry(tc.p, s, ms(0)) - ms(0).UnixMilli(); e != tc.want.Milliseconds() {
+				t.Errorf("%+v: capacity admitted at 0 expires at %d ms, want %v", tc.p, e, tc.want)
+			}
+		}
+	}
+}
+
 func TestLogIndex(t *testing.T) {
 	p := algorithm.Params{Algorithm: algorithm.SlidingWindowLog, Limit: 3}
 	tests := []struct{ count, cost, want int64 }{

@@ -12,22 +12,30 @@ import (
 	"github.com/weirhq/weir/pkg/redistest"
 )
 
-// redisLimiter returns a limiter over a real redis-server, on clock c,
-// with modesYAML loaded and the hot-key cache off.
-func redisLimiter(t *testing.T, srv *redistest.Server, c *clock) *limiter.Limiter {
+// redisLimiter returns a limiter over a real redis-server with rules
+// loaded and the hot-key cache off, on clock c (nil: the real clock);
+// mut adjusts its config.
+func redisLimiter(t testing.TB, srv *redistest.Server, c *clock, rules string, mut ...func(*limiter.Config)) *limiter.Limiter {
 	t.Helper()
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true})
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true, PoolSize: 64})
 	t.Cleanup(func() { _ = rc.Close() })
 	rs, err := redisstore.New(rc, redisstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := limiter.New(limiter.Config{Store: rs, CacheKeys: -1, Now: c.now})
+	cfg := limiter.Config{Store: rs, CacheKeys: -1}
+	if c != nil {
+		cfg.Now = c.now
+	}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	l, err := limiter.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	if err := l.SetRules(compile(t, modesYAML)); err != nil {
+	if err := l.SetRules(compile(t, rules)); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -48,7 +56,7 @@ func source(t *testing.T, l *limiter.Limiter, ctx context.Context) limiter.Sourc
 func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClock()
-	l := redisLimiter(t, srv, c)
+	l := redisLimiter(t, srv, c, modesYAML)
 	srv.Stop()
 	for range 3 {
 		source(t, l, context.Background())
@@ -78,7 +86,7 @@ func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
 // nothing about the store, so they must not open its breaker.
 func TestCancelledCallersDoNotOpenTheBreaker(t *testing.T) {
 	srv := redistest.Start(t)
-	l := redisLimiter(t, srv, newClock())
+	l := redisLimiter(t, srv, newClock(), modesYAML)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 5 {

@@ -135,6 +135,11 @@ type Limiter struct {
 	cache   *ristretto.Cache[string, blocked]
 	obs     Observer
 	bounded bool // the store bounds its Decide calls within StoreTimeout
+	// shadow: the store can fail (it is not in memory), so what it admits
+	// for rules of failure_mode local is counted in local too (see decide).
+	shadow bool
+	// outage holds the keys decided in local while the store was away.
+	outage *outageKeys
 
 	rules atomic.Pointer[domains]
 	// stale counts cache lookups that found an entry made under other
@@ -204,6 +209,9 @@ func New(cfg Config) (*Limiter, error) {
 	if l.local, err = memstore.New(memstore.Config{MaxKeys: cfg.LocalKeys}); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
 	}
+	_, inMemory := cfg.Store.(*memstore.Store)
+	l.shadow = !inMemory
+	l.outage = newOutageKeys(cfg.LocalKeys)
 	bcfg := cfg.Breaker
 	if bcfg.Now == nil {
 		bcfg.Now = cfg.Now
@@ -396,6 +404,9 @@ type RuleResult struct {
 	Hits int64
 	// req is what the store was asked, for a refund.
 	req algorithm.Request
+	// lreq is what the local store was charged beside the store, for a
+	// refund; its Key is empty when nothing was.
+	lreq algorithm.Request
 }
 
 // Shadow reports whether the rule only observes.
@@ -504,10 +515,11 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 		}
 		resp.Items[i].Results = results
 	}
+	var storeRefunds []algorithm.Request
 	if len(storeReqs) > 0 {
-		l.decide(ctx, now, &resp, waiting, storeReqs)
+		storeRefunds = l.decide(ctx, now, &resp, waiting, storeReqs)
 	}
-	l.finish(ctx, now, &resp)
+	l.finish(ctx, now, &resp, storeRefunds)
 	l.obs.Checked(set.Domain(), &resp, l.now().Sub(start))
 	return resp, nil
 }
@@ -578,16 +590,20 @@ func (l *Limiter) remember(m *ruleset.Match, p algorithm.Params, d algorithm.Dec
 	}, 1, d.RetryAfter)
 }
 
-// decide asks the store (or the failure modes) about the waiting results.
-func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) {
+// decide asks the store (or the failure modes) about the waiting results,
+// and returns the store's admissions to give back: those the local count
+// rejected while the store was recovering (see shadowCount).
+func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) []algorithm.Request {
 	results, err := l.storeCall(ctx, now, reqs)
 	if results == nil {
 		results = failAll(len(reqs), err)
 	}
-	var local []int
+	var local, shadow []int
 	for k, w := range waiting {
 		r := &resp.Items[w.item].Results[w.res]
 		res := results[k]
+		mode := r.Match.Rule.Spec.FailureMode
+		isLocal := mode != rule.FailOpen && mode != rule.FailClosed
 		if res.Err == nil {
 			r.Source, r.Decision = SourceStore, res.Decision
 			if reqs[k].Cost == 1 {
@@ -595,29 +611,35 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 				// pass again; a larger cost's RetryAfter is too long.
 				l.remember(&r.Match, reqs[k].Params, res.Decision, w.hot, now.UnixMilli())
 			}
+			if isLocal && l.shadow && res.Decision.Allowed && reqs[k].Cost > 0 {
+				shadow = append(shadow, k)
+			}
 			continue
 		}
-		switch r.Match.Rule.Spec.FailureMode {
-		case rule.FailOpen:
+		switch {
+		case mode == rule.FailOpen:
 			r.Source = SourceFailureOpen
 			r.Decision = algorithm.Decision{Allowed: true, Limit: reqs[k].Params.Capacity(), Remaining: reqs[k].Params.Capacity(), ResetAt: now}
-		case rule.FailClosed:
+		case mode == rule.FailClosed:
 			r.Source = SourceFailureClosed
 			r.Decision = algorithm.Decision{Limit: reqs[k].Params.Capacity(), ResetAt: now, RetryAfter: time.Second}
 		default:
 			local = append(local, k)
 		}
 	}
+	if len(local) == 0 && len(shadow) == 0 {
+		return nil
+	}
+	n := int64(1)
+	if l.cfg.Instances != nil {
+		n = int64(max(1, l.cfg.Instances.Live()))
+	}
 	if len(local) > 0 {
 		lreqs := make([]algorithm.Request, len(local))
-		n := 1
-		if l.cfg.Instances != nil {
-			n = max(1, l.cfg.Instances.Live())
-		}
+		t := now.UnixMilli()
 		for j, k := range local {
-			lreqs[j] = reqs[k]
-			lreqs[j].Params.Limit /= int64(n)
-			lreqs[j].Params.Burst /= int64(n)
+			lreqs[j] = localRequest(reqs[k], n)
+			l.outage.hold(lreqs[j].Key, t+lreqs[j].Params.Memory().Milliseconds(), t)
 		}
 		lres, _ := l.local.Decide(ctx, now, lreqs)
 		for j, k := range local {
@@ -631,6 +653,55 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 			}
 		}
 	}
+	if len(shadow) > 0 {
+		return l.shadowCount(ctx, now, resp, waiting, reqs, shadow, n)
+	}
+	return nil
+}
+
+// localRequest is req at this instance's part of the DC's limit: failure
+// mode local enforces the DC's limit divided among its n live instances.
+func localRequest(req algorithm.Request, n int64) algorithm.Request {
+	req.Params.Limit /= n
+	req.Params.Burst /= n
+	return req
+}
+
+// shadowCount charges the local store with the admissions the store made
+// for rules of failure_mode local (the indexes of reqs in shadow), so that
+// when the store fails the local count starts from this instance's
+// admissions in the window rather than from nothing, and the DC does not
+// admit its limit twice over in the window the store fails in. The charge
+// is capped by the local limit: a full local count stays full.
+//
+// The other way round, the store never saw what was admitted locally while
+// it was down. So for a key decided locally, for as long as that can weigh
+// on the rule's algorithm (algorithm.Params.Memory), an admission the local
+// count cannot take is rejected after all, as failure_local, and returned
+// for the caller to refund to the store. For other keys, and later, the
+// local count's verdict is ignored: the store alone decides, and an
+// instance taking more than its part of the DC's traffic is not held to
+// it.
+func (l *Limiter) shadowCount(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request, shadow []int, n int64) []algorithm.Request {
+	sreqs := make([]algorithm.Request, len(shadow))
+	for j, k := range shadow {
+		sreqs[j] = localRequest(reqs[k], n)
+	}
+	sres, _ := l.local.Decide(ctx, now, sreqs)
+	var refunds []algorithm.Request
+	for j, k := range shadow {
+		w := waiting[k]
+		r := &resp.Items[w.item].Results[w.res]
+		switch {
+		case sres[j].Err != nil:
+		case sres[j].Allowed:
+			r.lreq = sreqs[j]
+		case l.outage.held(sreqs[j].Key, now.UnixMilli()):
+			refunds = append(refunds, reqs[k])
+			r.Source, r.Decision = SourceFailureLocal, sres[j].Decision
+		}
+	}
+	return refunds
 }
 
 var errBreakerOpen = errors.New("limiter: store circuit breaker is open")
@@ -699,9 +770,9 @@ func failAll(n int, err error) []algorithm.Result {
 }
 
 // finish combines each item's rule results and gives back what the rules
-// that allowed a rejected item took.
-func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response) {
-	var storeRefunds, localRefunds []algorithm.Request
+// that allowed a rejected item took, and storeRefunds.
+func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, storeRefunds []algorithm.Request) {
+	var localRefunds []algorithm.Request
 	for i := range resp.Items {
 		it := &resp.Items[i]
 		it.Allowed = true
@@ -721,6 +792,9 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response) {
 				switch r.Source {
 				case SourceStore:
 					storeRefunds = append(storeRefunds, r.req)
+					if r.lreq.Key != "" {
+						localRefunds = append(localRefunds, r.lreq)
+					}
 				case SourceFailureLocal:
 					localRefunds = append(localRefunds, r.req)
 				default:
