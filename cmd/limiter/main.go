@@ -6,11 +6,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/weirhq/weir/pkg/envflag"
+	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiterd"
 	"github.com/weirhq/weir/pkg/logflag"
 )
@@ -47,6 +50,12 @@ func run(args []string) error {
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the HTTP and gRPC APIs over TLS with this certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's private key (PEM)")
 	fs.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS)")
+	fs.StringVar(&cfg.Proxy.Upstream, "proxy-upstream", "", "reverse-proxy mode: pass allowed requests to this http(s) URL, answer rejected ones 429")
+	fs.StringVar(&cfg.Proxy.Addr, "proxy-addr", "", "reverse-proxy listen address (default 127.0.0.1:8081)")
+	fs.StringVar(&cfg.Proxy.Domain, "proxy-domain", "", "rule domain of proxied requests (default: the one loaded)")
+	proxyHeaders := fs.String("proxy-headers", "", "request headers to read as attributes, e.g. X-User-Id=user_id,X-Api-Key=api_key")
+	proxyTrusted := fs.String("proxy-trusted", "", "comma-separated CIDRs or IPs of proxies in front whose X-Forwarded-For is believed")
+	proxyOnError := fs.String("proxy-on-error", "allow", "a request that could not be checked: allow or reject (503)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: limiter --rules FILE [--dc NAME] [--redis ADDR] [--http-addr ADDR] [--grpc-addr ADDR] [--dcs a,b,c --etcd ENDPOINTS --kafka BROKERS]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
@@ -60,10 +69,54 @@ func run(args []string) error {
 	}
 	cfg.Etcd, cfg.Kafka, cfg.DCs = envflag.SplitList(*etcd), envflag.SplitList(*kafka), envflag.SplitList(*dcs)
 	var err error
+	if cfg.Proxy.Headers, err = headerMap(*proxyHeaders); err != nil {
+		return err
+	}
+	if cfg.Proxy.TrustedProxies, err = prefixes(*proxyTrusted); err != nil {
+		return err
+	}
+	if cfg.Proxy.OnError, err = httplimit.ParseOnError(*proxyOnError); err != nil {
+		return err
+	}
 	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return limiterd.Run(ctx, cfg)
+}
+
+// headerMap parses "Header=attribute,…".
+func headerMap(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range envflag.SplitList(s) {
+		h, a, ok := strings.Cut(kv, "=")
+		h, a = strings.TrimSpace(h), strings.TrimSpace(a)
+		if !ok || h == "" || a == "" {
+			return nil, fmt.Errorf("--proxy-headers: %q is not Header=attribute", kv)
+		}
+		m[h] = a
+	}
+	return m, nil
+}
+
+// prefixes parses comma-separated CIDRs or single addresses.
+func prefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range envflag.SplitList(s) {
+		if !strings.Contains(v, "/") {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return nil, fmt.Errorf("--proxy-trusted: %w", err)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("--proxy-trusted: %w", err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -69,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /shouldAllowRequest", s.shouldAllow)
 	mux.HandleFunc("GET /v1/rate-limits/{rule_id}/{key...}", s.status)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httplimit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
 	if s.metrics != nil {
@@ -88,16 +87,8 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
 func writeError(w http.ResponseWriter, code int, kind, msg string) {
-	writeJSON(w, code, errorBody{Error: kind, Message: msg})
+	httplimit.WriteJSON(w, code, errorBody{Error: kind, Message: msg})
 }
 
 // writeLimiterError maps the limiter's errors to statuses.
@@ -259,17 +250,10 @@ type CheckResponse struct {
 	Results           []RuleResult `json:"results"`
 }
 
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64(math.Ceil(d.Seconds()))
-}
-
 func ruleResult(r *limiter.RuleResult) RuleResult {
 	out := RuleResult{
 		RuleID: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
-		ResetAt: r.ResetAt.UTC().Format(time.RFC3339), RetryAfterSeconds: ceilSeconds(r.RetryAfter),
+		ResetAt: r.ResetAt.UTC().Format(time.RFC3339), RetryAfterSeconds: httplimit.CeilSeconds(r.RetryAfter),
 		WindowSeconds: r.Match.Rule.Spec.WindowSeconds, Shadow: r.Shadow(), Source: r.Source.String(),
 	}
 	if !r.Allowed {
@@ -309,65 +293,24 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, domain strin
 		d := &item.Results[item.Decisive]
 		rr := out.Results[item.Decisive]
 		out.RuleID, out.Key, out.Limit, out.Remaining, out.ResetAt, out.RetryAfterSeconds = rr.RuleID, rr.Key, rr.Limit, rr.Remaining, rr.ResetAt, rr.RetryAfterSeconds
-		setRateLimitHeaders(h, item, d, s.now())
+		httplimit.SetHeaders(h, item, d, s.now())
 		if !item.Allowed {
 			out.Error = "RATE_LIMIT_EXCEEDED"
-			out.Message = rejectionMessage(d)
-			h.Set("Retry-After", strconv.FormatInt(max(1, out.RetryAfterSeconds), 10))
+			out.Message = httplimit.RejectionMessage(d)
+			h.Set("Retry-After", strconv.FormatInt(httplimit.RetryAfterSeconds(d), 10))
 		}
 	} else {
 		out.Message = "no rule matched; allowed"
 	}
 	if seed {
-		writeJSON(w, http.StatusOK, map[string]bool{"allowed": item.Allowed})
+		httplimit.WriteJSON(w, http.StatusOK, map[string]bool{"allowed": item.Allowed})
 		return
 	}
 	code := http.StatusOK
 	if !item.Allowed {
 		code = http.StatusTooManyRequests
 	}
-	writeJSON(w, code, out)
-}
-
-func rejectionMessage(d *limiter.RuleResult) string {
-	if m := d.Match.Rule.Spec.RejectionMessage; m != "" {
-		return m
-	}
-	secs := max(1, ceilSeconds(d.RetryAfter))
-	switch d.Match.Rule.Spec.RetryAdvice {
-	case "exponential_backoff":
-		return fmt.Sprintf("Rate limit exceeded. Retry with exponential backoff, starting at %d seconds.", secs)
-	case "daily_limit_reached":
-		return "Daily limit reached. Try again after the limit resets."
-	}
-	return fmt.Sprintf("Rate limit exceeded. Please try again in %d seconds.", secs)
-}
-
-// setRateLimitHeaders writes the X-RateLimit-* fields of the decisive rule
-// and the IETF RateLimit-Policy (every limiting rule) and RateLimit (the
-// decisive rule) fields.
-func setRateLimitHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
-	if d.Source == limiter.SourceUnlimited || d.Source == limiter.SourceOverrideAllow {
-		// Only bypasses matched: there is no limit to report, and a
-		// Limit and Remaining of 0 would tell clients to stop.
-		return
-	}
-	reset := ceilSeconds(d.ResetAt.Sub(now))
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
-	var policies []string
-	for i := range item.Results {
-		r := &item.Results[i]
-		if r.Source == limiter.SourceUnlimited || r.Source == limiter.SourceOverrideAllow {
-			continue
-		}
-		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Match.Rule.Spec.ID, r.Limit, r.Match.Rule.Spec.WindowSeconds))
-	}
-	if len(policies) > 0 {
-		h.Set("RateLimit-Policy", strings.Join(policies, ", "))
-		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", d.Match.Rule.Spec.ID, d.Remaining, reset))
-	}
+	httplimit.WriteJSON(w, code, out)
 }
 
 // seedRequest is seed 000's body.
@@ -418,7 +361,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.writeLimiterError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatusResponse{
+	httplimit.WriteJSON(w, http.StatusOK, StatusResponse{
 		RuleID: res.Match.Rule.Spec.ID, Key: res.Match.Key, Limit: res.Limit, Remaining: res.Remaining,
 		WindowSeconds: res.Match.Rule.Spec.WindowSeconds, ResetTime: res.ResetAt.UTC().Format(time.RFC3339), Source: res.Source.String(),
 	})
@@ -426,8 +369,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if err := s.lim.Ready(r.Context()); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		httplimit.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httplimit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"runtime"
 	"strings"
@@ -33,6 +34,7 @@ import (
 	"github.com/weirhq/weir/pkg/envoyrls"
 	"github.com/weirhq/weir/pkg/grpcapi"
 	"github.com/weirhq/weir/pkg/httpapi"
+	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/memstore"
 	"github.com/weirhq/weir/pkg/metrics"
@@ -101,9 +103,30 @@ type Config struct {
 	Instance string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Proxy configures the reverse-proxy mode; it is off without an
+	// upstream.
+	Proxy Proxy
 	// Ready, if not nil, is called with the bound addresses once both
 	// servers listen (tests use it with ":0" addresses).
 	Ready func(httpAddr, grpcAddr string)
+}
+
+// Proxy is the reverse-proxy mode: a listener whose requests are checked
+// (pkg/httplimit) and, when allowed, passed to Upstream; rejected ones are
+// answered 429 there.
+type Proxy struct {
+	// Upstream is the http:// or https:// URL allowed requests go to.
+	Upstream string
+	// Addr is the proxy's listen address. Default 127.0.0.1:8081.
+	Addr string
+	// Domain is the rule domain; empty when one is loaded.
+	Domain string
+	// Headers maps request headers to attributes (httplimit.Config.Headers).
+	Headers map[string]string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// OnError: what to do with a request that could not be checked.
+	OnError httplimit.OnError
 }
 
 func (c *Config) setDefaults() {
@@ -124,6 +147,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MemoryKeys == 0 {
 		c.MemoryKeys = 1_000_000
+	}
+	if c.Proxy.Upstream != "" && c.Proxy.Addr == "" {
+		c.Proxy.Addr = "127.0.0.1:8081"
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -152,6 +178,11 @@ func (c Config) Validate() error {
 	}
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
+	}
+	if c.Proxy.Upstream != "" {
+		if _, err := upstreamURL(c.Proxy.Upstream); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("limiterd: invalid config: %w", err)
@@ -244,6 +275,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
 		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))...)
+	var proxySrv *http.Server
+	var proxyLn net.Listener
+	if cfg.Proxy.Upstream != "" {
+		if proxySrv, proxyLn, err = newProxy(cfg.Proxy, lim, log, tlsCfg); err != nil {
+			httpLn.Close()
+			grpcLn.Close()
+			return err
+		}
+	}
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
 	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, envoyrls.Config{}))
 
@@ -251,7 +291,7 @@ func Run(ctx context.Context, cfg Config) error {
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGlobal()
 	glob.start(gctx, &wg, cfg.SyncTimeout, httpLn.Addr().String(), log)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	wg.Go(func() {
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("limiterd: http: %w", err)
@@ -262,6 +302,13 @@ func Run(ctx context.Context, cfg Config) error {
 			errc <- fmt.Errorf("limiterd: grpc: %w", err)
 		}
 	})
+	if proxySrv != nil {
+		wg.Go(func() {
+			if err := proxySrv.Serve(proxyLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("limiterd: proxy: %w", err)
+			}
+		})
+	}
 	var dbg *http.Server
 	if cfg.DebugAddr != "" {
 		dbg = &http.Server{Addr: cfg.DebugAddr, Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
@@ -278,8 +325,11 @@ func Run(ctx context.Context, cfg Config) error {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(envoyrls.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	log.Info("limiter started", "http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(),
-		"store", storeName(cfg.Redis), "rules", cfg.RulesFile)
+	started := []any{"http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(), "store", storeName(cfg.Redis), "rules", cfg.RulesFile}
+	if proxyLn != nil {
+		started = append(started, "proxy", proxyLn.Addr().String(), "upstream", cfg.Proxy.Upstream)
+	}
+	log.Info("limiter started", started...)
 	if cfg.Ready != nil {
 		cfg.Ready(httpLn.Addr().String(), grpcLn.Addr().String())
 	}
@@ -296,6 +346,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
+	}
+	if proxySrv != nil {
+		if err := proxySrv.Shutdown(sctx); err != nil {
+			log.Warn("proxy shutdown", "err", err)
+		}
 	}
 	if dbg != nil {
 		_ = dbg.Close()

@@ -1,0 +1,337 @@
+package httplimit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// Checker decides requests. *limiter.Limiter is one; a client of a remote
+// limiter can be another.
+type Checker interface {
+	Check(ctx context.Context, req limiter.Request) (limiter.Response, error)
+}
+
+// OnError says what happens to a request the checker could not decide (no
+// rules loaded yet, an unknown domain, a remote checker out of reach).
+// Requests that are themselves bad — a header value too large to be an
+// attribute — are answered 400 whatever this says.
+type OnError int
+
+const (
+	// Allow passes the request on, logged and counted (the default: rate
+	// limiting must not take a service down with it).
+	Allow OnError = iota
+	// Reject answers 503 Service Unavailable.
+	Reject
+)
+
+// Config configures a Middleware. Checker is required.
+type Config struct {
+	Checker Checker
+	// Domain is the rule domain; empty when the checker has one.
+	Domain string
+	// Headers maps request header names to attribute names, for example
+	// {"X-User-Id": "user_id", "X-Api-Key": "api_key"}. A header that is
+	// absent gives no attribute (rules that need it do not apply).
+	Headers map[string]string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed: the
+	// client IP is then the rightmost address in it that is not itself a
+	// trusted proxy. From any other peer, the peer's address is the client
+	// IP and X-Forwarded-For is ignored (clients can write anything there).
+	TrustedProxies []netip.Prefix
+	// OnError: Allow (default) or Reject.
+	OnError OnError
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for relative header fields; use the checker's.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// Middleware checks requests before its handler sees them. Safe for
+// concurrent use.
+type Middleware struct {
+	cfg     Config
+	headers []headerAttr
+}
+
+type headerAttr struct{ header, attr string }
+
+// Attribute names the middleware sets itself.
+const (
+	AttrIP     = "ip"
+	AttrPath   = "path"
+	AttrMethod = "method"
+	AttrHost   = "host"
+)
+
+// New returns a Middleware for cfg.
+func New(cfg Config) (*Middleware, error) {
+	if cfg.Checker == nil {
+		return nil, errors.New("httplimit: Config.Checker is required")
+	}
+	if cfg.OnError != Allow && cfg.OnError != Reject {
+		return nil, fmt.Errorf("httplimit: unknown OnError %d", cfg.OnError)
+	}
+	if len(cfg.Headers) > limiter.MaxAttributes-4 {
+		return nil, fmt.Errorf("httplimit: %d header attributes, at most %d", len(cfg.Headers), limiter.MaxAttributes-4)
+	}
+	m := &Middleware{cfg: cfg}
+	for h, a := range cfg.Headers {
+		switch {
+		case h == "" || a == "" || len(a) > limiter.MaxNameLen:
+			return nil, fmt.Errorf("httplimit: header %q to attribute %q: both must be non-empty, the attribute at most %d bytes", h, a, limiter.MaxNameLen)
+		case a == AttrIP || a == AttrPath || a == AttrMethod || a == AttrHost:
+			return nil, fmt.Errorf("httplimit: header %q to attribute %q: the middleware sets %q itself", h, a, a)
+		}
+		m.headers = append(m.headers, headerAttr{http.CanonicalHeaderKey(h), a})
+	}
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() {
+			return nil, errors.New("httplimit: invalid trusted proxy prefix")
+		}
+	}
+	if m.cfg.Logger == nil {
+		m.cfg.Logger = slog.Default()
+	}
+	if m.cfg.Now == nil {
+		m.cfg.Now = time.Now
+	}
+	return m, nil
+}
+
+// Wrap returns next behind the middleware.
+func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.allow(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// allow checks r and reports whether it may go on; when not, it has
+// answered w.
+func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
+	it, err := m.Item(r)
+	if err != nil {
+		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "INVALID_REQUEST", Message: err.Error()})
+		return false
+	}
+	resp, err := m.cfg.Checker.Check(r.Context(), limiter.Request{Domain: m.cfg.Domain, Items: []limiter.Item{it}})
+	switch {
+	case errors.Is(err, limiter.ErrInvalid):
+		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "INVALID_REQUEST", Message: err.Error()})
+		return false
+	case err != nil && r.Context().Err() != nil:
+		return false // the client is gone
+	case err != nil:
+		m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String())
+		if m.cfg.OnError == Allow {
+			return true
+		}
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody{Error: "UNAVAILABLE", Message: "rate limit check failed"})
+		return false
+	case len(resp.Items) != 1:
+		m.cfg.Logger.Error("rate limit check answered the wrong number of items", "items", len(resp.Items))
+		if m.cfg.OnError == Allow {
+			return true
+		}
+		WriteJSON(w, http.StatusServiceUnavailable, errorBody{Error: "UNAVAILABLE", Message: "rate limit check failed"})
+		return false
+	}
+	item := &resp.Items[0]
+	if item.Decisive < 0 {
+		return true // no rule matched
+	}
+	d := &item.Results[item.Decisive]
+	SetHeaders(w.Header(), item, d, m.cfg.Now())
+	if item.Allowed {
+		return true
+	}
+	secs := RetryAfterSeconds(d)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	WriteJSON(w, http.StatusTooManyRequests, rejection{Error: "RATE_LIMIT_EXCEEDED", Message: RejectionMessage(d), RetryAfter: secs})
+	return false
+}
+
+// Item describes r as a limiter item: ip, path, method, host, and the
+// configured headers. It fails only for a header value longer than an
+// attribute may be.
+func (m *Middleware) Item(r *http.Request) (limiter.Item, error) {
+	attrs := make(map[string]string, 4+len(m.headers))
+	if ip := m.clientIP(r); ip.IsValid() {
+		attrs[AttrIP] = ip.String()
+	}
+	attrs[AttrPath] = r.URL.Path
+	attrs[AttrMethod] = r.Method
+	if r.Host != "" {
+		attrs[AttrHost] = r.Host
+	}
+	for _, h := range m.headers {
+		v := r.Header.Values(h.header)
+		if len(v) == 0 {
+			continue
+		}
+		val := strings.Join(v, ",")
+		if len(val) > limiter.MaxValueLen {
+			return limiter.Item{}, fmt.Errorf("header %s of %d bytes, at most %d", h.header, len(val), limiter.MaxValueLen)
+		}
+		attrs[h.attr] = val
+	}
+	if len(attrs[AttrPath]) > limiter.MaxValueLen {
+		return limiter.Item{}, fmt.Errorf("path of %d bytes, at most %d", len(attrs[AttrPath]), limiter.MaxValueLen)
+	}
+	if len(attrs[AttrHost]) > limiter.MaxValueLen {
+		return limiter.Item{}, fmt.Errorf("host of %d bytes, at most %d", len(attrs[AttrHost]), limiter.MaxValueLen)
+	}
+	return limiter.Item{Attributes: attrs}, nil
+}
+
+// clientIP returns the peer's address, or, from a trusted proxy, the
+// rightmost untrusted address of X-Forwarded-For. Invalid when the peer's
+// address is not an IP (a Unix socket, a test request).
+func (m *Middleware) clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	peer = peer.Unmap()
+	if !m.trusted(peer) {
+		return peer
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			if err != nil {
+				return peer // a malformed hop: trust nothing before it
+			}
+			if a = a.Unmap(); !m.trusted(a) {
+				return a
+			}
+		}
+	}
+	return peer
+}
+
+func (m *Middleware) trusted(a netip.Addr) bool {
+	for _, p := range m.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// String names the policy as the flag does.
+func (o OnError) String() string {
+	if o == Reject {
+		return "reject"
+	}
+	return "allow"
+}
+
+// ParseOnError parses "allow" or "reject".
+func ParseOnError(s string) (OnError, error) {
+	switch s {
+	case "allow":
+		return Allow, nil
+	case "reject":
+		return Reject, nil
+	}
+	return 0, fmt.Errorf("httplimit: on-error %q, want allow or reject", s)
+}
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+type rejection struct {
+	Error      string `json:"error"`
+	Message    string `json:"message"`
+	RetryAfter int64  `json:"retry_after"`
+}
+
+// WriteJSON answers code with v as JSON, HTML characters unescaped; the
+// limiter's HTTP API writes its bodies with it too.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// SetHeaders writes the X-RateLimit-* fields of the decisive rule d and
+// the IETF RateLimit-Policy (every limiting rule of item) and RateLimit
+// (d) fields, relative times from now. A rule that only bypasses (an
+// unlimited rule, an allow override) has no limit to report: nothing is
+// written for it, since a Limit and Remaining of 0 would tell clients to
+// stop.
+func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
+	if !limits(d) {
+		return
+	}
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+	var policies []string
+	for i := range item.Results {
+		if r := &item.Results[i]; limits(r) {
+			policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Match.Rule.Spec.ID, r.Limit, r.Match.Rule.Spec.WindowSeconds))
+		}
+	}
+	if len(policies) > 0 {
+		h.Set("RateLimit-Policy", strings.Join(policies, ", "))
+		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", d.Match.Rule.Spec.ID, d.Remaining, CeilSeconds(d.ResetAt.Sub(now))))
+	}
+}
+
+func limits(r *limiter.RuleResult) bool {
+	return r.Source != limiter.SourceUnlimited && r.Source != limiter.SourceOverrideAllow
+}
+
+// CeilSeconds rounds d up to whole seconds; 0 for d ≤ 0.
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// RetryAfterSeconds is the Retry-After of a rejection by d: at least 1.
+func RetryAfterSeconds(d *limiter.RuleResult) int64 { return max(1, CeilSeconds(d.RetryAfter)) }
+
+// RejectionMessage is the message of a rejection by d: the rule's own, or
+// one following its retry advice.
+func RejectionMessage(d *limiter.RuleResult) string {
+	if m := d.Match.Rule.Spec.RejectionMessage; m != "" {
+		return m
+	}
+	secs := RetryAfterSeconds(d)
+	switch d.Match.Rule.Spec.RetryAdvice {
+	case "exponential_backoff":
+		return fmt.Sprintf("Rate limit exceeded. Retry with exponential backoff, starting at %d seconds.", secs)
+	case "daily_limit_reached":
+		return "Daily limit reached. Try again after the limit resets."
+	}
+	return fmt.Sprintf("Rate limit exceeded. Please try again in %d seconds.", secs)
+}

@@ -1,0 +1,232 @@
+package httplimit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/pkg/httplimit"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/memstore"
+	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
+)
+
+const rulesYAML = `
+domain: web
+rules:
+  - rule_id: per-ip
+    path_pattern: /api/**
+    key_type: ip
+    limit: 2
+    window_seconds: 60
+    algorithm: FixedWindow
+  - rule_id: per-user
+    path_pattern: /users/**
+    key_type: user_id
+    limit: 1
+    window_seconds: 60
+    algorithm: FixedWindow
+    rejection_message: One per minute, please.
+  - rule_id: health
+    path_pattern: /health
+    unlimited: true
+`
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func newLimiter(t testing.TB, rules string) *limiter.Limiter {
+	t.Helper()
+	st, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := limiter.New(limiter.Config{Store: st, CacheKeys: -1, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if rules != "" {
+		if err := l.SetRules(rulesettest.Compile(t, rules)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+// upstream counts the requests it served.
+type upstream struct{ served int }
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	u.served++
+	_, _ = w.Write([]byte("upstream"))
+}
+
+type call struct {
+	method, path, peer string
+	header             map[string]string
+	wantCode           int
+	wantServed         bool
+	wantHeader         map[string]string // "" means absent
+	wantBody           string            // a substring
+}
+
+func run(t *testing.T, h http.Handler, up *upstream, calls []call) {
+	t.Helper()
+	for i, c := range calls {
+		r := httptest.NewRequest(c.method, c.path, nil)
+		r.RemoteAddr = c.peer
+		for k, v := range c.header {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		before := up.served
+		h.ServeHTTP(w, r)
+		if w.Code != c.wantCode || (up.served > before) != c.wantServed {
+			t.Fatalf("call %d %s %s: got %d served=%v %q, want %d served=%v", i, c.method, c.path, w.Code, up.served > before, w.Body.String(), c.wantCode, c.wantServed)
+		}
+		for k, v := range c.wantHeader {
+			if got := w.Header().Get(k); got != v {
+				t.Errorf("call %d %s: header %s = %q, want %q", i, c.path, k, got, v)
+			}
+		}
+		if !strings.Contains(w.Body.String(), c.wantBody) {
+			t.Errorf("call %d %s: body %q, want it to contain %q", i, c.path, w.Body.String(), c.wantBody)
+		}
+	}
+}
+
+func TestMiddleware(t *testing.T) {
+	lim := newLimiter(t, rulesYAML)
+	up := &upstream{}
+	m, err := httplimit.New(httplimit.Config{
+		Checker: lim, Headers: map[string]string{"x-user-id": "user_id"},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Now:            func() time.Time { return t0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Wrap(up)
+	reset := strconv.FormatInt(t0.Add(time.Minute).Unix(), 10)
+	run(t, h, up, []call{
+		{"GET", "/api/a", "192.0.2.1:5000", nil, 200, true, map[string]string{
+			"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1", "X-RateLimit-Reset": reset,
+			"RateLimit-Policy": `"per-ip";q=2;w=60`, "RateLimit": `"per-ip";r=1;t=60`, "Retry-After": ""}, "upstream"},
+		{"POST", "/api/b", "192.0.2.1:5001", nil, 200, true, map[string]string{"X-RateLimit-Remaining": "0"}, "upstream"},
+		{"GET", "/api/a", "192.0.2.1:5000", nil, 429, false, map[string]string{
+			"Retry-After": "60", "X-RateLimit-Remaining": "0", "Content-Type": "application/json"},
+			`{"error":"RATE_LIMIT_EXCEEDED","message":"Rate limit exceeded. Please try again in 60 seconds.","retry_after":60}`},
+		// Another client IP has its own count.
+		{"GET", "/api/a", "192.0.2.2:5000", nil, 200, true, nil, "upstream"},
+		// X-Forwarded-For from an untrusted peer is ignored: still 192.0.2.1.
+		{"GET", "/api/a", "192.0.2.1:5000", map[string]string{"X-Forwarded-For": "198.51.100.7"}, 429, false, nil, "RATE_LIMIT_EXCEEDED"},
+		// From a trusted proxy, the rightmost untrusted hop is the client.
+		{"GET", "/api/a", "10.1.2.3:80", map[string]string{"X-Forwarded-For": "192.0.2.1, 198.51.100.7, 10.9.9.9"}, 200, true, nil, "upstream"},
+		{"GET", "/api/a", "10.1.2.3:80", map[string]string{"X-Forwarded-For": "198.51.100.7"}, 200, true, map[string]string{"X-RateLimit-Remaining": "0"}, "upstream"},
+		// A malformed hop ends the trust: the proxy itself is the client.
+		{"GET", "/api/a", "10.1.2.3:80", map[string]string{"X-Forwarded-For": "not-an-ip"}, 200, true, map[string]string{"X-RateLimit-Remaining": "1"}, "upstream"},
+		// Header attributes: one per user; the rule's own message.
+		{"GET", "/users/me", "192.0.2.1:5000", map[string]string{"X-User-Id": "alice"}, 200, true, nil, "upstream"},
+		{"GET", "/users/me", "192.0.2.1:5000", map[string]string{"X-User-Id": "alice"}, 429, false, nil, `"message":"One per minute, please."`},
+		{"GET", "/users/me", "192.0.2.1:5000", map[string]string{"X-User-Id": "bob"}, 200, true, nil, "upstream"},
+		// Without the header the rule does not apply.
+		{"GET", "/users/me", "192.0.2.1:5000", nil, 200, true, map[string]string{"X-RateLimit-Limit": ""}, "upstream"},
+		// Unlimited and unmatched: passed on, no fields.
+		{"GET", "/health", "192.0.2.1:5000", nil, 200, true, map[string]string{"X-RateLimit-Limit": "", "RateLimit": ""}, "upstream"},
+		{"GET", "/other", "192.0.2.1:5000", nil, 200, true, map[string]string{"X-RateLimit-Limit": ""}, "upstream"},
+		// A header too large for an attribute is a bad request, not a pass.
+		{"GET", "/users/me", "192.0.2.1:5000", map[string]string{"X-User-Id": strings.Repeat("x", limiter.MaxValueLen+1)}, 400, false, nil, `"error":"INVALID_REQUEST"`},
+	})
+}
+
+// failing is a checker out of reach.
+type failing struct{}
+
+func (failing) Check(context.Context, limiter.Request) (limiter.Response, error) {
+	return limiter.Response{}, errors.New("connection refused")
+}
+
+func TestOnError(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		checker  httplimit.Checker
+		domain   string
+		policy   httplimit.OnError
+		wantCode int
+		served   bool
+	}{
+		{"no rules loaded, allow", newLimiter(t, ""), "", httplimit.Allow, 200, true},
+		{"no rules loaded, reject", newLimiter(t, ""), "", httplimit.Reject, 503, false},
+		{"unknown domain, allow", newLimiter(t, rulesYAML), "nope", httplimit.Allow, 200, true},
+		{"unknown domain, reject", newLimiter(t, rulesYAML), "nope", httplimit.Reject, 503, false},
+		{"checker unreachable, allow", failing{}, "", httplimit.Allow, 200, true},
+		{"checker unreachable, reject", failing{}, "", httplimit.Reject, 503, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := httplimit.New(httplimit.Config{Checker: tc.checker, Domain: tc.domain, OnError: tc.policy, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := &upstream{}
+			want := "upstream"
+			if !tc.served {
+				want = `"error":"UNAVAILABLE"`
+			}
+			run(t, m.Wrap(up), up, []call{{"GET", "/api/a", "192.0.2.1:1", nil, tc.wantCode, tc.served, nil, want}})
+		})
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	lim := newLimiter(t, rulesYAML)
+	for _, tc := range []struct {
+		name string
+		cfg  httplimit.Config
+		want string
+	}{
+		{"no checker", httplimit.Config{}, "Checker is required"},
+		{"unknown policy", httplimit.Config{Checker: lim, OnError: 7}, "unknown OnError"},
+		{"empty attribute", httplimit.Config{Checker: lim, Headers: map[string]string{"X-A": ""}}, "non-empty"},
+		{"reserved attribute", httplimit.Config{Checker: lim, Headers: map[string]string{"X-Real-Ip": "ip"}}, "sets \"ip\" itself"},
+		{"invalid prefix", httplimit.Config{Checker: lim, TrustedProxies: []netip.Prefix{{}}}, "invalid trusted proxy"},
+	} {
+		if _, err := httplimit.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := httplimit.ParseOnError("maybe"); err == nil {
+		t.Error("ParseOnError(maybe): got nil error")
+	}
+}
+
+// TestRejectionBodyIsJSON decodes the 429 body as a client would.
+func TestRejectionBodyIsJSON(t *testing.T) {
+	m, err := httplimit.New(httplimit.Config{Checker: newLimiter(t, rulesYAML)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Wrap(&upstream{})
+	var w *httptest.ResponseRecorder
+	for range 3 {
+		r := httptest.NewRequest("GET", "/api/x", nil)
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+	}
+	var body struct {
+		Error      string `json:"error"`
+		Message    string `json:"message"`
+		RetryAfter int64  `json:"retry_after"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != 429 || body.Error != "RATE_LIMIT_EXCEEDED" || body.RetryAfter < 1 || body.Message == "" {
+		t.Fatalf("third request: %d %q (%v), want 429 with error, message and retry_after", w.Code, w.Body.String(), err)
+	}
+}
