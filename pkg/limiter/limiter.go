@@ -136,8 +136,9 @@ type Limiter struct {
 	obs     Observer
 	bounded bool // the store bounds its Decide calls within StoreTimeout
 	// shadow: the store can fail (it is not in memory), so what it admits
-	// for rules of failure_mode local is counted in local too (see decide).
-	shadow bool
+	// for rules of failure_mode local is counted in admitted (see decide).
+	shadow   bool
+	admitted *admissions
 	// outage holds the keys decided in local while the store was away.
 	outage *outageKeys
 
@@ -212,6 +213,7 @@ func New(cfg Config) (*Limiter, error) {
 	_, inMemory := cfg.Store.(*memstore.Store)
 	l.shadow = !inMemory
 	l.outage = newOutageKeys(cfg.LocalKeys)
+	l.admitted = newAdmissions(cfg.LocalKeys)
 	bcfg := cfg.Breaker
 	if bcfg.Now == nil {
 		bcfg.Now = cfg.Now
@@ -635,28 +637,70 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 		n = int64(max(1, l.cfg.Instances.Live()))
 	}
 	if len(local) > 0 {
-		lreqs := make([]algorithm.Request, len(local))
-		t := now.UnixMilli()
-		for j, k := range local {
-			lreqs[j] = localRequest(reqs[k], n)
-			l.outage.hold(lreqs[j].Key, t+lreqs[j].Params.Memory().Milliseconds(), t)
-		}
-		lres, _ := l.local.Decide(ctx, now, lreqs)
-		for j, k := range local {
-			w := waiting[k]
-			r := &resp.Items[w.item].Results[w.res]
-			r.Source, r.Decision, r.req = SourceFailureLocal, lres[j].Decision, lreqs[j]
-			if lres[j].Err != nil {
-				// An invalid request for the store is invalid here too:
-				// reject rather than allow silently.
-				r.Decision = algorithm.Decision{ResetAt: now, RetryAfter: time.Second}
-			}
-		}
+		l.decideLocal(ctx, now, resp, waiting, reqs, local, n)
 	}
 	if len(shadow) > 0 {
 		return l.shadowCount(ctx, now, resp, waiting, reqs, shadow, n)
 	}
 	return nil
+}
+
+// decideLocal decides the requests of failure_mode local (the indexes of
+// reqs in local) in memory, at this instance's part of the limit. A key
+// decided in memory for the first time in an outage starts from what the
+// store admitted for it in its window (counted by shadowCount), so that
+// the DC does not admit its limit twice over in the window the store
+// fails in; what it admits in memory is remembered (outageKeys) for when
+// the store is back.
+func (l *Limiter) decideLocal(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request, local []int, n int64) {
+	lreqs := make([]algorithm.Request, len(local))
+	var seeds []algorithm.Request
+	t := now.UnixMilli()
+	for j, k := range local {
+		lreqs[j] = localRequest(reqs[k], n)
+		mem := reqs[k].Params.Memory().Milliseconds() // as shadowCount counted
+		if !l.outage.hold(lreqs[j].Key, t+mem, t) {
+			continue
+		}
+		if used := l.admitted.used(reqs[k].Key, t, mem); used > 0 {
+			seed := lreqs[j]
+			seed.Cost = min(used, seed.Params.Capacity())
+			seeds = append(seeds, seed)
+		}
+	}
+	if len(seeds) > 0 {
+		l.seed(ctx, now, seeds)
+	}
+	lres, _ := l.local.Decide(ctx, now, lreqs)
+	for j, k := range local {
+		w := waiting[k]
+		r := &resp.Items[w.item].Results[w.res]
+		r.Source, r.Decision, r.req = SourceFailureLocal, lres[j].Decision, lreqs[j]
+		if lres[j].Err != nil {
+			// An invalid request for the store is invalid here too:
+			// reject rather than allow silently.
+			r.Decision = algorithm.Decision{ResetAt: now, RetryAfter: time.Second}
+		}
+	}
+}
+
+// seed charges the local store with what the store admitted before it
+// failed, as if admitted now (the safe side: it is forgotten a little
+// later than it would be). A charge that does not fit — the key also
+// holds admissions of an earlier outage — fills what room is left.
+func (l *Limiter) seed(ctx context.Context, now time.Time, seeds []algorithm.Request) {
+	res, _ := l.local.Decide(ctx, now, seeds)
+	var rest []algorithm.Request
+	for i, r := range res {
+		if r.Err == nil && !r.Allowed && r.Remaining > 0 {
+			s := seeds[i]
+			s.Cost = r.Remaining
+			rest = append(rest, s)
+		}
+	}
+	if len(rest) > 0 {
+		_, _ = l.local.Decide(ctx, now, rest)
+	}
 }
 
 // localRequest is req at this instance's part of the DC's limit: failure
@@ -667,38 +711,48 @@ func localRequest(req algorithm.Request, n int64) algorithm.Request {
 	return req
 }
 
-// shadowCount charges the local store with the admissions the store made
-// for rules of failure_mode local (the indexes of reqs in shadow), so that
-// when the store fails the local count starts from this instance's
-// admissions in the window rather than from nothing, and the DC does not
-// admit its limit twice over in the window the store fails in. The charge
-// is capped by the local limit: a full local count stays full.
+// shadowCount counts the admissions the store made for rules of
+// failure_mode local (the indexes of reqs in shadow) in l.admitted, for
+// decideLocal to start from when the store fails.
 //
-// The other way round, the store never saw what was admitted locally while
-// it was down. So for a key decided locally, for as long as that can weigh
-// on the rule's algorithm (algorithm.Params.Memory), an admission the local
-// count cannot take is rejected after all, as failure_local, and returned
-// for the caller to refund to the store. For other keys, and later, the
-// local count's verdict is ignored: the store alone decides, and an
+// The other way round, the store never saw what was admitted in memory
+// while it was down. So a key decided in memory stays held (outageKeys)
+// for as long as that can weigh on its rule's algorithm
+// (algorithm.Params.Memory), and while it is, what the store admits for
+// it is charged to the local count too; an admission the local count
+// cannot take is rejected after all, as failure_local, and returned for
+// the caller to refund to the store. Other keys are the store's alone: an
 // instance taking more than its part of the DC's traffic is not held to
 // it.
 func (l *Limiter) shadowCount(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request, shadow []int, n int64) []algorithm.Request {
-	sreqs := make([]algorithm.Request, len(shadow))
-	for j, k := range shadow {
+	t := now.UnixMilli()
+	var held []int
+	for _, k := range shadow {
+		l.admitted.add(reqs[k].Key, t, reqs[k].Params.Memory().Milliseconds(), reqs[k].Cost)
+		if l.outage.held(reqs[k].Key, t) {
+			held = append(held, k)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	sreqs := make([]algorithm.Request, len(held))
+	for j, k := range held {
 		sreqs[j] = localRequest(reqs[k], n)
 	}
 	sres, _ := l.local.Decide(ctx, now, sreqs)
 	var refunds []algorithm.Request
-	for j, k := range shadow {
+	for j, k := range held {
 		w := waiting[k]
 		r := &resp.Items[w.item].Results[w.res]
 		switch {
 		case sres[j].Err != nil:
 		case sres[j].Allowed:
 			r.lreq = sreqs[j]
-		case l.outage.held(sreqs[j].Key, now.UnixMilli()):
+		default:
 			refunds = append(refunds, reqs[k])
 			r.Source, r.Decision = SourceFailureLocal, sres[j].Decision
+			l.admitted.add(reqs[k].Key, t, reqs[k].Params.Memory().Milliseconds(), -reqs[k].Cost)
 		}
 	}
 	return refunds
@@ -794,6 +848,10 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 					storeRefunds = append(storeRefunds, r.req)
 					if r.lreq.Key != "" {
 						localRefunds = append(localRefunds, r.lreq)
+					}
+					if l.shadow && r.req.Cost > 0 {
+						// A no-op for keys shadowCount did not count.
+						l.admitted.add(r.req.Key, now.UnixMilli(), r.req.Params.Memory().Milliseconds(), -r.req.Cost)
 					}
 				case SourceFailureLocal:
 					localRefunds = append(localRefunds, r.req)

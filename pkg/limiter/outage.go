@@ -1,6 +1,9 @@
 package limiter
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // outageKeys remembers the keys that failure_mode local decided in memory
 // while the store was away, each until the admissions made then no longer
@@ -14,6 +17,9 @@ type outageKeys struct {
 	until map[string]int64 // Unix ms
 	max   int
 	all   int64 // every key is held until then (Unix ms)
+	// latest is the latest until of any hold, so that held answers at
+	// once, without the lock, when nothing is held.
+	latest atomic.Int64
 }
 
 func newOutageKeys(max int) *outageKeys {
@@ -21,12 +27,16 @@ func newOutageKeys(max int) *outageKeys {
 }
 
 // hold remembers key until the Unix ms until; now is the time in Unix ms.
-func (o *outageKeys) hold(key string, until, now int64) {
+// It reports whether key was newly remembered (not when it was held
+// already, nor when it could not be remembered by itself).
+func (o *outageKeys) hold(key string, until, now int64) (added bool) {
+	for l := o.latest.Load(); l < until && !o.latest.CompareAndSwap(l, until); l = o.latest.Load() {
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if u, ok := o.until[key]; ok {
+	if u, ok := o.until[key]; ok && u > now {
 		o.until[key] = max(u, until)
-		return
+		return false
 	}
 	if len(o.until) >= o.max {
 		for k, u := range o.until {
@@ -37,14 +47,18 @@ func (o *outageKeys) hold(key string, until, now int64) {
 	}
 	if len(o.until) >= o.max {
 		o.all = max(o.all, until)
-		return
+		return false
 	}
 	o.until[key] = until
+	return true
 }
 
 // held reports whether key is held at now (Unix ms). Expired entries are
 // dropped as they are found.
 func (o *outageKeys) held(key string, now int64) bool {
+	if now >= o.latest.Load() {
+		return false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if now < o.all {
