@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make bench-limiter: drives the limiter's gRPC Check with weirload and
 # reports decisions/s, p50/p99 latency and the limiter's CPU per decision.
-# The last scenario repeats the half-rate run against a limiter that keeps
-# its state in memory: the same gRPC path without Redis, the latency floor
-# the Redis-backed figures should be read against.
+# The last two scenarios repeat the half-rate run against a limiter that
+# keeps its state in memory — the same gRPC path without Redis — and then
+# call its gRPC health service at that rate: no decision at all. They are
+# the latency floors the Redis-backed figures should be read against.
 # Method: redis-server and the limiter share CPU 0, the load client runs on
 # CPU 1 (taskset), everything on loopback. Each run is bounded in time.
 set -euo pipefail
@@ -61,3 +62,5 @@ pids+=($lpid)
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$mhport/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 "${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$mport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" \
   --name "same rate, memory store" --keys 100000 --attrs bench=under --rate "$half"
+"${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$mport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" \
+  --name "same rate, gRPC health only" --call health --rate "$half"

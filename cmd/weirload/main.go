@@ -28,6 +28,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -47,6 +48,7 @@ type config struct {
 	pid         int
 	name        string
 	jsonOut     bool
+	call        string
 }
 
 // Result is what a run measured.
@@ -92,6 +94,7 @@ func run(args []string) error {
 	fs.StringVar(&c.keyAttr, "key-attr", "user_id", "attribute that carries the varying key")
 	fs.IntVar(&c.pid, "pid", 0, "limiter PID, to report its CPU per decision")
 	fs.StringVar(&c.name, "name", "run", "name of this run in the report")
+	fs.StringVar(&c.call, "call", "check", "what to call: check (weir.v1 Check) or health (grpc.health.v1 Check: the gRPC path with no decision, a floor)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,6 +109,10 @@ func run(args []string) error {
 		return fmt.Errorf("--duration %v outside (0, 10m]", c.duration)
 	case c.batch < 1 || c.batch > 256 || c.keys < 1 || c.conns < 1:
 		return errors.New("--batch must be 1 to 256; --keys and --conns at least 1")
+	case c.call != "check" && c.call != "health":
+		return fmt.Errorf("--call %q, want check or health", c.call)
+	case c.call == "health" && c.batch != 1:
+		return errors.New("--call health takes no --batch")
 	}
 	fixed := map[string]string{}
 	if c.attrs != "" {
@@ -144,13 +151,14 @@ func run(args []string) error {
 
 func load(ctx context.Context, c config, fixed map[string]string) (Result, error) {
 	conns := make([]weirv1.LimiterClient, c.conns)
+	health := make([]healthpb.HealthClient, c.conns)
 	for i := range conns {
 		cc, err := grpc.NewClient(c.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return Result{}, fmt.Errorf("connect %s: %w", c.target, err)
 		}
 		defer cc.Close()
-		conns[i] = weirv1.NewLimiterClient(cc)
+		conns[i], health[i] = weirv1.NewLimiterClient(cc), healthpb.NewHealthClient(cc)
 	}
 	var (
 		measuring atomic.Bool
@@ -173,7 +181,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	var wg sync.WaitGroup
 	for w := range c.concurrency {
 		wg.Go(func() {
-			client := conns[w%len(conns)]
+			client, hc := conns[w%len(conns)], health[w%len(health)]
 			items := make([]*weirv1.CheckItem, c.batch)
 			for i := range items {
 				attrs := make(map[string]string, len(fixed)+1)
@@ -183,6 +191,8 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 				items[i] = &weirv1.CheckItem{Attributes: attrs, Hits: 1}
 			}
 			req := &weirv1.CheckRequest{Domain: c.domain, Items: items}
+			healthReq := &healthpb.HealthCheckRequest{}
+			healthResp := &weirv1.CheckResponse{Items: []*weirv1.ItemResult{{Allowed: true}}}
 			local := make([]time.Duration, 0, 1<<14)
 			var lag []time.Duration
 			var interval time.Duration
@@ -212,7 +222,15 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 					start = next
 					next = next.Add(interval)
 				}
-				resp, err := client.Check(runCtx, req)
+				var resp *weirv1.CheckResponse
+				var err error
+				if c.call == "health" {
+					// Counted as one allowed decision, for the same report.
+					_, err = hc.Check(runCtx, healthReq)
+					resp = healthResp
+				} else {
+					resp, err = client.Check(runCtx, req)
+				}
 				if runCtx.Err() != nil {
 					break
 				}
