@@ -33,7 +33,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 rport=$(free_port) gport=$(free_port) hport=$(free_port)
 
 "${pin_service[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no >"$work/redis.log" 2>&1 &
-pids+=($!)
+rpid=$!
+pids+=($rpid)
 for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 "${pin_service[@]}" "$work/limiter" --dc bench --redis "127.0.0.1:$rport" --rules scripts/bench-limiter/rules.yaml \
   --grpc-addr "127.0.0.1:$gport" --http-addr "127.0.0.1:$hport" --log-level warn >"$work/limiter.log" 2>&1 &
@@ -42,8 +43,9 @@ pids+=($lpid)
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$hport/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
 echo "machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); redis-server and limiter on CPU 0, load on CPU 1"
-echo "closed loop, concurrency $CONC, $DURATION per run"
-load() { "${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$gport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" "$@"; }
+echo "closed loop, concurrency $CONC, $DURATION per run; paced runs: calls due at an even rate, at most $CONC in flight, latency from when each was due"
+echo "guest idle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown), halt poll $(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo n/a) ns"
+load() { "${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$gport" --pid "$lpid" --store-pid "$rpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" "$@"; }
 load --name "hot key under its limit" --keys 1 --attrs bench=under
 load --name "hot key over its limit" --keys 1 --attrs bench=over
 load --name "100k distinct keys" --keys 100000 --attrs bench=under --json >"$work/peak.json"
@@ -51,6 +53,7 @@ peak=$(sed -E 's/.*"decisions_per_second":([0-9.]+).*/\1/' "$work/peak.json")
 load --name "16 items per Check" --keys 100000 --attrs bench=under --batch 16
 half=$(awk -v p="$peak" 'BEGIN{printf "%d", p/2}')
 load --name "100k keys at half peak" --keys 100000 --attrs bench=under --rate "$half"
+load --name "100k keys at quarter peak" --keys 100000 --attrs bench=under --rate "$((half / 2))"
 
 kill "$lpid" 2>/dev/null || true
 wait "$lpid" 2>/dev/null || true

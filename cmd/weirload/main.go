@@ -46,9 +46,11 @@ type config struct {
 	attrs       string
 	keyAttr     string
 	pid         int
+	storePID    int
 	name        string
 	jsonOut     bool
 	call        string
+	samplesOut  string
 }
 
 // Result is what a run measured.
@@ -63,12 +65,14 @@ type Result struct {
 	P50Micros float64 `json:"p50_us"`
 	P99Micros float64 `json:"p99_us"`
 	MaxMicros float64 `json:"max_us"`
-	// With --rate: how late the client itself sent the calls it was free
-	// to send on time (its timers and scheduling, not the limiter's).
-	// Latency counts from the scheduled time, so this lag is part of it.
-	SendLagP99Micros float64 `json:"send_lag_p99_us,omitempty"`
-	CPUMicros        float64 `json:"limiter_cpu_us_per_decision,omitempty"`
-	CallCPUMicro     float64 `json:"limiter_cpu_us_per_call,omitempty"`
+	// With --rate: how late the client's pacer woke after calls were due
+	// (its timer and scheduling, not the limiter's). Latency counts from
+	// when each call was due, so this lag is part of it.
+	PacerLagP99Micros float64 `json:"pacer_lag_p99_us,omitempty"`
+	CPUMicros         float64 `json:"limiter_cpu_us_per_decision,omitempty"`
+	CallCPUMicro      float64 `json:"limiter_cpu_us_per_call,omitempty"`
+	// With --store-pid: redis-server's CPU per decision.
+	StoreCPUMicros float64 `json:"store_cpu_us_per_decision,omitempty"`
 }
 
 func main() {
@@ -93,9 +97,11 @@ func run(args []string) error {
 	fs.StringVar(&c.attrs, "attrs", "", "fixed attributes, k=v,k=v")
 	fs.StringVar(&c.keyAttr, "key-attr", "user_id", "attribute that carries the varying key")
 	fs.IntVar(&c.pid, "pid", 0, "limiter PID, to report its CPU per decision")
+	fs.IntVar(&c.storePID, "store-pid", 0, "redis-server PID, to report its CPU per decision too (with the limiter's, how busy the core they share is)")
 	fs.StringVar(&c.name, "name", "run", "name of this run in the report")
 	fs.StringVar(&c.call, "call", "check", "what to call: check (weir.v1 Check) or health (grpc.health.v1 Check: the gRPC path with no decision, a floor)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as JSON")
+	fs.StringVar(&c.samplesOut, "samples", "", "write every measured call to this file, one line each: when it was due (µs after the first) and its latency (µs), to see whether slow calls come together")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,11 +145,14 @@ func run(args []string) error {
 		}
 	}
 	fmt.Fprintf(human, "%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
-	if res.SendLagP99Micros > 0 {
-		fmt.Fprintf(human, "  client send lag p99 %.0fµs", res.SendLagP99Micros)
+	if res.PacerLagP99Micros > 0 {
+		fmt.Fprintf(human, "  client pacer lag p99 %.0fµs", res.PacerLagP99Micros)
 	}
 	if res.CPUMicros > 0 {
 		fmt.Fprintf(human, "  limiter CPU %.1fµs/decision (%.1fµs/call)", res.CPUMicros, res.CallCPUMicro)
+	}
+	if res.StoreCPUMicros > 0 {
+		fmt.Fprintf(human, "  redis CPU %.1fµs/decision", res.StoreCPUMicros)
 	}
 	fmt.Fprintln(human)
 	return nil
@@ -167,7 +176,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		allowed   atomic.Int64
 		mu        sync.Mutex
 		samples   []time.Duration
-		lags      []time.Duration
+		perCall   []callSample
 		firstErr  atomic.Value
 	)
 	// Cancelled by a timer rather than given a deadline: a deadline would
@@ -177,6 +186,15 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	defer cancel()
 	stopTimer := time.AfterFunc(c.warmup+c.duration, cancel)
 	defer stopTimer.Stop()
+	var pace *pacer
+	if c.rate > 0 {
+		interval := time.Duration(float64(time.Second) / c.rate)
+		if interval <= 0 {
+			return Result{}, fmt.Errorf("--rate %g: above one call per nanosecond", c.rate)
+		}
+		now := time.Now()
+		pace = newPacer(now, interval, now.Add(c.warmup))
+	}
 	var keyCounter atomic.Int64
 	var wg sync.WaitGroup
 	for w := range c.concurrency {
@@ -194,33 +212,20 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 			healthReq := &healthpb.HealthCheckRequest{}
 			healthResp := &weirv1.CheckResponse{Items: []*weirv1.ItemResult{{Allowed: true}}}
 			local := make([]time.Duration, 0, 1<<14)
-			var lag []time.Duration
-			var interval time.Duration
-			if c.rate > 0 {
-				interval = time.Duration(float64(time.Second) * float64(c.concurrency) / c.rate)
-			}
-			// Paced workers start evenly spread over one interval, so the
-			// calls arrive at an even rate rather than in bursts of
-			// --concurrency calls at once.
-			next := time.Now()
-			if interval > 0 {
-				next = next.Add(interval * time.Duration(w) / time.Duration(c.concurrency))
-			}
+			var localCalls []callSample
 			for runCtx.Err() == nil {
+				start := time.Now()
+				if pace != nil {
+					// Paced: latency counts from when the call was due, so
+					// a slow answer is not hidden by sending later.
+					k, ok := <-pace.due
+					if !ok {
+						break
+					}
+					start = pace.scheduled(k)
+				}
 				for _, it := range items {
 					it.Attributes[c.keyAttr] = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
-				}
-				start := time.Now()
-				lagged := time.Duration(-1)
-				if interval > 0 {
-					// Paced: latency counts from the scheduled send, so a
-					// slow answer is not hidden by sending later.
-					if d := time.Until(next); d > 0 {
-						time.Sleep(d)
-						lagged = time.Since(next)
-					}
-					start = next
-					next = next.Add(interval)
 				}
 				var resp *weirv1.CheckResponse
 				var err error
@@ -252,29 +257,51 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 				}
 				allowed.Add(n)
 				local = append(local, lat)
-				if lagged >= 0 {
-					lag = append(lag, lagged)
+				if c.samplesOut != "" {
+					localCalls = append(localCalls, callSample{start, lat})
 				}
 			}
 			mu.Lock()
 			samples = append(samples, local...)
-			lags = append(lags, lag...)
+			perCall = append(perCall, localCalls...)
 			mu.Unlock()
 		})
+	}
+	var (
+		lags     []time.Duration
+		paceErr  error
+		paceDone = make(chan struct{})
+	)
+	if pace != nil {
+		go func() {
+			defer close(paceDone)
+			lags, paceErr = pace.run(runCtx)
+		}()
+	} else {
+		close(paceDone)
 	}
 	select {
 	case <-time.After(c.warmup):
 	case <-runCtx.Done():
 	}
-	cpu0 := procCPU(c.pid)
+	cpu0, store0 := procCPU(c.pid), procCPU(c.storePID)
 	t0 := time.Now()
 	measuring.Store(true)
 	<-runCtx.Done()
 	elapsed := time.Since(t0)
-	cpu1 := procCPU(c.pid)
+	cpu1, store1 := procCPU(c.pid), procCPU(c.storePID)
 	wg.Wait()
+	<-paceDone
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
+	}
+	if paceErr != nil {
+		return Result{}, paceErr
+	}
+	if c.samplesOut != "" {
+		if err := writeSamples(c.samplesOut, perCall); err != nil {
+			return Result{}, err
+		}
 	}
 	slices.Sort(samples)
 	slices.Sort(lags)
@@ -289,9 +316,12 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	r := Result{
 		Name: c.name, Calls: calls.Load(), Decisions: n * int64(c.batch), Errors: errs.Load(), Allowed: allowed.Load(),
 		Seconds: elapsed.Seconds(), P50Micros: pct(0.50), P99Micros: pct(0.99), MaxMicros: pct(1),
-		SendLagP99Micros: pctOf(lags, 0.99),
+		PacerLagP99Micros: pctOf(lags, 0.99),
 	}
 	r.PerSecond = float64(r.Decisions) / r.Seconds
+	if c.storePID > 0 && store1 > store0 && r.Decisions > 0 {
+		r.StoreCPUMicros = (store1 - store0).Seconds() * 1e6 / float64(r.Decisions)
+	}
 	if c.pid > 0 && cpu1 > cpu0 && r.Decisions > 0 {
 		r.CPUMicros = (cpu1 - cpu0).Seconds() * 1e6 / float64(r.Decisions)
 		r.CallCPUMicro = (cpu1 - cpu0).Seconds() * 1e6 / float64(n)
@@ -300,6 +330,27 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		fmt.Fprintln(os.Stderr, "weirload: first error:", e)
 	}
 	return r, nil
+}
+
+// callSample is one measured call: when it was due (or sent, unpaced)
+// and how long its answer took from then.
+type callSample struct {
+	start time.Time
+	lat   time.Duration
+}
+
+// writeSamples writes calls, ordered by start, as "start_us latency_us"
+// lines, start counted from the first call's.
+func writeSamples(path string, calls []callSample) error {
+	slices.SortFunc(calls, func(a, b callSample) int { return a.start.Compare(b.start) })
+	var b strings.Builder
+	for _, s := range calls {
+		fmt.Fprintf(&b, "%d %d\n", s.start.Sub(calls[0].start).Microseconds(), s.lat.Microseconds())
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write samples: %w", err)
+	}
+	return nil
 }
 
 // procCPU returns the user+system CPU time of pid so far, from

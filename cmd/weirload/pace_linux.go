@@ -1,0 +1,71 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// run releases due calls until ctx ends, then closes p.due, and returns
+// the lag of each wake-up after the call that woke it was due.
+//
+// On Linux it waits on a periodic timerfd read through Go's network
+// poller. A Go timer cannot serve here: an idle Go runtime sleeps in
+// epoll_wait with a timeout in whole milliseconds, so time.Sleep wakes up
+// to a millisecond late, and paced calls 90 µs apart would be sent in
+// clumps a millisecond late. A timerfd is a high-resolution kernel timer:
+// the poller wakes when it expires, within microseconds.
+func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
+	defer close(p.due)
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("timerfd_create: %w", err)
+	}
+	// A non-blocking descriptor given to os.NewFile is read through the
+	// poller, and Close unblocks a pending Read.
+	f := os.NewFile(uintptr(fd), "pacer-timerfd")
+	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+
+	// The first expiry is at start, measured on the monotonic clock the
+	// timerfd uses, then every interval.
+	first := time.Until(p.start)
+	if first <= 0 {
+		first = time.Nanosecond
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(first.Nanoseconds()), Interval: unix.NsecToTimespec(p.interval.Nanoseconds())}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		if ctx.Err() != nil { // closed by stop before it was set
+			return nil, nil
+		}
+		return nil, fmt.Errorf("timerfd_settime: %w", err)
+	}
+	var (
+		buf  [8]byte
+		next int64
+		lags = make([]time.Duration, 0, 1<<16)
+	)
+	for {
+		if _, err := f.Read(buf[:]); err != nil {
+			if ctx.Err() != nil {
+				return lags, nil
+			}
+			return lags, fmt.Errorf("read timerfd: %w", err)
+		}
+		now := time.Now()
+		due := next
+		next = p.release(ctx, next, now)
+		if next > due {
+			lags = p.woke(lags, now, next)
+		}
+		if ctx.Err() != nil {
+			return lags, nil
+		}
+	}
+}
