@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Plays every shipped scenario (deploy/multidc/scenarios/*.yaml, or the
 # files given as arguments) with weirsim, SIM_JOBS at a time (default 2:
-# each run keeps about a quarter of a core busy), and writes each report to
-# report/<name>/. Prints one line per scenario and, for a failed one, the
-# goals it missed. Exits non-zero when any scenario misses a goal or fails.
+# each run keeps about a quarter of a core busy, scale-x10 about one), and
+# writes each report to report/<name>/. Prints one line per scenario and,
+# for a failed one, the goals it missed. Exits non-zero when any scenario misses a goal or fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}

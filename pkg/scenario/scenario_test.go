@@ -378,7 +378,9 @@ func TestLoad(t *testing.T) {
 
 // TestShippedScenarios loads the scenarios of deploy/multidc/scenarios and
 // checks that they fit the machine they run on: at most a minute, at most
-// 1,000 requests per second in all.
+// 1,000 requests per second in all — but for scale-x10, which plays the
+// default scenario at ten times its rates (about one core here) and may
+// offer up to 7,000.
 func TestShippedScenarios(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "multidc", "scenarios", "*.yaml"))
 	if err != nil {
@@ -399,13 +401,17 @@ func TestShippedScenarios(t *testing.T) {
 			if s.Duration > 60*time.Second {
 				t.Errorf("got duration %v, want at most 1m", s.Duration)
 			}
+			budget := 1000.0
+			if s.Name == "scale-x10" {
+				budget = 7000
+			}
 			for at := time.Duration(0); at < s.Duration; at += 100 * time.Millisecond {
 				total := 0.0
 				for _, f := range s.Traffic {
 					total += f.Rate(at)
 				}
-				if total > 1000 {
-					t.Fatalf("at %v: got %.0f requests/s in all, want at most 1000", at, total)
+				if total > budget {
+					t.Fatalf("at %v: got %.0f requests/s in all, want at most %.0f", at, total, budget)
 				}
 			}
 		})
