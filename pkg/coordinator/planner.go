@@ -125,7 +125,11 @@ type Stats struct {
 	Duplicates   uint64 `json:"duplicates"`
 	Refused      uint64 `json:"refused"`
 	UnknownRules uint64 `json:"unknown_rules"`
-	LateReports  uint64 `json:"late_reports"`
+	// LateReports counts reports that came after their interval was
+	// closed. The newest of them still feed the estimates, in the next
+	// interval to close (see Ingest), unless that DC's report for a later
+	// interval came in time.
+	LateReports uint64 `json:"late_reports"`
 	// BlindIntervals counts intervals closed without a report from any
 	// DC: the estimates held still through them.
 	BlindIntervals uint64 `json:"blind_intervals"`
@@ -137,8 +141,16 @@ type Stats struct {
 type ruleRef struct{ domain, id string }
 
 type dcState struct {
-	heard      [heardLen]int64 // interval indexes heard from, by idx % heardLen
-	heardAt    time.Time
+	heard   [heardLen]int64 // interval indexes heard from, by idx % heardLen
+	heardAt time.Time
+	// observed is the newest interval of the DC's the estimates have
+	// seen, on time or late; late reports of it or older are only counted.
+	observed int64
+	// lateIdx is the newest late interval reported since the last close,
+	// when lateFresh; lateAt is when a late report last fed the estimates.
+	lateIdx    int64
+	lateFresh  bool
+	lateAt     time.Time
 	leaseUntil time.Time // valid_until of the last lease written
 	expired    bool
 	ack        int64 // every instance of the DC has applied up to here
@@ -169,6 +181,7 @@ type entry struct {
 	limit  int64
 	est    []demand.State
 	pend   [][ring]pending
+	late   []pending // per DC: the newest late interval's sum, not yet observed
 	target []float64
 	grant  []float64 // in the DC's document (or static)
 	// hist holds, per DC, the writes the DC may not have applied yet: the
@@ -236,6 +249,7 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 		for j := range p.dc[i].heard {
 			p.dc[i].heard[j] = -1
 		}
+		p.dc[i].observed, p.dc[i].lateIdx = -1, -1
 	}
 	return p, nil
 }
@@ -253,13 +267,14 @@ func (p *Planner) newEntry(key string, limit int64) *entry {
 	n := len(p.dcs)
 	e := &entry{
 		key: key, limit: limit,
-		est: make([]demand.State, n), pend: make([][ring]pending, n),
+		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([]pending, n),
 		target: make([]float64, n), grant: make([]float64, n), hist: make([][]write, n),
 	}
 	for d := range e.pend {
 		for j := range e.pend[d] {
 			e.pend[d][j].idx = -1
 		}
+		e.late[d].idx = -1
 	}
 	p.entries++
 	return e
@@ -352,12 +367,23 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 	ds := &p.dc[d]
 	ds.heardAt = now
 	// Reports of intervals already closed still prove the DC alive and
-	// count in the statistics; they are too late for the estimates.
+	// count in the statistics. When reports lag (Kafka behind, a consumer
+	// catching up) every report may come after its interval closed: the
+	// newest late one, unless the estimates have seen a later interval of
+	// the DC, stands in for the DC's report in the next interval to close,
+	// so that estimates follow the demand a few intervals behind instead
+	// of freezing.
 	late := idx <= p.closed && p.started >= 0
-	if late {
-		p.stats.LateReports++
-	} else {
+	stale := false
+	switch {
+	case !late:
 		ds.heard[idx%heardLen] = idx
+	case idx <= ds.observed || idx < ds.lateIdx:
+		p.stats.LateReports++
+		stale = true
+	default:
+		p.stats.LateReports++
+		ds.lateIdx, ds.lateFresh, ds.lateAt = idx, true, now
 	}
 	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
 	for _, ru := range r.GetRules() {
@@ -372,18 +398,22 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 			continue
 		}
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
-		if late {
+		if stale {
 			continue
 		}
-		add(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
+		put := add
+		if late {
+			put = addLate
+		}
+		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
 		for _, k := range ru.GetKeys() {
-			p.ingestKey(rs, d, idx, k, scale)
+			p.ingestKey(rs, d, idx, k, scale, put)
 		}
 	}
 	return nil
 }
 
-func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64) {
+func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64, put func(*entry, int, int64, float64)) {
 	key, limit := k.GetKey(), k.GetLimit()
 	if key == "" || len(key) > MaxKeyLen || limit <= 0 || limit > algorithm.MaxLimit || !countsOK(k.GetOffered(), k.GetAdmitted(), k.GetRejected()) {
 		p.stats.Refused++
@@ -408,7 +438,7 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 		rs.keys[key] = e
 	}
 	e.limit = limit
-	add(e, d, idx, f)
+	put(e, d, idx, f)
 }
 
 // fraction converts an offered count per interval into a fraction of limit
@@ -427,6 +457,19 @@ func add(e *entry, d int, idx int64, f float64) {
 		*slot = pending{idx: idx}
 	}
 	slot.sum += f
+}
+
+// addLate adds f, from a late report of interval idx, to the entry's late
+// sum for DC d: a newer interval replaces an older one, the same interval
+// (another instance of the DC) adds to it.
+func addLate(e *entry, d int, idx int64, f float64) {
+	l := &e.late[d]
+	switch {
+	case idx > l.idx:
+		*l = pending{idx: idx, sum: f}
+	case idx == l.idx:
+		l.sum += f
+	}
 }
 
 func countsOK(offered, admitted, rejected uint64) bool {
@@ -598,7 +641,7 @@ func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
 func (p *Planner) close(idx int64) {
 	blind := true
 	for d := range p.dcs {
-		if p.heard(d, idx) {
+		if p.heard(d, idx) || p.dc[d].lateFresh {
 			blind = false
 			break
 		}
@@ -612,17 +655,36 @@ func (p *Planner) close(idx int64) {
 			p.closeEntry(e, idx, blind)
 		}
 	}
+	for d := range p.dc {
+		ds := &p.dc[d]
+		switch {
+		case p.heard(d, idx):
+			ds.observed = idx
+		case ds.lateFresh:
+			ds.observed = ds.lateIdx
+		}
+		ds.lateFresh = false
+	}
 }
 
+// closeEntry feeds DC d's sum for interval idx to e's estimate: the
+// interval's own reports; else, when only a late report of an earlier
+// interval came since the last close, that one (the entry's sum in it, or
+// nothing); else a hold or a decay, as the DC was last heard.
 func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
 	for d := range p.dcs {
+		ds := &p.dc[d]
 		slot := &e.pend[d][idx%ring]
 		switch {
 		case slot.idx == idx:
 			p.est.Observe(&e.est[d], idx, slot.sum)
 		case p.heard(d, idx):
 			p.est.Observe(&e.est[d], idx, 0)
-		case blind || p.heardWithin(d, idx, lostGrace):
+		case ds.lateFresh && e.late[d].idx == ds.lateIdx:
+			p.est.Observe(&e.est[d], idx, e.late[d].sum)
+		case ds.lateFresh:
+			p.est.Observe(&e.est[d], idx, 0)
+		case blind || p.heardWithin(d, idx, lostGrace) || p.heardLateWithin(d, lostGrace):
 			p.est.Hold(&e.est[d], idx)
 		default:
 			p.est.Advance(&e.est[d], idx)
@@ -631,6 +693,13 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
 			slot.idx = -1
 		}
 	}
+}
+
+// heardLateWithin reports whether a late report of DC d fed the estimates
+// within the last n intervals: its reports lag, they are not lost.
+func (p *Planner) heardLateWithin(d int, n int64) bool {
+	at := p.dc[d].lateAt
+	return !at.IsZero() && p.now.Sub(at) <= time.Duration(n*p.intervalMs)*time.Millisecond
 }
 
 // expire notices the DCs whose lease has run out for sure: their limiters

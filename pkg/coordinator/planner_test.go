@@ -33,6 +33,10 @@ type sim struct {
 	maxLag time.Duration
 	lost   float64 // fraction of reports lost
 	dup    float64 // fraction of reports duplicated
+	// reportLag delays every report's delivery (Kafka behind); lagged
+	// holds those not yet delivered, oldest first.
+	reportLag time.Duration
+	lagged    []laggedReport
 	worst  float64
 	// etcd: the latest document written per DC, and its revision.
 	docs map[string]delivery
@@ -40,6 +44,11 @@ type sim struct {
 	cut        map[string]bool
 	leaseUntil map[string]time.Time
 	acked      map[string]int64
+}
+
+type laggedReport struct {
+	at time.Time
+	r  *weirv1.UsageReport
 }
 
 type delivery struct {
@@ -111,10 +120,19 @@ func (s *sim) report(offered map[string]map[string]uint64) {
 		}
 		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: s.seq[d], IntervalStartMs: start, IntervalMs: 1000, Rules: []*weirv1.RuleUsage{ru}}
 		for range 1 + boolInt(s.rng.Float64() < s.dup) {
-			if err := s.p.Ingest(r, s.now); err != nil {
-				s.t.Fatalf("ingest: %v", err)
-			}
+			s.lagged = append(s.lagged, laggedReport{at: s.now.Add(s.reportLag), r: r})
 		}
+	}
+	s.deliverReports()
+}
+
+// deliverReports ingests the reports due by now.
+func (s *sim) deliverReports() {
+	for len(s.lagged) > 0 && !s.lagged[0].at.After(s.now) {
+		if err := s.p.Ingest(s.lagged[0].r, s.now); err != nil {
+			s.t.Fatalf("ingest: %v", err)
+		}
+		s.lagged = s.lagged[1:]
 	}
 }
 
@@ -169,6 +187,7 @@ func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[stri
 	for sec := range n {
 		for step := range 10 {
 			s.now = s.now.Add(100 * time.Millisecond)
+			s.deliverReports()
 			if step == 4 {
 				s.report(demand(sec))
 				s.p.Tick(s.now)
@@ -435,6 +454,65 @@ func TestPlannerBlindIntervals(t *testing.T) {
 		if got := s.share(d, ""); math.Abs(got-before[d]) > 0.01 {
 			t.Errorf("reports back: %s's share moved from %.3f to %.3f", d, before[d], got)
 		}
+	}
+}
+
+// Reports that all come late — Kafka lagging by more than the planner's
+// grace — still move the shares, a few intervals behind the demand,
+// instead of leaving every interval blind and the shares frozen.
+func TestPlannerLaggingReports(t *testing.T) {
+	for _, lag := range []time.Duration{1500 * time.Millisecond, 3 * time.Second} {
+		t.Run(lag.String(), func(t *testing.T) {
+			s := newSim(t, 100*time.Millisecond)
+			s.reportLag = lag
+			s.run(15, nil, phase(900, 300, 300))
+			for d, want := range map[string]float64{"a": 0.4, "b": 0.3, "c": 0.3} {
+				if got := s.share(d, ""); math.Abs(got-want) > 0.03 {
+					t.Errorf("after 15 s, %s's share = %.3f, want %.2f ± 0.03", d, got, want)
+				}
+			}
+			// The demand moves; within 3 intervals and the lag it is followed.
+			s.run(3+int(lag.Seconds()+0.999), nil, phase(300, 900, 300))
+			for d, want := range map[string]float64{"a": 0.3, "b": 0.4, "c": 0.3} {
+				if got := s.share(d, ""); math.Abs(got-want) > 0.05 {
+					t.Errorf("after the move, %s's share = %.3f, want %.2f ± 0.05", d, got, want)
+				}
+			}
+			st := s.p.Stats()
+			if st.LateReports == 0 {
+				t.Errorf("LateReports = 0 with every report %v late", lag)
+			}
+			if st.BlindIntervals > 2 {
+				t.Errorf("BlindIntervals = %d; late reports should feed the estimates", st.BlindIntervals)
+			}
+		})
+	}
+}
+
+// A straggler — a late report of an interval older than one the
+// estimates have already seen — is counted, not fed to them: with every
+// report lagging, it must neither stand in for the DC's newer late report
+// nor read as a DC without demand.
+func TestPlannerStaleLateReportIgnored(t *testing.T) {
+	s := newSim(t, 100*time.Millisecond)
+	s.reportLag = 1500 * time.Millisecond
+	s.run(15, nil, phase(900, 300, 300))
+	before := s.share("a", "")
+	for i := range 3 {
+		late := s.p.Stats().LateReports
+		start := s.now.Add(-6*time.Second).UnixMilli() / 1000 * 1000
+		r := &weirv1.UsageReport{Dc: "a", Instance: "a-straggler", Sequence: uint64(i + 1), IntervalStartMs: start, IntervalMs: 1000,
+			Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 1, Admitted: 1}}}
+		if err := s.p.Ingest(r, s.now); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.p.Stats().LateReports; got != late+1 {
+			t.Errorf("LateReports = %d, want %d", got, late+1)
+		}
+		s.run(1, nil, phase(900, 300, 300))
+	}
+	if got := s.share("a", ""); math.Abs(got-before) > 0.01 {
+		t.Errorf("stale reports moved a's share from %.3f to %.3f", before, got)
 	}
 }
 
