@@ -37,7 +37,7 @@ type sim struct {
 	// holds those not yet delivered, oldest first.
 	reportLag time.Duration
 	lagged    []laggedReport
-	worst  float64
+	worst     float64
 	// etcd: the latest document written per DC, and its revision.
 	docs map[string]delivery
 	// cut DCs hear nothing (no documents, no leases) and are not heard.
