@@ -1,8 +1,10 @@
 // Command weirload is a lean load generator for the limiter's gRPC Check
-// API. It runs a bounded number of closed-loop workers (or paced workers at
-// a target rate), for a bounded time, and reports decisions per second,
-// latency percentiles and, given the limiter's PID, the limiter's CPU time
-// per decision read from /proc.
+// API. It runs a bounded number of workers for a bounded time, closed-loop
+// (each sends its next call when the last is answered) or paced (--rate:
+// calls fall due at an even rate, a free worker sends each, and latency
+// counts from when it was due), and reports decisions per second, latency
+// percentiles and, given the PIDs of the limiter and of redis-server, their
+// CPU time per decision read from /proc.
 //
 //	weirload --target 127.0.0.1:9090 --concurrency 50 --duration 10s --keys 1
 //
@@ -90,7 +92,7 @@ func run(args []string) error {
 	fs.IntVar(&c.conns, "conns", 2, "gRPC connections shared by the workers")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time (at most 10m)")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured time before it")
-	fs.Float64Var(&c.rate, "rate", 0, "target calls per second over all workers; 0 runs closed-loop as fast as answers come")
+	fs.Float64Var(&c.rate, "rate", 0, "calls per second, due at an even rate and sent by whichever worker is free (at most --concurrency in flight); 0 runs closed-loop as fast as answers come")
 	fs.IntVar(&c.keys, "keys", 1, "distinct key values to cycle through")
 	fs.IntVar(&c.batch, "batch", 1, "items per Check call")
 	fs.StringVar(&c.domain, "domain", "", "rule domain")
