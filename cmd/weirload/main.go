@@ -278,6 +278,9 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		go func() {
 			defer close(paceDone)
 			lags, paceErr = pace.run(runCtx)
+			if paceErr != nil {
+				cancel() // no more calls will fall due: end the run now
+			}
 		}()
 	} else {
 		close(paceDone)

@@ -29,12 +29,13 @@ func (p *pacer) scheduled(k int64) time.Time {
 	return p.start.Add(time.Duration(k) * p.interval)
 }
 
-// woke records a wake-up at now that released calls up to next-1.
-func (p *pacer) woke(lags []time.Duration, now time.Time, next int64) []time.Duration {
+// woke records a wake-up at now that released the calls from first on:
+// its lag is how long after the first of them was due it came.
+func (p *pacer) woke(lags []time.Duration, now time.Time, first int64) []time.Duration {
 	if now.Before(p.lagsFrom) {
 		return lags
 	}
-	return append(lags, now.Sub(p.scheduled(next-1)))
+	return append(lags, now.Sub(p.scheduled(first)))
 }
 
 // release sends the calls due up to now, from next on, and returns the

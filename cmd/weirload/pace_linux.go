@@ -30,8 +30,6 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 	// poller, and Close unblocks a pending Read.
 	f := os.NewFile(uintptr(fd), "pacer-timerfd")
 	defer f.Close()
-	stop := context.AfterFunc(ctx, func() { f.Close() })
-	defer stop()
 
 	// The first expiry is at start, measured on the monotonic clock the
 	// timerfd uses, then every interval.
@@ -41,11 +39,12 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(first.Nanoseconds()), Interval: unix.NsecToTimespec(p.interval.Nanoseconds())}
 	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
-		if ctx.Err() != nil { // closed by stop before it was set
-			return nil, nil
-		}
 		return nil, fmt.Errorf("timerfd_settime: %w", err)
 	}
+	// Armed only now, so the descriptor is never closed under the calls
+	// above.
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
 	var (
 		buf  [8]byte
 		next int64
@@ -62,7 +61,7 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 		due := next
 		next = p.release(ctx, next, now)
 		if next > due {
-			lags = p.woke(lags, now, next)
+			lags = p.woke(lags, now, due)
 		}
 		if ctx.Err() != nil {
 			return lags, nil

@@ -24,7 +24,7 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 		case now := <-t.C:
 			due := next
 			if next = p.release(ctx, next, now); next > due {
-				lags = p.woke(lags, now, next)
+				lags = p.woke(lags, now, due)
 			}
 		}
 	}

@@ -84,3 +84,24 @@ func TestPacerRun(t *testing.T) {
 		t.Errorf("released %d calls in %v, want 1 to %d", want, elapsed, max)
 	}
 }
+
+// A wake-up's lag counts from the first call it released: one that comes
+// 1 ms late, at a call every 90 µs, released a dozen calls and lagged by
+// 1 ms, not by the 10 µs since the last of them fell due.
+func TestPacerWokeLag(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := newPacer(start, 90*time.Microsecond, start)
+	first := int64(100)
+	now := p.scheduled(first).Add(time.Millisecond)
+	next := p.release(context.Background(), first, now)
+	if next-first < 11 {
+		t.Fatalf("released %d calls, want at least 11", next-first)
+	}
+	lags := p.woke(nil, now, first)
+	if len(lags) != 1 || lags[0] != time.Millisecond {
+		t.Errorf("lags = %v, want [1ms]", lags)
+	}
+	if got := p.woke(nil, start.Add(-time.Second), first); len(got) != 0 {
+		t.Errorf("a wake-up before lagsFrom was recorded: %v", got)
+	}
+}

@@ -108,6 +108,7 @@ type Planner struct {
 	dcs        []string
 	dcIndex    map[string]int
 	dc         []dcState
+	readyBuf   []int64 // close's scratch: per DC, the late interval standing in, or -1
 	rules      map[ruleRef]*ruleState
 	entries    int
 	seqs       map[string]*seqWindow
@@ -126,9 +127,9 @@ type Stats struct {
 	Refused      uint64 `json:"refused"`
 	UnknownRules uint64 `json:"unknown_rules"`
 	// LateReports counts reports that came after their interval was
-	// closed. The newest of them still feed the estimates, in the next
-	// interval to close (see Ingest), unless that DC's report for a later
-	// interval came in time.
+	// closed. The newest late interval of a DC still feeds the estimates,
+	// in the next interval to close (see Ingest), unless the estimates
+	// have seen a later interval of that DC.
 	LateReports uint64 `json:"late_reports"`
 	// BlindIntervals counts intervals closed without a report from any
 	// DC: the estimates held still through them.
@@ -146,15 +147,19 @@ type dcState struct {
 	// observed is the newest interval of the DC's the estimates have
 	// seen, on time or late; late reports of it or older are only counted.
 	observed int64
-	// lateIdx is the newest late interval reported since the last close,
-	// when lateFresh; lateAt is when a late report last fed the estimates.
-	lateIdx    int64
-	lateFresh  bool
+	// late holds the two newest late intervals reported (by idx % 2) and
+	// when the first report of each came; lateAt is when the last one came.
+	late       [2]lateInterval
 	lateAt     time.Time
 	leaseUntil time.Time // valid_until of the last lease written
 	expired    bool
 	ack        int64 // every instance of the DC has applied up to here
 	acks       []ackSample
+}
+
+type lateInterval struct {
+	idx   int64
+	first time.Time
 }
 
 type ackSample struct {
@@ -181,7 +186,7 @@ type entry struct {
 	limit  int64
 	est    []demand.State
 	pend   [][ring]pending
-	late   []pending // per DC: the newest late interval's sum, not yet observed
+	late   [][2]pending // per DC: the two newest late intervals' sums, by idx % 2
 	target []float64
 	grant  []float64 // in the DC's document (or static)
 	// hist holds, per DC, the writes the DC may not have applied yet: the
@@ -249,7 +254,8 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 		for j := range p.dc[i].heard {
 			p.dc[i].heard[j] = -1
 		}
-		p.dc[i].observed, p.dc[i].lateIdx = -1, -1
+		p.dc[i].observed = -1
+		p.dc[i].late = [2]lateInterval{{idx: -1}, {idx: -1}}
 	}
 	return p, nil
 }
@@ -267,14 +273,14 @@ func (p *Planner) newEntry(key string, limit int64) *entry {
 	n := len(p.dcs)
 	e := &entry{
 		key: key, limit: limit,
-		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([]pending, n),
+		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		target: make([]float64, n), grant: make([]float64, n), hist: make([][]write, n),
 	}
 	for d := range e.pend {
 		for j := range e.pend[d] {
 			e.pend[d][j].idx = -1
 		}
-		e.late[d].idx = -1
+		e.late[d] = [2]pending{{idx: -1}, {idx: -1}}
 	}
 	p.entries++
 	return e
@@ -368,22 +374,30 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 	ds.heardAt = now
 	// Reports of intervals already closed still prove the DC alive and
 	// count in the statistics. When reports lag (Kafka behind, a consumer
-	// catching up) every report may come after its interval closed: the
-	// newest late one, unless the estimates have seen a later interval of
-	// the DC, stands in for the DC's report in the next interval to close,
-	// so that estimates follow the demand a few intervals behind instead
-	// of freezing.
+	// catching up) every report may come after its interval closed: late
+	// reports are summed per interval, and the newest late interval whose
+	// reports have had lateSettle to gather (the DC's other instances, a
+	// report split in parts) stands in for the DC in the next interval to
+	// close, unless the estimates have seen a later interval of the DC.
+	// So estimates follow lagging demand a few intervals behind instead of
+	// freezing.
 	late := idx <= p.closed && p.started >= 0
 	stale := false
 	switch {
 	case !late:
 		ds.heard[idx%heardLen] = idx
-	case idx <= ds.observed || idx < ds.lateIdx:
+	case idx <= ds.observed:
 		p.stats.LateReports++
 		stale = true
 	default:
 		p.stats.LateReports++
-		ds.lateIdx, ds.lateFresh, ds.lateAt = idx, true, now
+		ds.lateAt = now
+		switch l := &ds.late[idx%2]; {
+		case l.idx < idx:
+			*l = lateInterval{idx: idx, first: now}
+		case l.idx > idx:
+			stale = true // two newer late intervals are already gathering
+		}
 	}
 	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
 	for _, ru := range r.GetRules() {
@@ -460,16 +474,33 @@ func add(e *entry, d int, idx int64, f float64) {
 }
 
 // addLate adds f, from a late report of interval idx, to the entry's late
-// sum for DC d: a newer interval replaces an older one, the same interval
-// (another instance of the DC) adds to it.
+// sum of that interval for DC d.
 func addLate(e *entry, d int, idx int64, f float64) {
-	l := &e.late[d]
+	l := &e.late[d][idx%2]
 	switch {
 	case idx > l.idx:
 		*l = pending{idx: idx, sum: f}
 	case idx == l.idx:
 		l.sum += f
 	}
+}
+
+// lateSettle is how long, as a fraction of an interval, the late reports
+// of an interval gather before they stand in for a DC.
+const lateSettle = 0.25
+
+// lateReady returns the newest late interval of DC d newer than what the
+// estimates have seen whose first report came lateSettle ago, or -1.
+func (p *Planner) lateReady(d int) int64 {
+	ds := &p.dc[d]
+	settle := time.Duration(lateSettle*float64(p.intervalMs)) * time.Millisecond
+	ready := int64(-1)
+	for _, l := range ds.late {
+		if l.idx > ds.observed && l.idx > ready && p.now.Sub(l.first) >= settle {
+			ready = l.idx
+		}
+	}
+	return ready
 }
 
 func countsOK(offered, admitted, rejected uint64) bool {
@@ -640,50 +671,55 @@ func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
 // instead of decaying as they do for one silent DC.
 func (p *Planner) close(idx int64) {
 	blind := true
+	ready := p.readyBuf[:0]
 	for d := range p.dcs {
-		if p.heard(d, idx) || p.dc[d].lateFresh {
+		r := int64(-1)
+		if !p.heard(d, idx) {
+			r = p.lateReady(d)
+		}
+		ready = append(ready, r)
+		if p.heard(d, idx) || r >= 0 {
 			blind = false
-			break
 		}
 	}
+	p.readyBuf = ready
 	if blind {
 		p.stats.BlindIntervals++
 	}
 	for _, rs := range p.rules {
-		p.closeEntry(rs.entry, idx, blind)
+		p.closeEntry(rs.entry, idx, blind, ready)
 		for _, e := range rs.keys {
-			p.closeEntry(e, idx, blind)
+			p.closeEntry(e, idx, blind, ready)
 		}
 	}
 	for d := range p.dc {
-		ds := &p.dc[d]
 		switch {
 		case p.heard(d, idx):
-			ds.observed = idx
-		case ds.lateFresh:
-			ds.observed = ds.lateIdx
+			p.dc[d].observed = idx
+		case ready[d] >= 0:
+			p.dc[d].observed = ready[d]
 		}
-		ds.lateFresh = false
 	}
 }
 
 // closeEntry feeds DC d's sum for interval idx to e's estimate: the
-// interval's own reports; else, when only a late report of an earlier
-// interval came since the last close, that one (the entry's sum in it, or
-// nothing); else a hold or a decay, as the DC was last heard.
-func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
+// interval's own reports; else, when a late interval of the DC is ready
+// (ready[d], see lateReady), the entry's sum in it, or nothing; else a
+// hold or a decay, as the DC was last heard.
+func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
 	for d := range p.dcs {
-		ds := &p.dc[d]
 		slot := &e.pend[d][idx%ring]
 		switch {
 		case slot.idx == idx:
 			p.est.Observe(&e.est[d], idx, slot.sum)
 		case p.heard(d, idx):
 			p.est.Observe(&e.est[d], idx, 0)
-		case ds.lateFresh && e.late[d].idx == ds.lateIdx:
-			p.est.Observe(&e.est[d], idx, e.late[d].sum)
-		case ds.lateFresh:
-			p.est.Observe(&e.est[d], idx, 0)
+		case ready[d] >= 0:
+			sum := 0.0
+			if l := e.late[d][ready[d]%2]; l.idx == ready[d] {
+				sum = l.sum
+			}
+			p.est.Observe(&e.est[d], idx, sum)
 		case blind || p.heardWithin(d, idx, lostGrace) || p.heardLateWithin(d, lostGrace):
 			p.est.Hold(&e.est[d], idx)
 		default:
@@ -695,8 +731,8 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool) {
 	}
 }
 
-// heardLateWithin reports whether a late report of DC d fed the estimates
-// within the last n intervals: its reports lag, they are not lost.
+// heardLateWithin reports whether a late report of DC d came within the
+// last n intervals: its reports lag, they are not lost.
 func (p *Planner) heardLateWithin(d int, n int64) bool {
 	at := p.dc[d].lateAt
 	return !at.IsZero() && p.now.Sub(at) <= time.Duration(n*p.intervalMs)*time.Millisecond
