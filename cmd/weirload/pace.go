@@ -29,25 +29,22 @@ func (p *pacer) scheduled(k int64) time.Time {
 	return p.start.Add(time.Duration(k) * p.interval)
 }
 
-// woke records a wake-up at now that released the calls from first on:
-// its lag is how long after the first of them was due it came.
-func (p *pacer) woke(lags []time.Duration, now time.Time, first int64) []time.Duration {
-	if now.Before(p.lagsFrom) {
-		return lags
-	}
-	return append(lags, now.Sub(p.scheduled(first)))
-}
-
-// release sends the calls due up to now, from next on, and returns the
-// first one not yet due. It stops early when ctx ends.
-func (p *pacer) release(ctx context.Context, next int64, now time.Time) int64 {
+// wake sends the calls due at now, from next on, and returns the first
+// one not yet due. When it sent any after lagsFrom, it appends to lags how
+// long after the first of them was due it woke. It stops early when ctx
+// ends.
+func (p *pacer) wake(ctx context.Context, next int64, now time.Time, lags []time.Duration) (int64, []time.Duration) {
+	first := next
 	last := int64(now.Sub(p.start) / p.interval)
 	for ; next <= last; next++ {
 		select {
 		case p.due <- next:
 		case <-ctx.Done():
-			return next
+			return next, lags
 		}
 	}
-	return next
+	if next > first && !now.Before(p.lagsFrom) {
+		lags = append(lags, now.Sub(p.scheduled(first)))
+	}
+	return next, lags
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // run releases due calls until ctx ends, then closes p.due, and returns
-// the lag of each wake-up after the call that woke it was due.
+// each wake-up's lag (see wake).
 //
 // On Linux it waits on a periodic timerfd read through Go's network
 // poller. A Go timer cannot serve here: an idle Go runtime sleeps in
@@ -57,12 +57,7 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 			}
 			return lags, fmt.Errorf("read timerfd: %w", err)
 		}
-		now := time.Now()
-		due := next
-		next = p.release(ctx, next, now)
-		if next > due {
-			lags = p.woke(lags, now, due)
-		}
+		next, lags = p.wake(ctx, next, time.Now(), lags)
 		if ctx.Err() != nil {
 			return lags, nil
 		}

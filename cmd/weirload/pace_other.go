@@ -8,7 +8,7 @@ import (
 )
 
 // run releases due calls until ctx ends, then closes p.due, and returns
-// the lag of each wake-up after the call that woke it was due. Off Linux
+// each wake-up's lag (see wake). Off Linux
 // it uses a Go ticker, which may wake up to a millisecond late; the lags
 // show by how much.
 func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
@@ -22,10 +22,7 @@ func (p *pacer) run(ctx context.Context) ([]time.Duration, error) {
 		case <-ctx.Done():
 			return lags, nil
 		case now := <-t.C:
-			due := next
-			if next = p.release(ctx, next, now); next > due {
-				lags = p.woke(lags, now, due)
-			}
+			next, lags = p.wake(ctx, next, now, lags)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestPacerRelease(t *testing.T) {
+func TestPacerWake(t *testing.T) {
 	start := time.Unix(1000, 0)
 	tests := []struct {
 		name       string
@@ -23,9 +23,12 @@ func TestPacerRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPacer(start, time.Millisecond, start)
-			got := p.release(context.Background(), tt.next, tt.now)
+			got, lags := p.wake(context.Background(), tt.next, tt.now, nil)
 			if got != tt.wantNext {
-				t.Errorf("release returned %d, want %d", got, tt.wantNext)
+				t.Errorf("wake returned %d, want %d", got, tt.wantNext)
+			}
+			if wantLags := min(1, len(tt.wantIssued)); len(lags) != wantLags {
+				t.Errorf("recorded %d lags, want %d (one per wake-up that released calls)", len(lags), wantLags)
 			}
 			close(p.due)
 			var issued []int64
@@ -93,15 +96,17 @@ func TestPacerWokeLag(t *testing.T) {
 	p := newPacer(start, 90*time.Microsecond, start)
 	first := int64(100)
 	now := p.scheduled(first).Add(time.Millisecond)
-	next := p.release(context.Background(), first, now)
+	next, lags := p.wake(context.Background(), first, now, nil)
 	if next-first < 11 {
 		t.Fatalf("released %d calls, want at least 11", next-first)
 	}
-	lags := p.woke(nil, now, first)
 	if len(lags) != 1 || lags[0] != time.Millisecond {
 		t.Errorf("lags = %v, want [1ms]", lags)
 	}
-	if got := p.woke(nil, start.Add(-time.Second), first); len(got) != 0 {
+	// A wake-up before lagsFrom (the warm-up) releases calls but records
+	// no lag.
+	warm := newPacer(start, 90*time.Microsecond, start.Add(time.Hour))
+	if _, got := warm.wake(context.Background(), 0, start.Add(time.Millisecond), nil); len(got) != 0 {
 		t.Errorf("a wake-up before lagsFrom was recorded: %v", got)
 	}
 }

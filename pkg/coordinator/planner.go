@@ -108,7 +108,6 @@ type Planner struct {
 	dcs        []string
 	dcIndex    map[string]int
 	dc         []dcState
-	readyBuf   []int64 // close's scratch: per DC, the late interval standing in, or -1
 	rules      map[ruleRef]*ruleState
 	entries    int
 	seqs       map[string]*seqWindow
@@ -671,18 +670,17 @@ func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
 // instead of decaying as they do for one silent DC.
 func (p *Planner) close(idx int64) {
 	blind := true
-	ready := p.readyBuf[:0]
+	// ready[d]: the late interval standing in for DC d, or -1.
+	ready := make([]int64, len(p.dcs))
 	for d := range p.dcs {
-		r := int64(-1)
+		ready[d] = -1
 		if !p.heard(d, idx) {
-			r = p.lateReady(d)
+			ready[d] = p.lateReady(d)
 		}
-		ready = append(ready, r)
-		if p.heard(d, idx) || r >= 0 {
+		if p.heard(d, idx) || ready[d] >= 0 {
 			blind = false
 		}
 	}
-	p.readyBuf = ready
 	if blind {
 		p.stats.BlindIntervals++
 	}

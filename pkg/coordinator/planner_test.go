@@ -479,15 +479,22 @@ func TestPlannerBlindIntervals(t *testing.T) {
 	}
 }
 
+// laggingSim returns a sim whose every report is lag late, after 15 s of
+// demand: long enough for the estimates to settle on late reports.
+func laggingSim(t *testing.T, lag time.Duration, demand func(int) map[string]map[string]uint64) *sim {
+	s := newSim(t, 100*time.Millisecond)
+	s.reportLag = lag
+	s.run(15, nil, demand)
+	return s
+}
+
 // Reports that all come late — Kafka lagging by more than the planner's
 // grace — still move the shares, a few intervals behind the demand,
 // instead of leaving every interval blind and the shares frozen.
 func TestPlannerLaggingReports(t *testing.T) {
 	for _, lag := range []time.Duration{1500 * time.Millisecond, 3 * time.Second} {
 		t.Run(lag.String(), func(t *testing.T) {
-			s := newSim(t, 100*time.Millisecond)
-			s.reportLag = lag
-			s.run(15, nil, phase(900, 300, 300))
+			s := laggingSim(t, lag, phase(900, 300, 300))
 			for d, want := range map[string]float64{"a": 0.4, "b": 0.3, "c": 0.3} {
 				if got := s.share(d, ""); math.Abs(got-want) > 0.03 {
 					t.Errorf("after 15 s, %s's share = %.3f, want %.2f ± 0.03", d, got, want)
@@ -554,9 +561,7 @@ func TestPlannerLaggingInstances(t *testing.T) {
 // without a report instead of decaying, and its share — below the fair
 // level, so following its demand — stays.
 func TestPlannerJitteryLateReports(t *testing.T) {
-	s := newSim(t, 100*time.Millisecond)
-	s.reportLag = 1500 * time.Millisecond
-	s.run(15, nil, phase(300, 900, 900))
+	s := laggingSim(t, 1500*time.Millisecond, phase(300, 900, 900))
 	before := s.share("a", "")
 	// Every third report of DC a comes a second later than the others,
 	// so that some rounds find no new late report of a (while b and c's
@@ -578,9 +583,7 @@ func TestPlannerJitteryLateReports(t *testing.T) {
 // report lagging, it must neither stand in for the DC's newer late report
 // nor read as a DC without demand.
 func TestPlannerStaleLateReportIgnored(t *testing.T) {
-	s := newSim(t, 100*time.Millisecond)
-	s.reportLag = 1500 * time.Millisecond
-	s.run(15, nil, phase(900, 300, 300))
+	s := laggingSim(t, 1500*time.Millisecond, phase(900, 300, 300))
 	before := s.share("a", "")
 	for i := range 3 {
 		late := s.p.Stats().LateReports
@@ -604,9 +607,7 @@ func TestPlannerStaleLateReportIgnored(t *testing.T) {
 // late report has been used: its estimate decays as a silent DC's does,
 // and that report does not stand in for it again and again.
 func TestPlannerSilentAfterLateReports(t *testing.T) {
-	s := newSim(t, 100*time.Millisecond)
-	s.reportLag = 1500 * time.Millisecond
-	s.run(15, nil, phase(300, 300, 900))
+	s := laggingSim(t, 1500*time.Millisecond, phase(300, 300, 900))
 	c := s.p.rules[ruleRef{"api", "r"}].entry
 	before := c.est[2].Estimate()
 	s.cut["c"] = true
