@@ -48,9 +48,9 @@ run-multidc:
 
 ## bench: the benchmarks of the algorithms and the stores
 bench: ensure-redis
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./pkg/algorithm ./pkg/memstore
-	$(GO) test -run '^$$' -bench 'RedisDecide' -benchtime 1s ./pkg/redisstore
-	$(GO) test -run '^$$' -bench 'RedisMemory' -benchtime 1x ./pkg/redisstore
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./pkg/algorithm ./pkg/store/memstore
+	$(GO) test -run '^$$' -bench 'RedisDecide' -benchtime 1s ./pkg/store/redisstore
+	$(GO) test -run '^$$' -bench 'RedisMemory' -benchtime 1x ./pkg/store/redisstore
 	$(GO) test -run '^$$' -bench 'CheckRedis' -benchtime 40000x -count 3 ./pkg/limiter
 
 ## bench-limiter: load the limiter over gRPC (weirload), with Redis; about a minute

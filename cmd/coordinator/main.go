@@ -13,9 +13,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/weirhq/weir/pkg/coordinatord"
-	"github.com/weirhq/weir/pkg/envflag"
-	"github.com/weirhq/weir/pkg/logflag"
+	"github.com/weirhq/weir/internal/control/coordinatord"
+	"github.com/weirhq/weir/internal/platform/envflag"
+	"github.com/weirhq/weir/internal/platform/logflag"
 )
 
 func main() {

@@ -32,10 +32,10 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/weirhq/weir/pkg/grpctest"
-	"github.com/weirhq/weir/pkg/httpapi"
-	"github.com/weirhq/weir/pkg/redisstore"
-	"github.com/weirhq/weir/pkg/redistest"
+	"github.com/weirhq/weir/internal/dc/httpapi"
+	"github.com/weirhq/weir/internal/testkit/grpctest"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 

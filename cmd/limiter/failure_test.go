@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/pkg/redistest"
+	"github.com/weirhq/weir/internal/testkit/redistest"
 )
 
 // modesYAML has one rule per failure mode, selected by the attribute mode.

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/weirhq/weir/pkg/envflag"
+	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/platform/envflag"
+	"github.com/weirhq/weir/internal/platform/logflag"
 	"github.com/weirhq/weir/pkg/httplimit"
-	"github.com/weirhq/weir/pkg/limiterd"
-	"github.com/weirhq/weir/pkg/logflag"
 )
 
 func main() {

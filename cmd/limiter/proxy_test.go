@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/pkg/redistest"
+	"github.com/weirhq/weir/internal/testkit/redistest"
 )
 
 const proxyYAML = `

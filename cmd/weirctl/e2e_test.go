@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/pkg/coordinatord"
-	"github.com/weirhq/weir/pkg/etcdtest"
-	"github.com/weirhq/weir/pkg/kafkatest"
-	"github.com/weirhq/weir/pkg/limiterd"
+	"github.com/weirhq/weir/internal/control/coordinatord"
+	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/kafkatest"
 )
 
 const (

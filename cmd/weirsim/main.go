@@ -25,12 +25,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/weirhq/weir/pkg/envflag"
-	"github.com/weirhq/weir/pkg/logflag"
-	"github.com/weirhq/weir/pkg/scenario"
-	"github.com/weirhq/weir/pkg/sim"
-	"github.com/weirhq/weir/pkg/simreport"
-	"github.com/weirhq/weir/pkg/wan"
+	"github.com/weirhq/weir/internal/platform/envflag"
+	"github.com/weirhq/weir/internal/platform/logflag"
+	"github.com/weirhq/weir/internal/sim"
+	"github.com/weirhq/weir/internal/sim/scenario"
+	"github.com/weirhq/weir/internal/sim/simreport"
+	"github.com/weirhq/weir/internal/sim/wan"
 )
 
 // wanPrefix names the namespaces and the link of weirsim's WAN.

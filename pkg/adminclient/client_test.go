@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirhq/weir/internal/testkit/adminclienttest"
 	"github.com/weirhq/weir/pkg/adminclient"
-	"github.com/weirhq/weir/pkg/adminclient/adminclienttest"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weirhq/weir/internal/testkit/adminclienttest"
 	"github.com/weirhq/weir/pkg/adminclient"
-	"github.com/weirhq/weir/pkg/adminclient/adminclienttest"
 	"github.com/weirhq/weir/pkg/rule"
 )
 

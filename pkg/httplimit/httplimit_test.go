@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/memstore"
-	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
+	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
 const rulesYAML = `

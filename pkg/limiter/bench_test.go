@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/redistest"
 )
 
 const benchYAML = `

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/redisstore"
-	"github.com/weirhq/weir/pkg/redistest"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
 // redisLimiter returns a limiter over a real redis-server with rules

@@ -17,9 +17,9 @@ import (
 
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/breaker"
-	"github.com/weirhq/weir/pkg/memstore"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
 // Store keeps rate-limit states: memstore.Store and redisstore.Store.

@@ -10,13 +10,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/memstore"
-	"github.com/weirhq/weir/pkg/redisstore"
-	"github.com/weirhq/weir/pkg/redistest"
 	"github.com/weirhq/weir/pkg/ruleset"
-	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
+	"github.com/weirhq/weir/pkg/store/memstore"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
 const rulesYAML = `

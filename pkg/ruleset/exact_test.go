@@ -3,7 +3,7 @@ package ruleset_test
 import (
 	"testing"
 
-	"github.com/weirhq/weir/pkg/ruleset/rulesettest"
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
 )
 
 func TestNamesExactly(t *testing.T) {

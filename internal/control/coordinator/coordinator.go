@@ -1,0 +1,551 @@
+// Package coordinator is Weir's central control plane for global quotas
+// (SPEC §4): coordinators campaign for leadership in etcd; the leader
+// consumes the limiters' usage reports from Kafka, estimates each DC's
+// demand, computes max-min fair shares, and writes them to etcd through a
+// two-phase protocol — a DC grows only into quota the others have
+// acknowledged releasing — with every write fenced by its leadership, so
+// that a deposed leader cannot overwrite its successor.
+//
+// The pure core is the Planner; Coordinator adds the I/O: the election, the
+// Kafka consumer, the etcd reads, watches and writes. docs/architecture.md
+// explains the protocol and its safety argument.
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/platform/backoff"
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Limits on what the coordinator reads.
+const (
+	// MaxReportBytes bounds a usage report message.
+	MaxReportBytes = 4 << 20
+	// MaxDocBytes bounds an assignment document read from etcd.
+	MaxDocBytes = 1 << 20
+	// maxTxnOps and maxTxnBytes keep each etcd transaction well under
+	// etcd's defaults (128 operations, 1.5 MiB).
+	maxTxnOps   = 100
+	maxTxnBytes = 1 << 20
+)
+
+// Source delivers usage reports: a Kafka consumer group member (see
+// NewKafkaSource). Fetch blocks for the next message; Commit marks it
+// processed. A Source is used by one goroutine at a time.
+type Source interface {
+	Fetch(ctx context.Context) (Message, error)
+	Commit(ctx context.Context, m Message) error
+	Close() error
+}
+
+// Message is one fetched report; Handle is the Source's own.
+type Message struct {
+	Value  []byte
+	Handle any
+}
+
+// Config configures a Coordinator.
+type Config struct {
+	// Etcd is the client; required.
+	Etcd *clientv3.Client
+	// Layout names the keys.
+	Layout etcdlayout.Layout
+	// Name identifies this coordinator in the election and the leases.
+	Name string
+	// AdminURL is where this coordinator serves its admin API, published
+	// with its candidacy so that standbys can send operators to the
+	// leader. Optional.
+	AdminURL string
+	// Planner configures the planning: DCs (required), interval, TTL...
+	Planner PlannerConfig
+	// Rules returns the rules in force; the global ones are planned.
+	Rules func() []rule.Rule
+	// NewSource opens the usage consumer when this coordinator leads.
+	NewSource func(ctx context.Context) (Source, error)
+	// SessionTTL is the election session's TTL in seconds: a crashed
+	// leader is replaced after it. Default 2.
+	SessionTTL int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Coordinator campaigns for leadership and, while it leads, plans and
+// writes the shares. Create it with New; Run drives it.
+type Coordinator struct {
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+
+	leader atomic.Bool
+	mu     sync.Mutex
+	plan   *Planner    // while leading; guarded by mu
+	acks   *ackTracker // while leading; guarded by mu
+
+	stats struct {
+		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
+	}
+}
+
+// New returns a Coordinator for cfg.
+func New(cfg Config) (*Coordinator, error) {
+	switch {
+	case cfg.Etcd == nil:
+		return nil, errors.New("coordinator: Config.Etcd is required")
+	case cfg.Name == "":
+		return nil, errors.New("coordinator: Config.Name is required")
+	case cfg.Rules == nil:
+		return nil, errors.New("coordinator: Config.Rules is required")
+	case cfg.NewSource == nil:
+		return nil, errors.New("coordinator: Config.NewSource is required")
+	}
+	if _, err := NewPlanner(cfg.Planner); err != nil {
+		return nil, err
+	}
+	cfg.Planner.setDefaults()
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 2
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}, nil
+}
+
+// Leader reports whether this coordinator leads now.
+func (c *Coordinator) Leader() bool { return c.leader.Load() }
+
+// Run campaigns and leads until ctx is done; it returns nil then. Losing
+// leadership (session expired, a fenced write refused) sends it back to
+// campaigning.
+func (c *Coordinator) Run(ctx context.Context) error {
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for ctx.Err() == nil {
+		err := c.term(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.log.Warn("leadership ended; campaigning again", "err", err)
+		bo.Wait(ctx)
+	}
+	return nil
+}
+
+var errDeposed = errors.New("coordinator: deposed: a fenced write was refused")
+
+// candidate is what a coordinator publishes when it campaigns.
+type candidate struct {
+	Name     string `json:"name"`
+	AdminURL string `json:"admin_url,omitempty"`
+}
+
+// LeaderInfo returns the current leader's name and admin URL, read from
+// the election in etcd; empty strings when there is none.
+func (c *Coordinator) LeaderInfo(ctx context.Context) (name, adminURL string, err error) {
+	resp, err := c.cfg.Etcd.Get(ctx, c.cfg.Layout.Election(), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", "", fmt.Errorf("coordinator: leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", "", nil
+	}
+	var cand candidate
+	if err := json.Unmarshal(resp.Kvs[0].Value, &cand); err != nil {
+		return string(resp.Kvs[0].Value), "", nil // a coordinator of an older version
+	}
+	return cand.Name, cand.AdminURL, nil
+}
+
+// term campaigns once and leads until leadership ends.
+func (c *Coordinator) term(ctx context.Context) error {
+	session, err := concurrency.NewSession(c.cfg.Etcd, concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("coordinator: etcd session: %w", err)
+	}
+	defer session.Close()
+	election := concurrency.NewElection(session, c.cfg.Layout.Election())
+	value, err := json.Marshal(candidate{Name: c.cfg.Name, AdminURL: c.cfg.AdminURL})
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if err := election.Campaign(ctx, string(value)); err != nil {
+		return fmt.Errorf("coordinator: campaign: %w", err)
+	}
+	c.stats.elections.Add(1)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-session.Done():
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	c.log.Info("leading", "key", election.Key(), "rev", election.Rev())
+	fence := clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", election.Rev())
+	err = c.lead(lctx, fence)
+	c.leader.Store(false)
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+	defer rcancel()
+	if rerr := election.Resign(rctx); rerr != nil && ctx.Err() == nil {
+		c.log.Warn("resign", "err", rerr)
+	}
+	if errors.Is(err, errDeposed) {
+		c.stats.deposed.Add(1)
+	}
+	if err == nil {
+		err = errors.New("coordinator: etcd session ended")
+	}
+	return err
+}
+
+// lead runs the leader's loops until ctx is done or a write is refused.
+func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
+	p, err := NewPlanner(c.cfg.Planner)
+	if err != nil {
+		return err
+	}
+	p.SetRules(c.cfg.Rules())
+	c.loadPolicies(ctx, p)
+	acks := newAckTracker(c.cfg.Planner.TTL + c.cfg.Planner.Skew)
+	if err := c.load(ctx, p, acks); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.plan, c.acks = p, acks
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.plan, c.acks = nil, nil
+		c.mu.Unlock()
+	}()
+	c.leader.Store(true)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	acked := make(chan struct{}, 1)
+	wg.Add(2)
+	go func() { defer wg.Done(); c.consume(ctx) }()
+	go func() { defer wg.Done(); c.watchInstances(ctx, acks, acked) }()
+
+	interval := c.cfg.Planner.Interval
+	timer := time.NewTimer(untilTick(c.now(), interval))
+	defer timer.Stop()
+	var lastGrow time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			timer.Reset(untilTick(c.now(), interval))
+			if err := c.tick(ctx, p, acks, fence); err != nil {
+				return err
+			}
+		case <-acked:
+			// Acknowledgements free quota: grow into it now rather than at
+			// the next tick, at most every 20 ms.
+			if wait := 20*time.Millisecond - c.now().Sub(lastGrow); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+			}
+			lastGrow = c.now()
+			c.mu.Lock()
+			err := c.round(ctx, p, acks, fence)
+			c.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// tick is the planning step of every interval: rules and policies
+// refreshed, intervals closed, shares rebalanced and written, leases
+// renewed.
+func (c *Coordinator) tick(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.SetRules(c.cfg.Rules())
+	c.loadPolicies(ctx, p)
+	now := c.now()
+	p.Tick(now)
+	if err := c.round(ctx, p, acks, fence); err != nil {
+		return err
+	}
+	leases := p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name)
+	if len(leases) == 0 {
+		return nil
+	}
+	ops := make([]clientv3.Op, len(leases))
+	for i, l := range leases {
+		b, err := proto.Marshal(l)
+		if err != nil {
+			return fmt.Errorf("coordinator: marshal lease: %w", err)
+		}
+		ops[i] = clientv3.OpPut(c.cfg.Layout.Lease(l.GetDc()), string(b))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := c.cfg.Etcd.Txn(wctx).If(fence).Then(ops...).Commit()
+	switch {
+	case err != nil:
+		return c.softError("renew leases", err)
+	case !resp.Succeeded:
+		return errDeposed
+	}
+	for _, l := range leases {
+		p.LeaseWritten(l)
+	}
+	return nil
+}
+
+// untilTick returns the time to the next planning tick: 40% into each
+// interval, when the reports of the interval that just ended are in.
+func untilTick(now time.Time, interval time.Duration) time.Duration {
+	ms := now.UnixMilli()
+	iv := interval.Milliseconds()
+	next := (ms/iv)*iv + iv*4/10
+	if next <= ms {
+		next += iv
+	}
+	return time.Duration(next-ms) * time.Millisecond
+}
+
+// round applies the acknowledgements and writes the grants the planner
+// asks for. The caller holds c.mu.
+func (c *Coordinator) round(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
+	now := c.now()
+	for _, dc := range p.DCs() {
+		p.SetAck(dc, acks.ack(dc, now), now)
+	}
+	ws := p.Plan(now)
+	defer p.Settle()
+	for len(ws) > 0 {
+		var ops []clientv3.Op
+		size, n := 0, 0
+		for n < len(ws) && len(ops) < maxTxnOps {
+			b, err := proto.Marshal(ws[n].Doc)
+			if err != nil {
+				return fmt.Errorf("coordinator: marshal: %w", err)
+			}
+			if len(ops) > 0 && size+len(b) > maxTxnBytes {
+				break
+			}
+			size += len(b)
+			ops = append(ops, clientv3.OpPut(c.cfg.Layout.Assignment(ws[n].DC, ws[n].Domain, ws[n].RuleID), string(b)))
+			n++
+		}
+		batch := ws[:n]
+		ws = ws[n:]
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := c.cfg.Etcd.Txn(wctx).If(fence).Then(ops...).Commit()
+		cancel()
+		switch {
+		case err != nil:
+			p.Written(batch, 0, false)
+			p.Written(ws, 0, false)
+			return c.softError("write assignments", err)
+		case !resp.Succeeded:
+			p.Written(batch, 0, false)
+			p.Written(ws, 0, false)
+			return errDeposed
+		}
+		p.Written(batch, resp.Header.Revision, true)
+	}
+	return nil
+}
+
+// softError logs an etcd error that does not end leadership; the next round
+// retries. It returns nil so that the caller goes on.
+func (c *Coordinator) softError(what string, err error) error {
+	c.log.Warn("etcd", "op", what, "err", err)
+	return nil
+}
+
+// consume feeds the usage reports to the planner until ctx is done.
+func (c *Coordinator) consume(ctx context.Context) {
+	var src Source
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
+	for ctx.Err() == nil {
+		if src == nil {
+			var err error
+			if src, err = c.cfg.NewSource(ctx); err != nil {
+				c.log.Warn("usage consumer", "err", err)
+				bo.Wait(ctx)
+				continue
+			}
+		}
+		m, err := src.Fetch(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("fetch usage report", "err", err)
+				bo.Wait(ctx)
+			}
+			continue
+		}
+		bo.Reset()
+		c.ingest(m.Value)
+		if err := src.Commit(ctx, m); err != nil && ctx.Err() == nil {
+			c.log.Warn("commit usage report", "err", err)
+		}
+	}
+	if src != nil {
+		src.Close()
+	}
+}
+
+// ingest decodes one report and gives it to the planner; a bad one is
+// logged, counted and skipped.
+func (c *Coordinator) ingest(value []byte) {
+	if len(value) > MaxReportBytes {
+		c.stats.badMessages.Add(1)
+		c.log.Warn("usage report skipped", "reason", "oversized", "bytes", len(value))
+		return
+	}
+	var r weirv1.UsageReport
+	if err := proto.Unmarshal(value, &r); err != nil {
+		c.stats.badMessages.Add(1)
+		c.log.Warn("usage report skipped", "reason", "undecodable", "err", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plan == nil {
+		return
+	}
+	if err := c.plan.Ingest(&r, c.now()); err != nil {
+		c.stats.badMessages.Add(1)
+		c.log.Warn("usage report skipped", "dc", r.GetDc(), "instance", r.GetInstance(), "err", err)
+	}
+}
+
+// ackTracker computes each DC's acknowledgement from its instances' records:
+// the least revision applied by a live instance, or by one lost too
+// recently for its shares to have run out.
+type ackTracker struct {
+	mu     sync.Mutex
+	grace  time.Duration
+	live   map[string]instance // by key
+	ghosts map[string]instance
+}
+
+type instance struct {
+	dc       string
+	applied  int64
+	httpAddr string
+	gone     time.Time
+}
+
+func newAckTracker(grace time.Duration) *ackTracker {
+	return &ackTracker{grace: grace, live: map[string]instance{}, ghosts: map[string]instance{}}
+}
+
+func (a *ackTracker) set(key string, in instance) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.live[key] = in
+	delete(a.ghosts, key)
+}
+
+func (a *ackTracker) remove(key string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if in, ok := a.live[key]; ok {
+		in.gone = now
+		a.ghosts[key] = in
+		delete(a.live, key)
+	}
+}
+
+// replace sets the live instances to those listed, the others becoming
+// ghosts.
+func (a *ackTracker) replace(live map[string]instance, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, in := range a.live {
+		if _, ok := live[k]; !ok {
+			in.gone = now
+			a.ghosts[k] = in
+		}
+	}
+	a.live = live
+}
+
+// ack returns the revision every known instance of dc — live, or gone
+// within the grace — has applied. With none known it returns 0: a DC
+// whose limiters are all unreachable (cut off, their registrations
+// expired) has acknowledged nothing, and what it was last sent, or any
+// earlier share not yet released, must still count as held. (Taking "no
+// instance" as "every instance has applied everything" let the others grow
+// into a partitioned DC's quota while it still enforced its old share.)
+func (a *ackTracker) ack(dc string, now time.Time) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ack, known := int64(math.MaxInt64), false
+	for _, in := range a.live {
+		if in.dc == dc {
+			ack, known = min(ack, in.applied), true
+		}
+	}
+	for k, in := range a.ghosts {
+		if now.Sub(in.gone) > a.grace {
+			delete(a.ghosts, k)
+		} else if in.dc == dc {
+			ack, known = min(ack, in.applied), true
+		}
+	}
+	if !known {
+		return 0
+	}
+	return ack
+}
+
+// addrs returns the HTTP addresses the live instances of dc advertise.
+func (a *ackTracker) addrs(dc string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, in := range a.live {
+		if in.dc == dc && in.httpAddr != "" {
+			out = append(out, in.httpAddr)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// counts returns the live instances per DC.
+func (a *ackTracker) counts() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int{}
+	for _, in := range a.live {
+		out[in.dc]++
+	}
+	return out
+}

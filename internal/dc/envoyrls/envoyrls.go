@@ -1,0 +1,207 @@
+package envoyrls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// ServiceName is the gRPC name of Envoy's rate limit service, as health
+// checks name it.
+const ServiceName = "envoy.service.ratelimit.v3.RateLimitService"
+
+// Config configures a Service. The zero value works.
+type Config struct {
+	// Now is the clock duration_until_reset is measured from; it should be
+	// the limiter's. Default time.Now.
+	Now func() time.Time
+}
+
+// Service implements rlsv3.RateLimitServiceServer over a limiter. Safe for
+// concurrent use; create it with NewService.
+type Service struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	lim *limiter.Limiter
+	now func() time.Time
+}
+
+var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
+
+// NewService returns the service for lim.
+func NewService(lim *limiter.Limiter, cfg Config) *Service {
+	s := &Service{lim: lim, now: cfg.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Register adds svc to s as envoy.service.ratelimit.v3.RateLimitService. A
+// request that does not unmarshal gets codes.InvalidArgument, not
+// grpc-go's Internal.
+func Register(s *grpc.Server, svc *Service) {
+	desc := rlsv3.RateLimitService_ServiceDesc
+	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
+	for i := range desc.Methods {
+		desc.Methods[i].Handler = grpcapi.InvalidArgumentOnDecode(desc.Methods[i].Handler)
+	}
+	s.RegisterService(&desc, svc)
+}
+
+// ShouldRateLimit implements rlsv3.RateLimitServiceServer: it decides every
+// descriptor of req in one limiter Check (see the package documentation).
+func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	items, err := toItems(req)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
+	if err != nil {
+		return nil, grpcapi.Status(err)
+	}
+	return toResponse(&resp, s.now()), nil
+}
+
+// toItems converts the descriptors of req into limiter items, or says what
+// is wrong with them. The limiter checks the items again; checking here
+// names the descriptor and entry at fault.
+func toItems(req *rlsv3.RateLimitRequest) ([]limiter.Item, error) {
+	ds := req.GetDescriptors()
+	switch {
+	case len(ds) == 0:
+		return nil, errors.New("descriptors: at least one is required")
+	case len(ds) > limiter.MaxItems:
+		return nil, fmt.Errorf("descriptors: %d, at most %d", len(ds), limiter.MaxItems)
+	}
+	items := make([]limiter.Item, len(ds))
+	for i, d := range ds {
+		hits, err := descriptorHits(req.GetHitsAddend(), d)
+		if err != nil {
+			return nil, fmt.Errorf("descriptors[%d]: %w", i, err)
+		}
+		entries := d.GetEntries()
+		if len(entries) > limiter.MaxAttributes {
+			return nil, fmt.Errorf("descriptors[%d].entries: %d, at most %d", i, len(entries), limiter.MaxAttributes)
+		}
+		attrs := make(map[string]string, len(entries))
+		for j, e := range entries {
+			k, v := e.GetKey(), e.GetValue()
+			switch {
+			case k == "" || len(k) > limiter.MaxNameLen:
+				return nil, fmt.Errorf("descriptors[%d].entries[%d].key: %d bytes, want 1 to %d", i, j, len(k), limiter.MaxNameLen)
+			case len(v) > limiter.MaxValueLen:
+				return nil, fmt.Errorf("descriptors[%d].entries[%d].value: %d bytes, at most %d", i, j, len(v), limiter.MaxValueLen)
+			}
+			if _, dup := attrs[k]; dup {
+				// A Weir request has one value for each attribute, and no
+				// envoyproxy/ratelimit configuration that Weir loads has a
+				// key twice on one path.
+				return nil, fmt.Errorf("descriptors[%d].entries[%d].key: %q repeated", i, j, k)
+			}
+			attrs[k] = v
+		}
+		items[i] = limiter.Item{Attributes: attrs, Hits: hits, Exact: true}
+	}
+	return items, nil
+}
+
+// descriptorHits returns the cost of d: its own hits_addend when set, else
+// the request's, 0 meaning 1 in either case.
+func descriptorHits(reqHits uint32, d *rlcommonv3.RateLimitDescriptor) (int64, error) {
+	if d.GetIsNegativeHits() {
+		return 0, errors.New("is_negative_hits: not supported (Weir gives back quota only for requests it rejects)")
+	}
+	hits := uint64(reqHits)
+	if h := d.GetHitsAddend(); h != nil {
+		hits = h.GetValue()
+	}
+	if hits > limiter.MaxHits {
+		return 0, fmt.Errorf("hits_addend: %d, at most %d", hits, limiter.MaxHits)
+	}
+	return int64(hits), nil // 0 means 1 to the limiter
+}
+
+// toResponse converts the limiter's answer, made at about now, to Envoy's.
+func toResponse(resp *limiter.Response, now time.Time) *rlsv3.RateLimitResponse {
+	out := &rlsv3.RateLimitResponse{
+		OverallCode: code(resp.Allowed),
+		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(resp.Items)),
+	}
+	for i := range resp.Items {
+		it := &resp.Items[i]
+		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: code(it.Allowed)}
+		out.Statuses[i] = st
+		if it.Decisive < 0 {
+			continue // no rule: OK, no limit
+		}
+		r := &it.Results[it.Decisive]
+		if r.Source == limiter.SourceUnlimited || r.Source == limiter.SourceOverrideAllow {
+			continue // not limited (the decisive result of an allowed item is a limited one if any is)
+		}
+		spec := &r.Match.Rule.Spec
+		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
+			Name:            spec.ID,
+			RequestsPerUnit: clampUint32(r.Limit),
+			Unit:            Unit(spec.WindowSeconds),
+		}
+		st.LimitRemaining = clampUint32(r.Remaining)
+		st.DurationUntilReset = durationpb.New(max(r.ResetAt.Sub(now), 0))
+	}
+	return out
+}
+
+func code(allowed bool) rlsv3.RateLimitResponse_Code {
+	if allowed {
+		return rlsv3.RateLimitResponse_OK
+	}
+	return rlsv3.RateLimitResponse_OVER_LIMIT
+}
+
+func clampUint32(n int64) uint32 {
+	return uint32(min(max(n, 0), math.MaxUint32))
+}
+
+// envoyUnits are Envoy's units in seconds, as pkg/rulefile reads them from
+// envoyproxy/ratelimit configurations (a month is 30 days, a year 365).
+var envoyUnits = [...]struct {
+	seconds int64
+	unit    rlsv3.RateLimitResponse_RateLimit_Unit
+}{
+	{1, rlsv3.RateLimitResponse_RateLimit_SECOND},
+	{60, rlsv3.RateLimitResponse_RateLimit_MINUTE},
+	{3600, rlsv3.RateLimitResponse_RateLimit_HOUR},
+	{86400, rlsv3.RateLimitResponse_RateLimit_DAY},
+	{7 * 86400, rlsv3.RateLimitResponse_RateLimit_WEEK},
+	{30 * 86400, rlsv3.RateLimitResponse_RateLimit_MONTH},
+	{365 * 86400, rlsv3.RateLimitResponse_RateLimit_YEAR},
+}
+
+// Unit returns the Envoy unit of a window of the given seconds: the unit
+// itself when the window is one, else the nearest by ratio (a window of 30
+// seconds is a MINUTE, one of 20 a SECOND). requests_per_unit stays the
+// rule's limit, which then holds for the rule's window, not the unit.
+func Unit(windowSeconds int64) rlsv3.RateLimitResponse_RateLimit_Unit {
+	if windowSeconds <= 0 {
+		return rlsv3.RateLimitResponse_RateLimit_UNKNOWN
+	}
+	best, bestDist := envoyUnits[0].unit, math.Inf(1)
+	for _, u := range envoyUnits {
+		d := math.Abs(math.Log(float64(windowSeconds) / float64(u.seconds)))
+		if d < bestDist {
+			best, bestDist = u.unit, d
+		}
+	}
+	return best
+}

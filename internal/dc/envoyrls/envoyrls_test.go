@@ -1,0 +1,404 @@
+package envoyrls_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/testkit/grpctest"
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/store/memstore"
+)
+
+// messaging is an envoyproxy/ratelimit configuration, loaded as Weir rules
+// by pkg/rulefile.
+const messaging = `
+domain: messaging
+descriptors:
+  - key: message_type
+    value: marketing
+    descriptors:
+      - key: to_number
+        rate_limit: {unit: day, requests_per_unit: 5}
+  - key: generic_key
+    value: burst
+    rate_limit: {unit: second, requests_per_unit: 2}
+  - key: tenant
+    rate_limit: {unlimited: true}
+  - key: watched
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`
+
+// other is a second domain, so that requests must name theirs.
+const other = `
+domain: other
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 1}
+`
+
+// t0 is the fake clock's start: noon, half a day before a day window resets.
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// serve starts a real gRPC server on loopback with the service registered,
+// over a limiter on a memory store and a fake clock at t0, with the rule
+// files given, and returns a connection to it.
+func serve(t testing.TB, files ...string) *grpc.ClientConn {
+	t.Helper()
+	store, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{}
+	c.ns.Store(t0.UnixNano())
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now, CacheKeys: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lim.Close)
+	var sets []*ruleset.Set
+	for _, f := range files {
+		sets = append(sets, rulesettest.Compile(t, f))
+	}
+	if err := lim.SetRules(sets...); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	envoyrls.Register(srv, envoyrls.NewService(lim, envoyrls.Config{Now: c.now}))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func serveClient(t testing.TB, files ...string) rlsv3.RateLimitServiceClient {
+	t.Helper()
+	return rlsv3.NewRateLimitServiceClient(serve(t, files...))
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// desc returns a descriptor of the given key, value pairs.
+func desc(kv ...string) *rlcommonv3.RateLimitDescriptor {
+	d := &rlcommonv3.RateLimitDescriptor{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Entries = append(d.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: kv[i], Value: kv[i+1]})
+	}
+	return d
+}
+
+func withHits(d *rlcommonv3.RateLimitDescriptor, hits uint64) *rlcommonv3.RateLimitDescriptor {
+	d.HitsAddend = wrapperspb.UInt64(hits)
+	return d
+}
+
+const (
+	ok   = rlsv3.RateLimitResponse_OK
+	over = rlsv3.RateLimitResponse_OVER_LIMIT
+)
+
+// marketing is the status of the marketing descriptor with remaining left.
+func marketing(code rlsv3.RateLimitResponse_Code, remaining uint32) *rlsv3.RateLimitResponse_DescriptorStatus {
+	return &rlsv3.RateLimitResponse_DescriptorStatus{
+		Code: code,
+		CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{Name: "message_type_marketing.to_number", RequestsPerUnit: 5,
+			Unit: rlsv3.RateLimitResponse_RateLimit_DAY},
+		LimitRemaining:     remaining,
+		DurationUntilReset: durationpb.New(12 * time.Hour),
+	}
+}
+
+func burst(code rlsv3.RateLimitResponse_Code, remaining uint32) *rlsv3.RateLimitResponse_DescriptorStatus {
+	return &rlsv3.RateLimitResponse_DescriptorStatus{
+		Code: code,
+		CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{Name: "generic_key_burst", RequestsPerUnit: 2,
+			Unit: rlsv3.RateLimitResponse_RateLimit_SECOND},
+		LimitRemaining:     remaining,
+		DurationUntilReset: durationpb.New(time.Second),
+	}
+}
+
+var unlimited = &rlsv3.RateLimitResponse_DescriptorStatus{Code: ok}
+
+// call is one ShouldRateLimit and the response it should get.
+type call struct {
+	req  *rlsv3.RateLimitRequest
+	want *rlsv3.RateLimitResponse
+}
+
+func response(statuses ...*rlsv3.RateLimitResponse_DescriptorStatus) *rlsv3.RateLimitResponse {
+	r := &rlsv3.RateLimitResponse{OverallCode: ok, Statuses: statuses}
+	for _, s := range statuses {
+		if s.Code == over {
+			r.OverallCode = over
+		}
+	}
+	return r
+}
+
+func request(hits uint32, ds ...*rlcommonv3.RateLimitDescriptor) *rlsv3.RateLimitRequest {
+	return &rlsv3.RateLimitRequest{Domain: "messaging", Descriptors: ds, HitsAddend: hits}
+}
+
+func TestShouldRateLimit(t *testing.T) {
+	mkt := func() *rlcommonv3.RateLimitDescriptor {
+		return desc("message_type", "marketing", "to_number", "+15550100")
+	}
+	gen := func() *rlcommonv3.RateLimitDescriptor { return desc("generic_key", "burst") }
+	tests := []struct {
+		name  string
+		calls []call
+	}{
+		{"marketing: 5 a day for each number", []call{
+			{request(0, mkt()), response(marketing(ok, 4))},
+			{request(0, mkt()), response(marketing(ok, 3))},
+			{request(0, mkt()), response(marketing(ok, 2))},
+			{request(0, mkt()), response(marketing(ok, 1))},
+			{request(0, mkt()), response(marketing(ok, 0))},
+			{request(0, mkt()), response(marketing(over, 0))},
+			// another number has its own counter
+			{request(0, desc("message_type", "marketing", "to_number", "+15550199")), response(marketing(ok, 4))},
+		}},
+		{"generic key: 2 a second", []call{
+			{request(0, gen()), response(burst(ok, 1))},
+			{request(0, gen()), response(burst(ok, 0))},
+			{request(0, gen()), response(burst(over, 0))},
+		}},
+		{"request hits_addend", []call{
+			{request(3, mkt()), response(marketing(ok, 2))},
+			{request(3, mkt()), response(marketing(over, 2))}, // rejected: nothing taken
+			{request(2, mkt()), response(marketing(ok, 0))},
+		}},
+		{"descriptor hits_addend overrides the request's", []call{
+			{request(1, withHits(mkt(), 4)), response(marketing(ok, 1))},
+			{request(5, withHits(mkt(), 0)), response(marketing(ok, 0))}, // 0 means 1
+		}},
+		{"unmatched, unlimited and shadow descriptors are OK", []call{
+			{request(0, desc("message_type", "transactional", "to_number", "+1")), response(unlimited)},
+			{request(0, desc("unknown", "x")), response(unlimited)},
+			{request(0, desc()), response(unlimited)},
+			{request(0, desc("tenant", "acme")), response(unlimited)},
+			{request(0, desc("watched", "w")), response(&rlsv3.RateLimitResponse_DescriptorStatus{Code: ok,
+				CurrentLimit:   &rlsv3.RateLimitResponse_RateLimit{Name: "watched", RequestsPerUnit: 1, Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE},
+				LimitRemaining: 0, DurationUntilReset: durationpb.New(time.Minute)})},
+			{request(0, desc("watched", "w")), response(&rlsv3.RateLimitResponse_DescriptorStatus{Code: ok, // over, but shadow
+				CurrentLimit:   &rlsv3.RateLimitResponse_RateLimit{Name: "watched", RequestsPerUnit: 1, Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE},
+				LimitRemaining: 0, DurationUntilReset: durationpb.New(time.Minute)})},
+		}},
+		{"several descriptors, one over: overall OVER_LIMIT, statuses in order", []call{
+			{request(0, gen(), gen()), response(burst(ok, 1), burst(ok, 0))},
+			{request(0, desc("unknown", "x"), mkt(), gen()), response(unlimited, marketing(ok, 4), burst(over, 0))},
+		}},
+		{"domain may be left out when only one is loaded", []call{
+			{&rlsv3.RateLimitRequest{Descriptors: []*rlcommonv3.RateLimitDescriptor{gen()}}, response(burst(ok, 1))},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := serveClient(t, messaging)
+			for i, c := range tt.calls {
+				got, err := client.ShouldRateLimit(ctx(t), c.req)
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				if !proto.Equal(got, c.want) {
+					t.Errorf("call %d:\ngot  %s\nwant %s", i, prototext.Format(got), prototext.Format(c.want))
+				}
+			}
+		})
+	}
+}
+
+func TestShouldRateLimitInvalid(t *testing.T) {
+	many := make([]*rlcommonv3.RateLimitDescriptor, limiter.MaxItems+1)
+	for i := range many {
+		many[i] = desc("user", "u")
+	}
+	manyEntries := &rlcommonv3.RateLimitDescriptor{}
+	for i := range limiter.MaxAttributes + 1 {
+		manyEntries.Entries = append(manyEntries.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: "k" + string(rune('a'+i%26)) + strings.Repeat("x", i/26), Value: "v"})
+	}
+	tests := []struct {
+		name string
+		req  *rlsv3.RateLimitRequest
+		want string // in the message
+	}{
+		{"no domain, two loaded", &rlsv3.RateLimitRequest{Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, "name a domain"},
+		{"unknown domain", &rlsv3.RateLimitRequest{Domain: "nope", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, `unknown domain "nope"`},
+		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "other"}, "descriptors: at least one"},
+		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: many}, "descriptors: 257, at most 256"},
+		{"too many entries", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{manyEntries}}, "descriptors[0].entries: 65, at most 64"},
+		{"empty key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u", "", "v")}}, "descriptors[0].entries[1].key: 0 bytes"},
+		{"oversized key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u"), desc(strings.Repeat("k", 129), "v")}}, "descriptors[1].entries[0].key: 129 bytes, want 1 to 128"},
+		{"oversized value", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", strings.Repeat("v", 1025))}}, "descriptors[0].entries[0].value: 1025 bytes, at most 1024"},
+		{"repeated key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "a", "user", "b")}}, `descriptors[0].entries[1].key: "user" repeated`},
+		{"request hits too many", &rlsv3.RateLimitRequest{Domain: "other", HitsAddend: limiter.MaxHits + 1, Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, "hits_addend: 1000001"},
+		{"descriptor hits too many", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{withHits(desc("user", "u"), 1<<63)}}, "descriptors[0]: hits_addend: 9223372036854775808"},
+		{"negative hits", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{{IsNegativeHits: true, Entries: desc("user", "u").Entries}}}, "is_negative_hits: not supported"},
+	}
+	client := serveClient(t, messaging, other)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := client.ShouldRateLimit(ctx(t), tt.req)
+			if got := status.Code(err); got != codes.InvalidArgument {
+				t.Fatalf("got %v (%v), want InvalidArgument", got, err)
+			}
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, tt.want) {
+				t.Errorf("got message %q, want it to contain %q", msg, tt.want)
+			}
+		})
+	}
+	// The service still answers.
+	got, err := client.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}})
+	if err != nil || got.GetOverallCode() != ok {
+		t.Errorf("after bad requests: got %v, %v, want OK", got, err)
+	}
+}
+
+// TestMalformed sends bytes that are not a RateLimitRequest.
+func TestMalformed(t *testing.T) {
+	conn := serve(t, messaging)
+	const method = "/" + envoyrls.ServiceName + "/ShouldRateLimit"
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"truncated length", []byte{0x12, 0xff}},
+		{"invalid UTF-8 in the domain", []byte{0x0a, 0x02, 0xff, 0xfe}},
+		{"field number 0", []byte{0x00, 0x01}},
+		{"truncated varint", []byte{0x18, 0xff, 0xff}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out []byte
+			err := conn.Invoke(ctx(t), method, tt.data, &out, grpc.ForceCodecV2(grpctest.RawCodec{}))
+			if got := status.Code(err); got != codes.InvalidArgument {
+				t.Fatalf("got %v (%v), want InvalidArgument", got, err)
+			}
+			if msg := status.Convert(err).Message(); !strings.HasPrefix(msg, "malformed request: ") {
+				t.Errorf("message: got %q, want it to start with %q", msg, "malformed request: ")
+			}
+		})
+	}
+	// The raw codec does reach the service: a valid message in bytes works.
+	data, err := proto.Marshal(request(0, desc("generic_key", "burst")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	if err := conn.Invoke(ctx(t), method, data, &out, grpc.ForceCodecV2(grpctest.RawCodec{})); err != nil {
+		t.Fatalf("valid bytes through the raw codec: %v", err)
+	}
+	var resp rlsv3.RateLimitResponse
+	if err := proto.Unmarshal(out, &resp); err != nil || resp.OverallCode != ok {
+		t.Fatalf("valid bytes through the raw codec: got %v, %v, want OK", &resp, err)
+	}
+}
+
+func TestUnit(t *testing.T) {
+	tests := []struct {
+		window int64
+		want   rlsv3.RateLimitResponse_RateLimit_Unit
+	}{
+		{0, rlsv3.RateLimitResponse_RateLimit_UNKNOWN},
+		{1, rlsv3.RateLimitResponse_RateLimit_SECOND},
+		{7, rlsv3.RateLimitResponse_RateLimit_SECOND},
+		{8, rlsv3.RateLimitResponse_RateLimit_MINUTE},
+		{60, rlsv3.RateLimitResponse_RateLimit_MINUTE},
+		{300, rlsv3.RateLimitResponse_RateLimit_MINUTE},
+		{3600, rlsv3.RateLimitResponse_RateLimit_HOUR},
+		{86400, rlsv3.RateLimitResponse_RateLimit_DAY},
+		{604800, rlsv3.RateLimitResponse_RateLimit_WEEK},
+		{2592000, rlsv3.RateLimitResponse_RateLimit_MONTH},
+		{31536000, rlsv3.RateLimitResponse_RateLimit_YEAR},
+		{10 * 31536000, rlsv3.RateLimitResponse_RateLimit_YEAR},
+	}
+	for _, tt := range tests {
+		if got := envoyrls.Unit(tt.window); got != tt.want {
+			t.Errorf("Unit(%d): got %v, want %v", tt.window, got, tt.want)
+		}
+	}
+}
+
+// nested has a limit on a descriptor and another on its child, as
+// envoyproxy/ratelimit configurations often do.
+const nested = `
+domain: nested
+descriptors:
+  - key: generic_key
+    value: default
+    rate_limit: {unit: second, requests_per_unit: 1}
+    descriptors:
+      - key: user
+        rate_limit: {unit: second, requests_per_unit: 3}
+`
+
+// A descriptor takes only the limit at its exact path of keys, as in
+// envoyproxy/ratelimit: [generic_key=default, user=u] is limited by the
+// child's 3/s, not also by the parent's 1/s; [generic_key=default] by the
+// parent's alone.
+func TestExactPathOnly(t *testing.T) {
+	cli := serveClient(t, nested)
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, ok, ok, over} {
+		resp, err := cli.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "nested",
+			Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("generic_key", "default", "user", "u")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOverallCode(); got != want {
+			t.Fatalf("call %d with the child's path: %v, want %v", i+1, got, want)
+		}
+		if l := resp.GetStatuses()[0].GetCurrentLimit(); l.GetRequestsPerUnit() != 3 {
+			t.Fatalf("call %d: current limit %v, want the child's 3/s", i+1, l)
+		}
+	}
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, over} {
+		resp, err := cli.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "nested",
+			Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("generic_key", "default")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOverallCode(); got != want {
+			t.Fatalf("call %d with the parent's path: %v, want %v", i+1, got, want)
+		}
+	}
+}

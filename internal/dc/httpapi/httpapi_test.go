@@ -1,0 +1,800 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirhq/weir/internal/dc/httpapi"
+	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rulefile"
+	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/store/memstore"
+)
+
+// rulesYAML has one rule per kind of answer the API gives. Conditions and
+// distinct key attributes keep the rules from overlapping except where a
+// test wants several to match (login and per-ip).
+const rulesYAML = `
+domain: shop
+rules:
+  - rule_id: login
+    path_pattern: /auth/login
+    methods: [POST]
+    key_type: username
+    limit: 2
+    window_seconds: 300
+    algorithm: SlidingWindowLog
+    rejection_message: Too many login attempts.
+    retry_advice: exponential_backoff
+  - rule_id: per-ip
+    path_pattern: /auth/**
+    key_type: ip
+    limit: 10
+    window_seconds: 60
+    algorithm: FixedWindow
+  - rule_id: seed
+    key_type: client_id
+    limit: 2
+    window_seconds: 60
+    algorithm: FixedWindow
+  - rule_id: tenant-user
+    key_type: [tenant, user_id]
+    limit: 3
+    window_seconds: 60
+    algorithm: TokenBucket
+  - rule_id: health
+    path_pattern: /health
+    unlimited: true
+  - rule_id: trial
+    conditions: {plan: trial}
+    key_type: user_id
+    limit: 1
+    window_seconds: 60
+    shadow: true
+  - rule_id: accounts
+    key_type: account
+    limit: 5
+    window_seconds: 60
+    algorithm: FixedWindow
+    overrides:
+      - {key: evil, action: deny}
+      - {key: friend, action: allow}
+`
+
+// t0 is the fake clock's start: on a minute boundary, so fixed windows end
+// at round times.
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(t0.UnixNano())
+	return c
+}
+
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+var compile = rulesettest.Compile
+
+// fixture is an API server over a real limiter and memory store, on a
+// fake clock shared by the limiter and the server.
+type fixture struct {
+	lim   *limiter.Limiter
+	clock *clock
+	url   string
+}
+
+// newFixture starts a server with rules (none when rules is "").
+func newFixture(t testing.TB, rules string, mut ...func(*httpapi.Config)) *fixture {
+	t.Helper()
+	store, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock()
+	reg := prometheus.NewRegistry()
+	met, err := metrics.NewLimiter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hot-key cache fills asynchronously; without it every source is
+	// deterministic.
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now, CacheKeys: -1, Observer: met})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lim.Close)
+	if rules != "" {
+		if err := lim.SetRules(compile(t, rules)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := httpapi.Config{Limiter: lim, Now: c.now, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	api, err := httpapi.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &fixture{lim: lim, clock: c, url: srv.URL}
+}
+
+// reply is an HTTP response, read.
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (f *fixture) do(t testing.TB, method, path, contentType, body string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+func (f *fixture) post(t testing.TB, path, body string) reply {
+	t.Helper()
+	return f.do(t, http.MethodPost, path, "application/json", body)
+}
+
+func (f *fixture) get(t testing.TB, path string) reply {
+	t.Helper()
+	return f.do(t, http.MethodGet, path, "", "")
+}
+
+// decode decodes r's body strictly into v.
+func decode(t testing.TB, r reply, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// fields returns the names of the JSON object r's body holds.
+func fields(t testing.TB, body []byte) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// wantFields fails unless the object in body, which what names, has
+// every name in want.
+func wantFields(t testing.TB, what string, body []byte, want ...string) {
+	t.Helper()
+	got := fields(t, body)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s fields: got %v, want %q among them", what, got, w)
+		}
+	}
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// checkStep is one POST /v1/check and what it must answer.
+type checkStep struct {
+	name string
+	body string
+	code int
+	// resp is the expected body, without Results and ResetAt, which
+	// results and resetAt give.
+	resp    httpapi.CheckResponse
+	resetAt time.Time // zero: reset_at absent
+	results []httpapi.RuleResult
+	// headers: "" means absent.
+	headers map[string]string
+}
+
+func runSteps(t *testing.T, f *fixture, steps []checkStep) {
+	t.Helper()
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := f.post(t, "/v1/check", s.body)
+			if r.code != s.code {
+				t.Fatalf("status: got %d, want %d (body %s)", r.code, s.code, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type: got %q, want application/json", ct)
+			}
+			for name, want := range s.headers {
+				if got := r.header.Get(name); got != want {
+					t.Errorf("header %s: got %q, want %q", name, got, want)
+				}
+				if want == "" && len(r.header.Values(name)) > 0 {
+					t.Errorf("header %s: got %q, want it absent", name, r.header.Values(name))
+				}
+			}
+			var got httpapi.CheckResponse
+			decode(t, r, &got)
+			want := s.resp
+			if !s.resetAt.IsZero() {
+				want.ResetAt = rfc3339(s.resetAt)
+			}
+			want.Results = s.results
+			if want.Results == nil {
+				want.Results = []httpapi.RuleResult{}
+			}
+			if diff := compareJSON(got, want); diff != "" {
+				t.Errorf("body: %s", diff)
+			}
+			// The issue's field names, as written on the wire.
+			wantFields(t, "body", r.body, "allowed", "remaining", "retry_after_seconds", "results")
+			if got.Matched {
+				wantFields(t, "body", r.body, "rule_id", "reset_at")
+			}
+			if len(got.Results) > 0 && got.Results[0].Limit > 0 {
+				wantFields(t, "body", r.body, "limit")
+			}
+			var raw struct {
+				Results []json.RawMessage `json:"results"`
+			}
+			if err := json.Unmarshal(r.body, &raw); err != nil {
+				t.Fatal(err)
+			}
+			for i, res := range raw.Results {
+				wantFields(t, fmt.Sprintf("results[%d]", i), res, "rule_id", "key", "allowed", "limit", "remaining", "reset_at", "retry_after_seconds", "window_seconds", "source")
+			}
+		})
+	}
+}
+
+// compareJSON compares got and want as their JSON, so that a difference
+// reads as the wire would.
+func compareJSON(got, want any) string {
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if bytes.Equal(g, w) {
+		return ""
+	}
+	return fmt.Sprintf("got %s, want %s", g, w)
+}
+
+func TestCheck(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	login := `{"domain":"shop","attributes":{"ip":"192.0.2.1","username":"john","path":"/auth/login","method":"POST"},"hits":1}`
+	loginReset := t0.Add(300 * time.Second)
+	minute := t0.Add(time.Minute)
+	loginResult := func(allowed bool, remaining, retry int64) httpapi.RuleResult {
+		r := httpapi.RuleResult{RuleID: "login", Key: "john", Allowed: allowed, Limit: 2, Remaining: remaining, ResetAt: rfc3339(loginReset),
+			RetryAfterSeconds: retry, WindowSeconds: 300, Source: "store"}
+		if !allowed {
+			r.RetryAdvice = "exponential_backoff"
+		}
+		return r
+	}
+	perIP := func(remaining int64) httpapi.RuleResult {
+		return httpapi.RuleResult{RuleID: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: 10, Remaining: remaining, ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"}
+	}
+	policy := `"login";q=2;w=300, "per-ip";q=10;w=60`
+	steps := []checkStep{
+		{
+			name: "first login allowed", body: login, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 1},
+			resetAt: loginReset,
+			results: []httpapi.RuleResult{loginResult(true, 1, 0), perIP(9)},
+			headers: map[string]string{
+				"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "1", "X-RateLimit-Reset": unix(loginReset),
+				"RateLimit-Policy": policy, "RateLimit": `"login";r=1;t=300`, "Retry-After": "",
+			},
+		},
+		{
+			name: "second login allowed, none left", body: login, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 0},
+			resetAt: loginReset,
+			results: []httpapi.RuleResult{loginResult(true, 0, 0), perIP(8)},
+			headers: map[string]string{"X-RateLimit-Remaining": "0", "RateLimit": `"login";r=0;t=300`, "Retry-After": ""},
+		},
+		{
+			// per-ip allowed it, but the request as a whole is rejected, so
+			// per-ip gets its unit back: 8 left, not 7.
+			name: "third login rejected", body: login, code: http.StatusTooManyRequests,
+			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 0, RetryAfterSeconds: 300,
+				Error: "RATE_LIMIT_EXCEEDED", Message: "Too many login attempts."},
+			resetAt: loginReset,
+			results: []httpapi.RuleResult{loginResult(false, 0, 300), perIP(8)},
+			headers: map[string]string{
+				"Retry-After": "300", "X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": unix(loginReset),
+				"RateLimit-Policy": policy, "RateLimit": `"login";r=0;t=300`,
+			},
+		},
+		{
+			name: "another user from the same ip", body: `{"attributes":{"ip":"192.0.2.1","username":"jane","path":"/auth/login","method":"POST"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "jane", Limit: 2, Remaining: 1},
+			resetAt: loginReset,
+			results: []httpapi.RuleResult{{RuleID: "login", Key: "jane", Allowed: true, Limit: 2, Remaining: 1, ResetAt: rfc3339(loginReset), WindowSeconds: 300, Source: "store"}, perIP(7)},
+		},
+		{
+			name: "hits spends several", body: `{"attributes":{"ip":"192.0.2.1","path":"/auth/other"},"hits":5}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "per-ip", Key: "192.0.2.1", Limit: 10, Remaining: 2},
+			resetAt: minute,
+			results: []httpapi.RuleResult{perIP(2)},
+			headers: map[string]string{"RateLimit-Policy": `"per-ip";q=10;w=60`, "RateLimit": `"per-ip";r=2;t=60`, "X-RateLimit-Reset": unix(minute)},
+		},
+		{
+			name: "no rule matches", body: `{"attributes":{"nothing":"here"}}`, code: http.StatusOK,
+			resp: httpapi.CheckResponse{Allowed: true, Matched: false, Message: "no rule matched; allowed"},
+			headers: map[string]string{
+				"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "", "RateLimit-Policy": "", "RateLimit": "", "Retry-After": "",
+			},
+		},
+		{
+			name: "no attributes at all", body: `{}`, code: http.StatusOK,
+			resp: httpapi.CheckResponse{Allowed: true, Matched: false, Message: "no rule matched; allowed"},
+		},
+		{
+			name: "composite key", body: `{"attributes":{"tenant":"acme","user_id":"a|b"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 2},
+			resetAt: t0.Add(20 * time.Second), // one token of 3 at 3 a minute
+			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: 3, Remaining: 2, ResetAt: rfc3339(t0.Add(20 * time.Second)), WindowSeconds: 60, Source: "store"}},
+		},
+		{
+			name: "descriptors are attributes", body: `{"descriptors":[{"key":"tenant","value":"acme"},{"key":"user_id","value":"a|b"}]}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 1},
+			resetAt: t0.Add(40 * time.Second),
+			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: 3, Remaining: 1, ResetAt: rfc3339(t0.Add(40 * time.Second)), WindowSeconds: 60, Source: "store"}},
+		},
+		{
+			// An unlimited rule sets no limit, so no rate-limit fields.
+			name: "unlimited", body: `{"attributes":{"path":"/health"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "health"},
+			resetAt: t0,
+			results: []httpapi.RuleResult{{RuleID: "health", Allowed: true, ResetAt: rfc3339(t0), Source: "unlimited"}},
+			headers: map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "RateLimit-Policy": "", "RateLimit": "", "Retry-After": ""},
+		},
+		{
+			name: "allow override", body: `{"attributes":{"account":"friend"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "accounts", Key: "friend"},
+			resetAt: t0,
+			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "friend", Allowed: true, ResetAt: rfc3339(t0), WindowSeconds: 60, Source: "override_allow"}},
+			headers: map[string]string{"X-RateLimit-Limit": "", "RateLimit": "", "Retry-After": ""},
+		},
+		{
+			name: "deny override", body: `{"attributes":{"account":"evil"}}`, code: http.StatusTooManyRequests,
+			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "accounts", Key: "evil", ResetAt: rfc3339(t0), RetryAfterSeconds: 60,
+				Error: "RATE_LIMIT_EXCEEDED", Message: "Rate limit exceeded. Please try again in 60 seconds."},
+			resetAt: t0,
+			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "evil", ResetAt: rfc3339(t0), RetryAfterSeconds: 60, WindowSeconds: 60, Source: "override_deny", RetryAdvice: "retry_after"}},
+			headers: map[string]string{"Retry-After": "60", "X-RateLimit-Limit": "0", "X-RateLimit-Remaining": "0", "RateLimit-Policy": `"accounts";q=0;w=60`},
+		},
+		{
+			name: "shadow rule admits", body: `{"attributes":{"plan":"trial","user_id":"u1"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "trial", Key: "u1", Limit: 1},
+			resetAt: t0.Add(2 * time.Minute), // the end of the next window
+			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: true, Limit: 1, ResetAt: rfc3339(t0.Add(2 * time.Minute)), WindowSeconds: 60, Shadow: true, Source: "store"}},
+		},
+		{
+			name: "shadow rule rejects, the request passes", body: `{"attributes":{"plan":"trial","user_id":"u1"}}`, code: http.StatusOK,
+			// A sliding window counter with 1 in this window lets the next
+			// request through only once the next window has fully slid
+			// past it: 120s.
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "trial", Key: "u1", Limit: 1, RetryAfterSeconds: 120},
+			resetAt: t0.Add(2 * time.Minute),
+			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: false, Limit: 1, ResetAt: rfc3339(t0.Add(2 * time.Minute)), RetryAfterSeconds: 120, WindowSeconds: 60, Shadow: true, Source: "store", RetryAdvice: "retry_after"}},
+			headers: map[string]string{"Retry-After": ""},
+		},
+	}
+	runSteps(t, f, steps)
+}
+
+// TestCheckWindowPasses checks that the clock the server is given drives
+// the decisions and the relative header fields.
+func TestCheckWindowPasses(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	seed := `{"clientId":"c1"}`
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if r := f.post(t, "/v1/check", seed); r.code != want {
+			t.Fatalf("request %d: got %d, want %d", i, r.code, want)
+		}
+	}
+	f.clock.add(45 * time.Second)
+	r := f.post(t, "/v1/check", seed)
+	if r.code != http.StatusTooManyRequests {
+		t.Fatalf("45s later: got %d, want 429", r.code)
+	}
+	if got := r.header.Get("Retry-After"); got != "15" {
+		t.Errorf("Retry-After 45s into a 60s window: got %q, want 15", got)
+	}
+	if got := r.header.Get("RateLimit"); got != `"seed";r=0;t=15` {
+		t.Errorf("RateLimit: got %q, want %q", got, `"seed";r=0;t=15`)
+	}
+	f.clock.add(15 * time.Second)
+	if r := f.post(t, "/v1/check", seed); r.code != http.StatusOK {
+		t.Fatalf("next window: got %d, want 200 (%s)", r.code, r.body)
+	}
+}
+
+func TestShouldAllowRequest(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	tests := []struct {
+		name string
+		body string
+		code int
+		want string // the whole body
+	}{
+		{"first", `{"clientId":"123","timestamp":"2026-11-22T12:00:00Z"}`, http.StatusOK, `{"allowed":true}`},
+		{"second, without timestamp", `{"clientId":"123"}`, http.StatusOK, `{"allowed":true}`},
+		{"third is over the limit, still 200", `{"clientId":"123","timestamp":"2026-11-22T12:00:00.123+01:00"}`, http.StatusOK, `{"allowed":false}`},
+		{"another client", `{"clientId":"456","timestamp":"2026-11-22T12:00:00Z"}`, http.StatusOK, `{"allowed":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, "/shouldAllowRequest", tt.body)
+			if r.code != tt.code {
+				t.Fatalf("status: got %d, want %d (%s)", r.code, tt.code, r.body)
+			}
+			if got := strings.TrimSpace(string(r.body)); got != tt.want {
+				t.Errorf("body: got %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// The client id is the attribute client_id: the check API sees the
+	// same counter.
+	r := f.post(t, "/v1/check", `{"attributes":{"client_id":"123"}}`)
+	if r.code != http.StatusTooManyRequests {
+		t.Fatalf("check of client_id 123 after 3 seed requests: got %d, want 429", r.code)
+	}
+
+	bad := []struct {
+		name string
+		body string
+	}{
+		{"bad timestamp", `{"clientId":"123","timestamp":"yesterday"}`},
+		{"timestamp without zone", `{"clientId":"123","timestamp":"2026-11-22T12:00:00"}`},
+		{"timestamp as a number", `{"clientId":"123","timestamp":1763812800}`},
+		{"missing clientId", `{"timestamp":"2026-11-22T12:00:00Z"}`},
+		{"empty clientId", `{"clientId":""}`},
+		{"clientId as a number", `{"clientId":123}`},
+		{"unknown field", `{"clientId":"123","client":"x"}`},
+		{"huge clientId", `{"clientId":"` + strings.Repeat("x", limiter.MaxValueLen+1) + `"}`},
+		{"malformed", `{"clientId":`},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			wantBadRequest(t, f.post(t, "/shouldAllowRequest", tt.body), http.StatusBadRequest)
+		})
+	}
+}
+
+// wantBadRequest fails unless r is the JSON error code wants.
+func wantBadRequest(t testing.TB, r reply, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("status: got %d, want %d (body %s)", r.code, code, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	var e struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	decode(t, r, &e)
+	if e.Error == "" || e.Message == "" {
+		t.Errorf("error body: got %s, want non-empty error and message", r.body)
+	}
+	for _, h := range []string{"Retry-After", "X-RateLimit-Remaining", "RateLimit"} {
+		if v := r.header.Get(h); v != "" {
+			t.Errorf("header %s on an error: got %q, want none", h, v)
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	for range 2 {
+		if r := f.post(t, "/v1/check", `{"attributes":{"username":"john","path":"/auth/login","method":"POST"}}`); r.code != http.StatusOK {
+			t.Fatalf("login: got %d, want 200", r.code)
+		}
+	}
+	if r := f.post(t, "/v1/check", `{"attributes":{"tenant":"acme","user_id":"a|b"}}`); r.code != http.StatusOK {
+		t.Fatalf("tenant-user: got %d, want 200", r.code)
+	}
+	tests := []struct {
+		name string
+		path string
+		want httpapi.StatusResponse
+	}{
+		{"spent", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: 2, Remaining: 0, WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
+		{"status consumes nothing", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: 2, Remaining: 0, WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
+		{"unseen key", "/v1/rate-limits/login/jane", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: 2, Remaining: 2, WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
+		{"with the domain", "/v1/rate-limits/login/jane?domain=shop", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: 2, Remaining: 2, WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
+		{"composite key, escaped in the path", "/v1/rate-limits/tenant-user/acme%7Ca%5C%7Cb", httpapi.StatusResponse{RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 2, WindowSeconds: 60, ResetTime: rfc3339(t0.Add(20 * time.Second)), Source: "store"}},
+		{"key with a slash", "/v1/rate-limits/seed/a/b", httpapi.StatusResponse{RuleID: "seed", Key: "a/b", Limit: 2, Remaining: 2, WindowSeconds: 60, ResetTime: rfc3339(t0), Source: "store"}},
+		{"deny override", "/v1/rate-limits/accounts/evil", httpapi.StatusResponse{RuleID: "accounts", Key: "evil", WindowSeconds: 60, ResetTime: rfc3339(t0), Source: "override_deny"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.get(t, tt.path)
+			if r.code != http.StatusOK {
+				t.Fatalf("status: got %d, want 200 (%s)", r.code, r.body)
+			}
+			var got httpapi.StatusResponse
+			decode(t, r, &got)
+			if diff := compareJSON(got, tt.want); diff != "" {
+				t.Error(diff)
+			}
+			wantFields(t, "body", r.body, "rule_id", "key", "limit", "remaining", "window_seconds", "reset_time")
+		})
+	}
+	errs := []struct {
+		name string
+		path string
+		code int
+		kind string
+	}{
+		{"unknown rule", "/v1/rate-limits/nope/john", http.StatusNotFound, "NOT_FOUND"},
+		{"unknown domain", "/v1/rate-limits/login/john?domain=other", http.StatusBadRequest, "INVALID_REQUEST"},
+		{"composite key with one value", "/v1/rate-limits/tenant-user/acme", http.StatusBadRequest, "INVALID_REQUEST"},
+		{"composite key with an empty value", "/v1/rate-limits/tenant-user/acme%7C", http.StatusBadRequest, "INVALID_REQUEST"},
+		{"composite key with a bad escape", "/v1/rate-limits/tenant-user/acme%7Ca%5Cb", http.StatusBadRequest, "INVALID_REQUEST"},
+		{"huge key", "/v1/rate-limits/login/" + strings.Repeat("k", 5000), http.StatusBadRequest, "INVALID_REQUEST"},
+		{"key too long for the store", "/v1/rate-limits/login/" + strings.Repeat("k", 4090), http.StatusBadRequest, "INVALID_REQUEST"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.get(t, tt.path)
+			wantBadRequest(t, r, tt.code)
+			var e struct{ Error string }
+			_ = json.Unmarshal(r.body, &e)
+			if e.Error != tt.kind {
+				t.Errorf("error: got %q, want %q", e.Error, tt.kind)
+			}
+		})
+	}
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	f := newFixture(t, "")
+	tests := []struct {
+		name string
+		path string
+		code int
+		body string // a substring of the body
+	}{
+		{"healthz before rules", "/healthz", http.StatusOK, `"status":"ok"`},
+		{"readyz before rules", "/readyz", http.StatusServiceUnavailable, `"status":"not ready"`},
+		{"check before rules", "/v1/check", http.StatusServiceUnavailable, `"error":"UNAVAILABLE"`},
+		{"status before rules", "/v1/rate-limits/login/john", http.StatusServiceUnavailable, `"error":"UNAVAILABLE"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r reply
+			if tt.path == "/v1/check" {
+				r = f.post(t, tt.path, `{"attributes":{"username":"john"}}`)
+			} else {
+				r = f.get(t, tt.path)
+			}
+			if r.code != tt.code || !strings.Contains(string(r.body), tt.body) {
+				t.Fatalf("got %d %s, want %d with %s", r.code, r.body, tt.code, tt.body)
+			}
+		})
+	}
+	if err := f.lim.SetRules(compile(t, rulesYAML)); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.get(t, "/readyz"); r.code != http.StatusOK || !strings.Contains(string(r.body), `"status":"ready"`) {
+		t.Fatalf("readyz with rules: got %d %s, want 200 ready", r.code, r.body)
+	}
+	f.post(t, "/v1/check", `{"clientId":"m"}`)
+	f.post(t, "/v1/check", `{"clientId":"m"}`)
+	f.post(t, "/v1/check", `{"clientId":"m"}`)
+	r := f.get(t, "/metrics")
+	if r.code != http.StatusOK {
+		t.Fatalf("metrics: got %d, want 200", r.code)
+	}
+	for _, want := range []string{
+		`weir_decisions_total{domain="shop",result="allowed",rule="seed",source="store"} 2`,
+		`weir_decisions_total{domain="shop",result="rejected",rule="seed",source="store"} 1`,
+		`weir_check_duration_seconds_count 3`,
+		`weir_store_duration_seconds_count`,
+		`weir_store_errors_total 0`,
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics: got no line with %s", want)
+		}
+	}
+
+	noMetrics := newFixture(t, rulesYAML, func(c *httpapi.Config) { c.Metrics = nil })
+	if r := noMetrics.get(t, "/metrics"); r.code != http.StatusNotFound {
+		t.Errorf("metrics without a handler: got %d, want 404", r.code)
+	}
+}
+
+func TestSeveralDomains(t *testing.T) {
+	f := newFixture(t, "")
+	other := strings.Replace(rulesYAML, "domain: shop", "domain: blog", 1)
+	if err := f.lim.SetRules(compile(t, rulesYAML), compile(t, other)); err != nil {
+		t.Fatal(err)
+	}
+	wantBadRequest(t, f.post(t, "/v1/check", `{"clientId":"x"}`), http.StatusBadRequest)
+	wantBadRequest(t, f.post(t, "/shouldAllowRequest", `{"clientId":"x"}`), http.StatusBadRequest)
+	for _, d := range []string{"shop", "blog"} {
+		if r := f.post(t, "/v1/check", `{"domain":"`+d+`","clientId":"x"}`); r.code != http.StatusOK {
+			t.Errorf("domain %s: got %d, want 200", d, r.code)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	const maxBody = 8 << 10
+	f := newFixture(t, rulesYAML, func(c *httpapi.Config) { c.MaxBody = maxBody })
+	attrs := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"a%d":"v"`, i)
+		}
+		return b.String()
+	}
+	descs := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"key":"d%d","value":"v"}`, i)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		code        int
+	}{
+		{"oversized body", "application/json", `{"attributes":{"username":"` + strings.Repeat("x", maxBody) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"wrong content type", "text/plain", `{"clientId":"x"}`, http.StatusUnsupportedMediaType},
+		// curl -d labels JSON as a form: tolerated, but the body must be JSON.
+		{"form-encoded body", "application/x-www-form-urlencoded", `clientId=x`, http.StatusBadRequest},
+		{"empty body", "application/json", ``, http.StatusBadRequest},
+		{"blank body", "application/json", " \n\t", http.StatusBadRequest},
+		{"null", "application/json", `null`, http.StatusBadRequest},
+		{"array", "application/json", `[]`, http.StatusBadRequest},
+		{"string", "application/json", `"clientId"`, http.StatusBadRequest},
+		{"number", "application/json", `1`, http.StatusBadRequest},
+		{"malformed", "application/json", `{"attributes":`, http.StatusBadRequest},
+		{"missing comma", "application/json", `{"clientId":"x" "hits":1}`, http.StatusBadRequest},
+		{"trailing object", "application/json", `{"clientId":"x"} {"clientId":"y"}`, http.StatusBadRequest},
+		{"trailing garbage", "application/json", `{"clientId":"x"}x`, http.StatusBadRequest},
+		{"trailing bracket", "application/json", `{"clientId":"x"}]`, http.StatusBadRequest},
+		{"unknown field", "application/json", `{"atributes":{"ip":"192.0.2.1"}}`, http.StatusBadRequest},
+		{"unknown descriptor field", "application/json", `{"descriptors":[{"key":"ip","value":"1","extra":1}]}`, http.StatusBadRequest},
+		{"attribute value a number", "application/json", `{"attributes":{"ip":1}}`, http.StatusBadRequest},
+		{"attribute value an object", "application/json", `{"attributes":{"ip":{}}}`, http.StatusBadRequest},
+		{"attributes a list", "application/json", `{"attributes":["ip"]}`, http.StatusBadRequest},
+		{"domain a number", "application/json", `{"domain":1,"clientId":"x"}`, http.StatusBadRequest},
+		{"hits a string", "application/json", `{"clientId":"x","hits":"1"}`, http.StatusBadRequest},
+		{"hits a fraction", "application/json", `{"clientId":"x","hits":1.5}`, http.StatusBadRequest},
+		{"hits 0", "application/json", `{"clientId":"x","hits":0}`, http.StatusBadRequest},
+		{"hits negative", "application/json", `{"clientId":"x","hits":-1}`, http.StatusBadRequest},
+		{"hits over the maximum", "application/json", fmt.Sprintf(`{"clientId":"x","hits":%d}`, limiter.MaxHits+1), http.StatusBadRequest},
+		{"hits beyond int64", "application/json", `{"clientId":"x","hits":99999999999999999999}`, http.StatusBadRequest},
+		{"hits 1e30", "application/json", `{"clientId":"x","hits":1e30}`, http.StatusBadRequest},
+		{"too many attributes", "application/json", `{"attributes":{` + attrs(limiter.MaxAttributes+1) + `}}`, http.StatusBadRequest},
+		{"too many descriptors", "application/json", `{"descriptors":[` + descs(limiter.MaxAttributes+1) + `]}`, http.StatusBadRequest},
+		{"too many attributes and descriptors together", "application/json", `{"attributes":{` + attrs(40) + `},"descriptors":[` + descs(40) + `]}`, http.StatusBadRequest},
+		{"descriptor repeats an attribute", "application/json", `{"attributes":{"ip":"192.0.2.1"},"descriptors":[{"key":"ip","value":"192.0.2.2"}]}`, http.StatusBadRequest},
+		{"descriptor without key", "application/json", `{"descriptors":[{"value":"v"}]}`, http.StatusBadRequest},
+		{"clientId disagrees with client_id", "application/json", `{"clientId":"a","attributes":{"client_id":"b"}}`, http.StatusBadRequest},
+		{"huge attribute value", "application/json", `{"attributes":{"username":"` + strings.Repeat("x", limiter.MaxValueLen+1) + `"}}`, http.StatusBadRequest},
+		{"huge attribute name", "application/json", `{"attributes":{"` + strings.Repeat("n", limiter.MaxNameLen+1) + `":"v"}}`, http.StatusBadRequest},
+		{"empty attribute name", "application/json", `{"attributes":{"":"v"}}`, http.StatusBadRequest},
+		{"unknown domain", "application/json", `{"domain":"nope","clientId":"x"}`, http.StatusBadRequest},
+		{"bad escape", "application/json", `{"clientId":"\x"}`, http.StatusBadRequest},
+		{"control character in a string", "application/json", "{\"clientId\":\"a\x01b\"}", http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantBadRequest(t, f.do(t, http.MethodPost, "/v1/check", tt.contentType, tt.body), tt.code)
+		})
+	}
+	// None of them spent anything: client x still has its whole quota.
+	r := f.get(t, "/v1/rate-limits/seed/x")
+	var st httpapi.StatusResponse
+	decode(t, r, &st)
+	if st.Remaining != 2 {
+		t.Errorf("seed/x after bad requests only: got remaining %d, want 2", st.Remaining)
+	}
+
+	accepted := []struct {
+		name        string
+		contentType string
+	}{
+		{"no content type", ""},
+		{"charset", "application/json; charset=utf-8"},
+		{"upper case", "Application/JSON"},
+	}
+	for _, tt := range accepted {
+		t.Run("accepts "+tt.name, func(t *testing.T) {
+			if r := f.do(t, http.MethodPost, "/v1/check", tt.contentType, `{"attributes":{"nothing":"here"}}`); r.code != http.StatusOK {
+				t.Fatalf("got %d, want 200 (%s)", r.code, r.body)
+			}
+		})
+	}
+	if r := f.get(t, "/v1/check"); r.code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /v1/check: got %d, want 405", r.code)
+	}
+}
+
+// TestCurlDefaultContentType: curl -d sends a JSON body labelled as a form;
+// it is decided like application/json.
+func TestCurlDefaultContentType(t *testing.T) {
+	store, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New(limiter.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	set, err := rulefile.Parse([]byte("domain: d\nrules:\n  - {rule_id: r, key_type: client_id, limit: 1, window_seconds: 60}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := ruleset.Compile(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lim.SetRules(cs); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Limiter: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/check", strings.NewReader(`{"clientId":"c"}`))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, want)
+		}
+	}
+}

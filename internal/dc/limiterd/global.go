@@ -1,0 +1,201 @@
+package limiterd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/dc/quota"
+	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
+	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/dc/usage/kafkapub"
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/rulestore"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/ruleset"
+)
+
+// global is the limiter's part in global quotas: the shares it enforces
+// (from etcd, or static without it) and the usage it reports (to Kafka).
+type global struct {
+	quotas    limiter.Quotas
+	instances limiter.Instances
+	observer  limiter.Observer
+	instance  string
+	layout    etcdlayout.Layout
+
+	table    *quota.Table
+	agent    *etcdquota.Agent
+	etcd     *clientv3.Client
+	reporter *usage.Reporter
+	pub      *kafkapub.Publisher
+	rules    *rulestore.Watcher
+}
+
+// newGlobal builds the parts the configuration asks for; none without
+// --dcs, --etcd and --kafka.
+func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global, error) {
+	g := &global{instance: cfg.Instance, layout: etcdlayout.Layout{Prefix: cfg.EtcdPrefix}}
+	if g.instance == "" {
+		g.instance = usage.NewInstanceID(cfg.DC)
+	}
+	dcs := cfg.DCs
+	if !slices.Contains(dcs, cfg.DC) {
+		dcs = append(slices.Clone(dcs), cfg.DC)
+	}
+	if len(dcs) > 1 || len(cfg.Etcd) > 0 {
+		t, err := quota.New(quota.Config{DC: cfg.DC, DCs: dcs, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("limiterd: %w", err)
+		}
+		g.table, g.quotas = t, t
+	}
+	if len(cfg.Etcd) > 0 {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, fmt.Errorf("limiterd: etcd client: %w", err)
+		}
+		g.etcd = cli
+		g.agent, err = etcdquota.New(etcdquota.Config{
+			Client: cli, Table: g.table, Instance: g.instance,
+			Layout: g.layout, Logger: cfg.Logger, // the agent names the DC itself
+		})
+		if err != nil {
+			cli.Close()
+			return nil, fmt.Errorf("limiterd: %w", err)
+		}
+		g.instances = g.agent
+	}
+	if len(cfg.Kafka) > 0 {
+		acfg := usage.AggregatorConfig{}
+		if g.table != nil {
+			acfg.Shares = g.table
+			acfg.KeyShares = g.table
+		}
+		agg, err := usage.NewAggregator(acfg)
+		if err != nil {
+			g.close()
+			return nil, fmt.Errorf("limiterd: %w", err)
+		}
+		g.pub, err = kafkapub.New(kafkapub.Config{Brokers: cfg.Kafka, Topic: cfg.UsageTopic})
+		if err != nil {
+			g.close()
+			return nil, fmt.Errorf("limiterd: %w", err)
+		}
+		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: g.pub, Interval: cfg.ReportInterval, Logger: cfg.Logger} // names the DC itself
+		if g.table != nil {
+			rcfg.Progress = g.table
+		}
+		g.reporter, err = usage.NewReporter(rcfg)
+		if err != nil {
+			g.close()
+			return nil, fmt.Errorf("limiterd: %w", err)
+		}
+		if err := reg.Register(g.reporter); err != nil {
+			g.close()
+			return nil, fmt.Errorf("limiterd: metrics: %w", err)
+		}
+		g.observer = agg
+	}
+	return g, nil
+}
+
+// watchRules makes the limiter follow the rules kept in etcd.
+func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slog.Logger) error {
+	if g.etcd == nil {
+		return errors.New("limiterd: rules from etcd need --etcd")
+	}
+	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, Apply: func(sets []rule.Set) error {
+		compiled := make([]*ruleset.Set, 0, len(sets))
+		for _, s := range sets {
+			c, err := ruleset.Compile(s)
+			if err != nil {
+				met.RulesRejected()
+				return fmt.Errorf("domain %s: %w", s.Domain, err)
+			}
+			compiled = append(compiled, c)
+		}
+		if err := lim.SetRules(compiled...); err != nil {
+			met.RulesRejected()
+			return err
+		}
+		version := fmt.Sprintf("etcd-%d", g.rules.Stats().Revision)
+		for _, s := range sets {
+			met.RulesLoaded(s.Domain, version, time.Now())
+		}
+		log.Info("rules loaded from etcd", "domains", len(sets), "version", version)
+		return nil
+	}})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	g.rules = w
+	return nil
+}
+
+// start runs the etcd agent and the reporter on wg until ctx is done, and
+// waits up to syncTimeout for the first listing of the DC's assignments, so
+// that the limiter does not serve on static shares a coordinator may have
+// given away.
+func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time.Duration, httpAddr string, log *slog.Logger) {
+	if g.agent != nil {
+		g.agent.SetHTTPAddr(httpAddr)
+	}
+	if g.rules != nil {
+		wg.Go(func() { _ = g.rules.Run(ctx) })
+		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		if err := g.rules.WaitSynced(wctx); err != nil {
+			log.Warn("serving before the rules were listed from etcd", "waited", syncTimeout, "err", err)
+		}
+		cancel()
+	}
+	if g.agent != nil {
+		wg.Go(func() {
+			if err := g.agent.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("quota agent stopped", "err", err)
+			}
+		})
+		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		if err := g.table.WaitSynced(wctx); err != nil {
+			log.Warn("serving before the DC's assignments were listed: global rules use static shares until they are", "waited", syncTimeout, "err", err)
+		}
+		cancel()
+	}
+	if g.reporter != nil {
+		wg.Go(func() {
+			if err := g.reporter.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("usage reporter stopped", "err", err)
+			}
+		})
+	}
+}
+
+// close releases the clients once the goroutines have stopped.
+func (g *global) close() {
+	if g.pub != nil {
+		g.pub.Close()
+	}
+	if g.etcd != nil {
+		g.etcd.Close()
+	}
+}
+
+// checkDCs validates the DC names of the configuration.
+func checkDCs(cfg Config) error {
+	for _, d := range append([]string{cfg.DC}, cfg.DCs...) {
+		if err := rule.CheckDC(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,510 @@
+// Package limiterd runs a regional limiter: it wires the store (Redis or
+// memory), the limiter, the rule source, the HTTP and gRPC servers and the
+// metrics together, and shuts them down in order. cmd/limiter is a thin
+// main around Run.
+package limiterd
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/internal/dc/httpapi"
+	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/platform/tlsconf"
+	"github.com/weirhq/weir/pkg/httplimit"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rulefile"
+	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/store/coalesce"
+	"github.com/weirhq/weir/pkg/store/memstore"
+	"github.com/weirhq/weir/pkg/store/redisstore"
+)
+
+var _ limiter.Bounded = (*coalesce.Coalescer)(nil)
+
+// Config configures a limiter process. Zero values take the documented
+// defaults; RulesFile is required.
+type Config struct {
+	// DC names the datacenter. Default "local".
+	DC string
+	// Redis is the DC's Redis: host:port, a redis:// URL, or several
+	// comma-separated host:port for Redis Cluster. Empty keeps state in
+	// memory (single-node use).
+	Redis string
+	// StoreTimeout bounds each store call. Default 20ms.
+	StoreTimeout time.Duration
+	// RulesFile is the YAML or JSON rule file, re-read when it changes.
+	// Without it the rules come from etcd (Etcd required), as the admin API
+	// writes them.
+	RulesFile string
+	// RulesPoll is how often the rule file is checked. Default 1s.
+	RulesPoll time.Duration
+	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
+	HTTPAddr string
+	// GRPCAddr is the gRPC API's listen address. Default 127.0.0.1:9090.
+	GRPCAddr string
+	// CacheKeys sizes the hot-key cache (negative disables it). Default 100,000.
+	CacheKeys int64
+	// MemoryKeys caps the in-memory store (and the failure_mode local
+	// store). Default 1,000,000.
+	MemoryKeys int
+	// DebugAddr, if set, serves Go's pprof profiles (net/http/pprof) on
+	// this address. Keep it on loopback.
+	DebugAddr string
+	// ShutdownGrace is how long in-flight requests get on shutdown.
+	// Default 10s.
+	ShutdownGrace time.Duration
+	// TLS, when its files are given, serves both APIs over TLS (mutual
+	// TLS with a client CA).
+	TLS tlsconf.Files
+	// DCs names every DC, for the static shares of global rules (which
+	// split a rule's limit among them). Default: DC alone, which enforces
+	// global rules whole.
+	DCs []string
+	// Etcd lists etcd endpoints; with them the limiter watches its DC's
+	// assignments, registers itself and acknowledges what it applied.
+	Etcd []string
+	// EtcdPrefix prefixes Weir's etcd keys. Default /weir/.
+	EtcdPrefix string
+	// SyncTimeout bounds the wait for the first listing of assignments
+	// before serving. Default 3s.
+	SyncTimeout time.Duration
+	// Kafka lists brokers; with them the limiter reports usage every
+	// ReportInterval (default 1s) to UsageTopic (default weir.usage).
+	Kafka          []string
+	UsageTopic     string
+	ReportInterval time.Duration
+	// Instance names this process in etcd and in reports. Default
+	// {dc}-{host}-{pid}-{random}.
+	Instance string
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// Proxy configures the reverse-proxy mode; it is off without an
+	// upstream.
+	Proxy Proxy
+	// Ready, if not nil, is called with the bound addresses once both
+	// servers listen (tests use it with ":0" addresses).
+	Ready func(httpAddr, grpcAddr string)
+}
+
+// Proxy is the reverse-proxy mode: a listener whose requests are checked
+// (pkg/httplimit) and, when allowed, passed to Upstream; rejected ones are
+// answered 429 there.
+type Proxy struct {
+	// Upstream is the http:// or https:// URL allowed requests go to.
+	Upstream string
+	// Addr is the proxy's listen address. Default 127.0.0.1:8081.
+	Addr string
+	// Domain is the rule domain; empty when one is loaded.
+	Domain string
+	// Headers maps request headers to attributes (httplimit.Config.Headers).
+	Headers map[string]string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// OnError: what to do with a request that could not be checked.
+	OnError httplimit.OnError
+}
+
+func (c *Config) setDefaults() {
+	if c.DC == "" {
+		c.DC = "local"
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = 20 * time.Millisecond
+	}
+	if c.RulesPoll == 0 {
+		c.RulesPoll = time.Second
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
+	}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = "127.0.0.1:9090"
+	}
+	if c.MemoryKeys == 0 {
+		c.MemoryKeys = 1_000_000
+	}
+	if c.Proxy.Upstream != "" && c.Proxy.Addr == "" {
+		c.Proxy.Addr = "127.0.0.1:8081"
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.SyncTimeout == 0 {
+		c.SyncTimeout = 3 * time.Second
+	}
+}
+
+// Validate reports whether c is usable.
+func (c Config) Validate() error {
+	var errs []error
+	if c.RulesFile == "" {
+		if len(c.Etcd) == 0 {
+			errs = append(errs, errors.New("rules are required: a rules file (--rules) or etcd (--etcd)"))
+		}
+	}
+	if c.StoreTimeout < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if err := checkDCs(c); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MemoryKeys < 0 {
+		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
+	}
+	if c.Proxy.Upstream != "" {
+		if _, err := upstreamURL(c.Proxy.Upstream); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("limiterd: invalid config: %w", err)
+	}
+	return nil
+}
+
+// Run runs the limiter until ctx is done, then shuts down gracefully:
+// servers stop accepting, in-flight requests finish (up to ShutdownGrace).
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("dc", cfg.DC)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.NewLimiter(reg)
+	if err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+
+	store, closeStore, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	glob, err := newGlobal(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer glob.close()
+	var obs limiter.Observer = met
+	if glob.observer != nil {
+		obs = limiter.Observers{met, glob.observer}
+	}
+	lim, err := limiter.New(limiter.Config{
+		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, CacheKeys: cfg.CacheKeys,
+		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
+		Quotas: glob.quotas, Instances: glob.instances,
+	})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	defer lim.Close()
+	if err := metrics.CacheRatio(reg, lim.CacheStats); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+
+	var rules *fileRules
+	if cfg.RulesFile != "" {
+		rules = &fileRules{path: cfg.RulesFile, lim: lim, met: met, log: log}
+		if err := rules.load(); err != nil {
+			return fmt.Errorf("limiterd: %w", err)
+		}
+	} else if err := glob.watchRules(lim, met, log); err != nil {
+		return err
+	}
+
+	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("limiterd: listen http: %w", err)
+	}
+	grpcLn, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		httpLn.Close()
+		return fmt.Errorf("limiterd: listen grpc: %w", err)
+	}
+	api, err := httpapi.New(httpapi.Config{Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log})
+	if err != nil {
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	// Stream workers serve calls on goroutines that outlive them, whose
+	// stacks have grown already; without them every call starts a
+	// goroutine and grows its stack again. Calls beyond the workers get a
+	// goroutine each, as without them.
+	tlsCfg, err := cfg.TLS.Server()
+	if err != nil {
+		httpLn.Close()
+		grpcLn.Close()
+		return fmt.Errorf("limiterd: %w", err)
+	}
+	var creds []grpc.ServerOption
+	if tlsCfg != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
+		httpLn = tls.NewListener(httpLn, tlsCfg)
+	}
+	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
+		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))...)
+	var proxySrv *http.Server
+	var proxyLn net.Listener
+	if cfg.Proxy.Upstream != "" {
+		if proxySrv, proxyLn, err = newProxy(cfg.Proxy, lim, log, tlsCfg); err != nil {
+			httpLn.Close()
+			grpcLn.Close()
+			return err
+		}
+	}
+	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
+	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, envoyrls.Config{}))
+
+	var wg sync.WaitGroup
+	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGlobal()
+	glob.start(gctx, &wg, cfg.SyncTimeout, httpLn.Addr().String(), log)
+	errc := make(chan error, 4)
+	wg.Go(func() {
+		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("limiterd: http: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := grpcSrv.Serve(grpcLn); err != nil {
+			errc <- fmt.Errorf("limiterd: grpc: %w", err)
+		}
+	})
+	if proxySrv != nil {
+		wg.Go(func() {
+			if err := proxySrv.Serve(proxyLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("limiterd: proxy: %w", err)
+			}
+		})
+	}
+	var dbg *http.Server
+	if cfg.DebugAddr != "" {
+		dbg = &http.Server{Addr: cfg.DebugAddr, Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
+		wg.Go(func() {
+			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("debug server", "err", err)
+			}
+		})
+	}
+	rctx, stopRules := context.WithCancel(ctx)
+	if rules != nil {
+		wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
+	}
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(envoyrls.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	started := []any{"http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(), "store", storeName(cfg.Redis), "rules", cfg.RulesFile}
+	if proxyLn != nil {
+		started = append(started, "proxy", proxyLn.Addr().String(), "upstream", cfg.Proxy.Upstream)
+	}
+	log.Info("limiter started", started...)
+	if cfg.Ready != nil {
+		cfg.Ready(httpLn.Addr().String(), grpcLn.Addr().String())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	log.Info("limiter shutting down")
+	hs.Shutdown()
+	stopRules()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if proxySrv != nil {
+		if err := proxySrv.Shutdown(sctx); err != nil {
+			log.Warn("proxy shutdown", "err", err)
+		}
+	}
+	if dbg != nil {
+		_ = dbg.Close()
+	}
+	stopped := make(chan struct{})
+	go func() { grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		grpcSrv.Stop()
+		<-stopped
+	}
+	stopGlobal() // after the servers, so that the last requests are reported
+	wg.Wait()
+	log.Info("limiter stopped")
+	return runErr
+}
+
+func pprofMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+func storeName(addr string) string {
+	if addr == "" {
+		return "memory"
+	}
+	return "redis"
+}
+
+// openStore returns the DC's store and a function that releases it.
+func openStore(cfg Config) (limiter.Store, func(), error) {
+	if cfg.Redis == "" {
+		s, err := memstore.New(memstore.Config{MaxKeys: cfg.MemoryKeys})
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiterd: %w", err)
+		}
+		return s, func() {}, nil
+	}
+	var c redisstore.Client
+	var closeFn func() error
+	timeout := cfg.StoreTimeout
+	switch {
+	case strings.Contains(cfg.Redis, "://"):
+		opt, err := redis.ParseURL(cfg.Redis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+		}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClient(opt)
+		c, closeFn = rc, rc.Close
+	case strings.Contains(cfg.Redis, ","):
+		opt := &redis.ClusterOptions{Addrs: strings.Split(cfg.Redis, ",")}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClusterClient(opt)
+		c, closeFn = rc, rc.Close
+	default:
+		opt := &redis.Options{Addr: cfg.Redis}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClient(opt)
+		c, closeFn = rc, rc.Close
+	}
+	s, err := redisstore.New(c, redisstore.Config{})
+	if err != nil {
+		_ = closeFn()
+		return nil, nil, fmt.Errorf("limiterd: %w", err)
+	}
+	// Load the scripts now, so the first decisions need not; a Redis that
+	// is down at start is not fatal (the failure modes cover it).
+	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := s.Load(lctx); err != nil {
+		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
+	}
+	cancel()
+	// Concurrent decisions share pipelines: one round trip, and one pair of
+	// syscalls, per batch instead of per decision.
+	// Bound: the coalescer bounds each decision's wait by the store timeout
+	// with one timer, which spares the limiter a context and a timer per
+	// decision (see limiter.Bounded).
+	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1, Bound: timeout})
+	if err != nil {
+		_ = closeFn()
+		return nil, nil, fmt.Errorf("limiterd: %w", err)
+	}
+	return co, func() { co.Close(); _ = closeFn() }, nil
+}
+
+// tune sets go-redis timeouts for a limiter: short, no retries (a retry
+// doubles the latency a dead Redis adds; the limiter's failure modes take
+// over instead).
+func tune(dial, read, write, pool *time.Duration, retries *int, ctxTimeout *bool, timeout time.Duration) {
+	*dial = max(100*time.Millisecond, 5*timeout)
+	*read, *write, *pool = timeout, timeout, timeout
+	*retries = -1
+	*ctxTimeout = true
+}
+
+// fileRules keeps the limiter's rules in step with a rule file.
+type fileRules struct {
+	path string
+	lim  *limiter.Limiter
+	met  *metrics.Limiter
+	log  *slog.Logger
+
+	digest string // of the content in force
+}
+
+// load reads the file and, when it changed and is valid, puts it in force.
+// An invalid file is refused and the rules in force stay.
+func (f *fileRules) load() error {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("read rules from %s: %w", f.path, err)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:8])
+	if digest == f.digest {
+		return nil
+	}
+	set, err := rulefile.Parse(data)
+	if err == nil {
+		var compiled *ruleset.Set
+		if compiled, err = ruleset.Compile(set); err == nil {
+			err = f.lim.SetRules(compiled)
+		}
+	}
+	if err != nil {
+		f.met.RulesRejected()
+		if f.digest != "" {
+			f.log.Error("refused new rules; the previous rules stay in force", "file", f.path, "version", f.digest, "err", err)
+		}
+		f.digest = digest // do not log the same bad content every poll
+		return fmt.Errorf("load rules from %s: %w", f.path, err)
+	}
+	f.met.RulesLoaded(set.Domain, digest, time.Now())
+	f.log.Info("rules loaded", "file", f.path, "domain", set.Domain, "rules", len(set.Rules), "version", digest)
+	f.digest = digest
+	return nil
+}
+
+func (f *fileRules) poll(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = f.load()
+		}
+	}
+}

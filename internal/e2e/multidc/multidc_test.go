@@ -1,0 +1,413 @@
+package multidc_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/rulefile"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+const (
+	interval = 500 * time.Millisecond
+	ttl      = 3 * time.Second
+	limit    = 400 // rule "total", per second
+	perUser  = 100 // rule "per-user", per user and second
+)
+
+const rulesYAML = `domain: api
+rules:
+  - rule_id: total
+    path_pattern: /total
+    limit: 400
+    window_seconds: 1
+    algorithm: SlidingWindowLog
+  - rule_id: per-user
+    path_pattern: /user
+    key_type: user
+    limit: 100
+    window_seconds: 1
+    algorithm: SlidingWindowLog
+`
+
+var dcs = []string{"a", "b", "c"}
+
+// world is three DCs in one process: a limiter each with its own real
+// redis-server, an embedded etcd, an in-process Kafka-protocol broker and
+// two coordinators.
+type world struct {
+	t       *testing.T
+	broker  *kafkatest.Broker
+	rules   []rule.Rule
+	clients map[string]weirv1.LimiterClient
+	coords  []*coord
+
+	mu       sync.Mutex
+	admitted map[int64]int // wall-clock second → admitted by rule "total", all DCs
+	worstSum float64       // largest sum of the DCs' local limits of "total" observed
+}
+
+type coord struct {
+	c      *coordinator.Coordinator
+	etcd   *clientv3.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, clients: map[string]weirv1.LimiterClient{}, admitted: map[int64]int{}}
+	etcd := etcdtest.Start(t)
+	w.broker = kafkatest.Start(t, coordinator.DefaultTopic)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, []byte(rulesYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := rulefile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range set.Rules {
+		r.SetDefaults()
+		r.Domain = set.Domain
+		w.rules = append(w.rules, r)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	for i := range 2 {
+		w.startCoordinator(etcd, fmt.Sprintf("coord-%d", i), quiet)
+	}
+	for _, dc := range dcs {
+		redis := redistest.Start(t)
+		ready := make(chan string, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- limiterd.Run(ctx, limiterd.Config{
+				DC: dc, DCs: dcs, Redis: redis.Addr, RulesFile: path,
+				HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
+				Etcd: etcd.Endpoints(), Kafka: []string{w.broker.Addr()}, ReportInterval: interval,
+				Logger: quiet, Ready: func(_, grpcAddr string) { ready <- grpcAddr },
+			})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("limiter %s: %v", dc, err)
+			}
+		})
+		var addr string
+		select {
+		case addr = <-ready:
+		case err := <-done:
+			t.Fatalf("limiter %s: %v", dc, err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("limiter %s did not start", dc)
+		}
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		w.clients[dc] = weirv1.NewLimiterClient(conn)
+	}
+	return w
+}
+
+func (w *world) startCoordinator(etcd *etcdtest.Cluster, name string, log *slog.Logger) {
+	cli := etcd.Client(w.t)
+	c, err := coordinator.New(coordinator.Config{
+		Etcd: cli, Name: name,
+		Planner: coordinator.PlannerConfig{DCs: dcs, Interval: interval, TTL: ttl},
+		Rules:   func() []rule.Rule { return w.rules },
+		NewSource: func(context.Context) (coordinator.Source, error) {
+			return coordinator.NewKafkaSource(coordinator.KafkaConfig{Brokers: []string{w.broker.Addr()}})
+		},
+		SessionTTL: 1, Logger: log.With("c", name),
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	co := &coord{c: c, etcd: cli, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(co.done); c.Run(ctx) }()
+	w.t.Cleanup(co.stop)
+	w.coords = append(w.coords, co)
+}
+
+func (c *coord) stop() {
+	c.cancel()
+	<-c.done
+}
+
+// crash stops c as a killed process would: its etcd connection goes first,
+// so it neither resigns nor revokes its session; the standby waits for the
+// session to expire.
+func (c *coord) crash() {
+	c.etcd.Close()
+	c.stop()
+}
+
+func (w *world) leader() *coord {
+	for _, c := range w.coords {
+		if c.c.Leader() {
+			return c
+		}
+	}
+	return nil
+}
+
+// localLimit asks DC dc's limiter for its local limit of a rule and key.
+func (w *world) localLimit(ctx context.Context, dc, ruleID, key string) int64 {
+	resp, err := w.clients[dc].Status(ctx, &weirv1.StatusRequest{Domain: "api", RuleId: ruleID, Key: key})
+	if err != nil {
+		if ctx.Err() == nil { // a sampler stopped mid-call is not a failure
+			w.t.Errorf("status of %s/%s in %s: %v", ruleID, key, dc, err)
+		}
+		return 0
+	}
+	return resp.GetResult().GetLimit()
+}
+
+// watchShares samples the DCs' local limits of "total" every 25 ms and
+// records the largest sum seen, until ctx is done.
+func (w *world) watchShares(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			sum := 0.0
+			for _, dc := range dcs {
+				sum += float64(w.localLimit(ctx, dc, "total", ""))
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.mu.Lock()
+			w.worstSum = max(w.worstSum, sum/limit)
+			w.mu.Unlock()
+			time.Sleep(25 * time.Millisecond)
+		}
+	})
+}
+
+// traffic sends requests to each DC at the rates (per second) rates
+// returns, until ctx is done; admitted requests of "total" are counted
+// per wall-clock second.
+func (w *world) traffic(ctx context.Context, wg *sync.WaitGroup, path string, attrs map[string]string, rates func(dc string) float64) {
+	for _, dc := range dcs {
+		wg.Go(func() {
+			next := time.Now()
+			for ctx.Err() == nil {
+				rate := rates(dc)
+				if rate <= 0 {
+					time.Sleep(20 * time.Millisecond)
+					next = time.Now()
+					continue
+				}
+				next = next.Add(time.Duration(float64(time.Second) / rate))
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				} else if d < -time.Second {
+					next = time.Now() // fell behind: do not burst to catch up
+				}
+				a := map[string]string{"path": path}
+				for k, v := range attrs {
+					a[k] = v
+				}
+				sent := time.Now()
+				resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
+				if err != nil {
+					continue
+				}
+				if path == "/total" && resp.GetAllowed() {
+					mid := sent.Add(time.Since(sent) / 2)
+					w.mu.Lock()
+					w.admitted[mid.Unix()]++
+					w.mu.Unlock()
+				}
+			}
+		})
+	}
+}
+
+// fair is the max-min fair shares of "total" for the DCs' rates.
+func fair(rates map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	left, n := 1.0, len(dcs)
+	sorted := append([]string(nil), dcs...)
+	for i := range sorted {
+		for j := i + 1; j < len(sorted); j++ {
+			if rates[sorted[j]] < rates[sorted[i]] {
+				sorted[i], sorted[j] = sorted[j], sorted[i]
+			}
+		}
+	}
+	for i, dc := range sorted {
+		s := min(rates[dc]/limit, left/float64(n-i))
+		out[dc] = s
+		left -= s
+	}
+	return out
+}
+
+func TestThreeDCs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the three-DC test takes about a minute")
+	}
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	tctx, stopTraffic := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopTraffic()
+
+	var rateMu sync.Mutex
+	rates := map[string]float64{"a": 600, "b": 30, "c": 30}
+	setRates := func(r map[string]float64) {
+		rateMu.Lock()
+		defer rateMu.Unlock()
+		rates = r
+	}
+	w.traffic(tctx, &wg, "/total", nil, func(dc string) float64 {
+		rateMu.Lock()
+		defer rateMu.Unlock()
+		return rates[dc]
+	})
+	w.watchShares(tctx, &wg)
+
+	// within waits until every DC's local limit of "total" is within 5% of
+	// L of its max-min fair share, and returns how long that took.
+	within := func(r map[string]float64, deadline time.Duration) time.Duration {
+		t.Helper()
+		want := fair(r)
+		start := time.Now()
+		for {
+			ok := true
+			got := map[string]float64{}
+			for _, dc := range dcs {
+				got[dc] = float64(w.localLimit(ctx, dc, "total", "")) / limit
+				if math.Abs(got[dc]-want[dc]) > 0.05 {
+					ok = false
+				}
+			}
+			if ok {
+				return time.Since(start)
+			}
+			if time.Since(start) > deadline {
+				t.Fatalf("after %v the shares are %v, want within 0.05 of %v", deadline, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// 1. Demand concentrated in a, then moved to b.
+	took := within(rates, 20*time.Second)
+	t.Logf("initial convergence to a's demand: %v", took)
+	time.Sleep(2 * time.Second)
+	moved := map[string]float64{"a": 30, "b": 600, "c": 30}
+	setRates(moved)
+	took = within(moved, 10*time.Second)
+	t.Logf("demand moved from a to b: every DC within 5%% of its max-min fair share after %v (%.1f intervals)", took, float64(took)/float64(interval))
+
+	// 2. A key used in c only gets ≥ 95% of its global limit there.
+	kctx, stopKey := context.WithCancel(tctx)
+	w.traffic(kctx, &wg, "/user", map[string]string{"user": "u1"}, func(dc string) float64 {
+		if dc == "c" {
+			return 150
+		}
+		return 0
+	})
+	start := time.Now()
+	for w.localLimit(ctx, "c", "per-user", "u1") < perUser*95/100 {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("c's local limit of u1 is %d after 15s, want ≥ %d", w.localLimit(ctx, "c", "per-user", "u1"), perUser*95/100)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took = time.Since(start)
+	t.Logf("key used in c only: c's local limit %d of %d after %v (%.1f intervals)", w.localLimit(ctx, "c", "per-user", "u1"), perUser, took, float64(took)/float64(interval))
+	stopKey()
+
+	// 3. The leader dies; the standby takes over with no overshoot.
+	old := w.leader()
+	if old == nil {
+		t.Fatal("no leader")
+	}
+	old.crash()
+	start = time.Now()
+	for w.leader() == nil {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no coordinator took over within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("standby leads %v after the leader stopped", time.Since(start))
+	back := map[string]float64{"a": 30, "b": 30, "c": 600}
+	setRates(back)
+	took = within(back, 15*time.Second)
+	t.Logf("under the new leader, demand moved to c: converged after %v", took)
+
+	// 4. The broker stops: the limiters keep enforcing, and after the TTL
+	// every DC is at most at its static share.
+	w.broker.Close()
+	time.Sleep(ttl + 2*interval)
+	for _, dc := range dcs {
+		if got, most := w.localLimit(ctx, dc, "total", ""), int64(limit/3); got > most {
+			t.Errorf("Kafka down past the TTL: %s enforces %d, want ≤ %d (its static share)", dc, got, most)
+		}
+	}
+	before := w.admittedTotal()
+	time.Sleep(time.Second)
+	if w.admittedTotal() == before {
+		t.Error("no request admitted while Kafka is down: limiters stopped enforcing")
+	}
+	stopTraffic()
+	wg.Wait()
+
+	// Throughout: the shares in force never summed above 1, and no second
+	// admitted more than 1% above the limit.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("largest sum of local limits observed: %.4f of L", w.worstSum)
+	if w.worstSum > 1 {
+		t.Errorf("local limits summed to %.4f of L", w.worstSum)
+	}
+	first, last := int64(math.MaxInt64), int64(0)
+	for s := range w.admitted {
+		first, last = min(first, s), max(last, s)
+	}
+	worst := 0
+	for s := first + 1; s < last; s++ { // whole seconds only
+		worst = max(worst, w.admitted[s])
+		if w.admitted[s] > limit*101/100 {
+			t.Errorf("second %d: %d admitted, limit %d", s-first, w.admitted[s], limit)
+		}
+	}
+	t.Logf("most admitted in one second: %d (limit %d)", worst, limit)
+}
+
+func (w *world) admittedTotal() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, v := range w.admitted {
+		n += v
+	}
+	return n
+}

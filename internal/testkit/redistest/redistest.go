@@ -1,0 +1,81 @@
+// Package redistest starts throwaway redis-server processes for tests: one
+// per call, on a free loopback port, without persistence, stopped by PID
+// when the test ends (package redisproc). When redis-server is not
+// installed the test is skipped with a loud message, except under CI=true,
+// where it fails.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisproc"
+)
+
+// Server is a running redis-server.
+type Server struct {
+	*redisproc.Server
+}
+
+// Binary returns the path of redis-server, or "" when it is not installed.
+// REDIS_SERVER overrides the search.
+func Binary() string { return redisproc.Binary() }
+
+// Require skips t (or, under CI=true, fails it) when redis-server is missing.
+func Require(t testing.TB) string {
+	t.Helper()
+	bin := Binary()
+	if bin != "" {
+		return bin
+	}
+	msg := "redis-server not found: install it (Debian: apt-get install -y redis-server) or set REDIS_SERVER; Redis tests are SKIPPED"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	fmt.Fprintln(os.Stderr, "!!!", msg)
+	t.Skip(msg)
+	return ""
+}
+
+// Start starts a redis-server for t and stops it when t ends. Extra
+// arguments are passed to redis-server ("--maxmemory", "1mb", ...).
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	Require(t)
+	s, err := redisproc.Start(t.TempDir(), extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return &Server{s}
+}
+
+// Client returns a go-redis client for the server, closed when t ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Restart starts the server again on the same port after Stop.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.Server.Restart(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Flush empties the server.
+func (s *Server) Flush(ctx context.Context, t testing.TB) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,195 @@
+package coalesce_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/storetest"
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/store/coalesce"
+	"github.com/weirhq/weir/pkg/store/memstore"
+	"github.com/weirhq/weir/pkg/store/redisstore"
+)
+
+var _ storetest.Store = (*coalesce.Coalescer)(nil)
+
+func newCoalescer(t testing.TB, inner coalesce.Store, cfg coalesce.Config) *coalesce.Coalescer {
+	t.Helper()
+	c, err := coalesce.New(inner, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// The coalescer is a store: it passes the whole conformance suite, over
+// memory and over Redis.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, "coalesced-memory", func(t *testing.T) storetest.Store {
+		m, err := memstore.New(memstore.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newCoalescer(t, m, coalesce.Config{Timeout: 5 * time.Second})
+	})
+	storetest.Run(t, "coalesced-memory-bounded", func(t *testing.T) storetest.Store {
+		m, err := memstore.New(memstore.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newCoalescer(t, m, coalesce.Config{Timeout: 5 * time.Second, Bound: 5 * time.Second})
+	})
+	srv := redistest.Start(t)
+	rc := srv.Client(t)
+	var n atomic.Int64
+	storetest.Run(t, "coalesced-redis", func(t *testing.T) storetest.Store {
+		s, err := redisstore.New(rc, redisstore.Config{Prefix: fmt.Sprintf("c%d", n.Add(1))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newCoalescer(t, s, coalesce.Config{Timeout: 5 * time.Second})
+	})
+}
+
+// gate holds the first inner call until released, and records the size
+// of every call.
+type gate struct {
+	coalesce.Store
+	first   chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (g *gate) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(reqs))
+	n := len(g.sizes)
+	g.mu.Unlock()
+	if n == 1 {
+		close(g.first)
+		<-g.release
+	}
+	return g.Store.Decide(ctx, now, reqs)
+}
+
+func TestConcurrentCallsAreMerged(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1})
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
+	call := func(key string) error {
+		res, err := c.Decide(context.Background(), storetest.T0, []algorithm.Request{{Key: key, Params: p, Cost: 1}})
+		if err == nil && (len(res) != 1 || res[0].Err != nil || !res[0].Allowed) {
+			err = fmt.Errorf("got %+v", res)
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 11)
+	wg.Go(func() { errs <- call("first") })
+	<-g.first // the only worker is busy: the next ten queue up
+	for i := range 10 {
+		wg.Go(func() { errs <- call(fmt.Sprint("k", i)) })
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(g.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.sizes) != 2 || g.sizes[1] != 10 {
+		t.Fatalf("got inner calls of sizes %v, want [1 10]", g.sizes)
+	}
+}
+
+func TestCallerDeadlineAndClose(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	c, err := coalesce.New(g, coalesce.Config{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 1, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	go func() { _, _ = c.Decide(context.Background(), storetest.T0, reqs) }()
+	<-g.first
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller deadline while the worker is busy: got %v, want DeadlineExceeded", err)
+	}
+	close(g.release)
+	c.Close()
+	if _, err := c.Decide(context.Background(), storetest.T0, reqs); !errors.Is(err, coalesce.ErrClosed) {
+		t.Fatalf("after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := coalesce.New(m, coalesce.Config{Workers: -1}); err == nil {
+		t.Fatal("negative Workers: got nil error")
+	}
+}
+
+// With a Bound, calls stuck behind a busy worker are answered with
+// ErrTimeout, not left waiting on their (deadline-less) contexts; once the
+// worker is free, calls are decided again.
+func TestBoundAnswersStuckCalls(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	const bound = 20 * time.Millisecond
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1, Bound: bound})
+	if got := c.CallBound(); got != bound {
+		t.Fatalf("got CallBound %v, want %v", got, bound)
+	}
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := c.Decide(context.Background(), storetest.T0, reqs)
+		firstErr <- err
+	}()
+	<-g.first // the only worker is busy: the next calls can only time out
+	errs := make(chan error, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			_, err := c.Decide(context.Background(), storetest.T0, reqs)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, coalesce.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call behind a busy worker: got %v, want ErrTimeout and DeadlineExceeded", err)
+		}
+	}
+	if err := <-firstErr; !errors.Is(err, coalesce.ErrTimeout) {
+		t.Fatalf("call held by the store: got %v, want ErrTimeout", err)
+	}
+	close(g.release)
+	res, err := c.Decide(context.Background(), storetest.T0, reqs)
+	if err != nil || len(res) != 1 || res[0].Err != nil || !res[0].Allowed {
+		t.Fatalf("worker free again: got %+v, %v; want allowed", res, err)
+	}
+	// A caller's own context still ends its wait first.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: got %v, want Canceled", err)
+	}
+	if _, err := coalesce.New(m, coalesce.Config{Bound: -time.Second}); err == nil {
+		t.Fatal("negative Bound: got nil error")
+	}
+}

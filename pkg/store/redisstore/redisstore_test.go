@@ -1,0 +1,155 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/storetest"
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/store/redisstore"
+)
+
+var _ storetest.Store = (*redisstore.Store)(nil)
+
+func newStore(t testing.TB, c redisstore.Client, prefix string) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(c, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	var n atomic.Int64
+	storetest.Run(t, "redis", func(t *testing.T) storetest.Store {
+		return newStore(t, c, fmt.Sprintf("t%d", n.Add(1)))
+	})
+}
+
+func TestKeysHaveHashTagAndTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := time.Now()
+	for _, a := range algorithm.All {
+		r := algorithm.Request{Key: "rule/{user}", Params: algorithm.Params{Algorithm: a, Limit: 10, Window: time.Minute}, Cost: 1}
+		res, err := s.Decide(ctx, now, []algorithm.Request{r})
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res[0].Err)
+		}
+		key := s.RedisKey(r)
+		want := "weir:{rule/%7Buser%7D}:"
+		if key[:len(want)] != want {
+			t.Errorf("%s: got key %q, want prefix %q", a, key, want)
+		}
+		ttl, err := c.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 || ttl > 2*time.Minute+2*time.Second {
+			t.Errorf("%s: got TTL %v, want within (0, 2m2s]", a, ttl)
+		}
+		slot, err := c.ClusterKeySlot(ctx, key).Result()
+		if err == nil {
+			other, _ := c.ClusterKeySlot(ctx, "{rule/%7Buser%7D}").Result()
+			if slot != other {
+				t.Errorf("%s: key slot %d differs from its hash tag's %d", a, slot, other)
+			}
+		}
+	}
+}
+
+func TestNoScriptIsReloaded(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 3, Window: time.Minute}
+	for round := range 3 {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// One request (plain EVALSHA) and a batch (pipeline) both recover.
+		res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: "one", Params: p, Cost: 1}})
+		if err != nil || res[0].Err != nil || !res[0].Allowed {
+			t.Fatalf("round %d single: got %+v %v, want allowed", round, res, err)
+		}
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err = s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: "a", Params: p, Cost: 1}, {Key: "b", Params: p, Cost: 1}})
+		if err != nil || res[0].Err != nil || res[1].Err != nil {
+			t.Fatalf("round %d batch: got %+v %v", round, res, err)
+		}
+		if got := res[1].Remaining; got != int64(2-round) {
+			t.Errorf("round %d batch: got remaining %d, want %d", round, got, 2-round)
+		}
+	}
+}
+
+func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	r := algorithm.Request{Key: "k", Params: algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: time.Minute}, Cost: 1}
+	if err := c.Set(ctx, s.RedisKey(r), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ok := r
+	ok.Key = "fine"
+	res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r, ok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err == nil {
+		t.Errorf("key of the wrong type: got %+v, want an error", res[0])
+	}
+	if res[1].Err != nil || !res[1].Allowed {
+		t.Errorf("other key in the batch: got %+v, want allowed", res[1])
+	}
+	// Fields of the wrong kind inside the right type read as fresh, never panic.
+	if err := c.Del(ctx, s.RedisKey(r)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, s.RedisKey(r), "w", "garbage", "c", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadRedisFailsFast(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	defer c.Close()
+	s := newStore(t, c, "weir")
+	srv.Stop()
+	r := algorithm.Request{Key: "k", Params: algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: time.Minute}, Cost: 1}
+	res, err := s.Decide(context.Background(), storetest.T0, []algorithm.Request{r, r})
+	if err == nil && res[0].Err == nil {
+		t.Fatalf("dead Redis: got %+v, want an error", res)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r}); err == nil {
+		t.Fatal("cancelled context: got nil error")
+	}
+}
+
+func TestConfigRejectsBracesInPrefix(t *testing.T) {
+	if _, err := redisstore.New(nil, redisstore.Config{Prefix: "a{b"}); err == nil {
+		t.Fatal("got nil error, want one")
+	}
+}
