@@ -8,9 +8,13 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: all run run-multidc demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: help all run run-multidc demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
+
+## help: list the targets with what each does
+help:
+	@awk -F': ' '/^## [a-z-]+: /{sub(/^## /,""); t=$$1; sub(/^[^:]*: /,""); printf "  %-14s %s\n", t, $$0}' $(MAKEFILE_LIST)
 
 ## build: compile every package and the commands into ./bin
 build:
