@@ -4,17 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/pkg/breaker"
 )
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
 func TestBreaker(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	var changes []breaker.State
-	b, err := breaker.New(breaker.Config{Failures: 2, Cooldown: time.Second, Now: c.now}, func(s breaker.State) { changes = append(changes, s) })
+	b, err := breaker.New(breaker.Config{Failures: 2, Cooldown: time.Second, Now: c.Now}, func(s breaker.State) { changes = append(changes, s) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +38,7 @@ func TestBreaker(t *testing.T) {
 		{"closed allows again", 0, "allow", true, false, breaker.Closed},
 	}
 	for _, s := range steps {
-		c.t = c.t.Add(s.advance)
+		c.Advance(s.advance)
 		switch s.do {
 		case "allow":
 			ok, probe := b.Allow()
@@ -69,10 +66,10 @@ func TestBreaker(t *testing.T) {
 }
 
 func TestReleaseLetsTheNextCallerProbe(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
-	b, _ := breaker.New(breaker.Config{Failures: 1, Cooldown: time.Second, Now: c.now}, nil)
+	c := fakeclock.New(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	b, _ := breaker.New(breaker.Config{Failures: 1, Cooldown: time.Second, Now: c.Now}, nil)
 	b.Failure()
-	c.t = c.t.Add(time.Second)
+	c.Advance(time.Second)
 	if ok, probe := b.Allow(); !ok || !probe {
 		t.Fatalf("after cooldown: got ok=%v probe=%v, want a probe", ok, probe)
 	}

@@ -9,11 +9,12 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirhq/weir/internal/testkit/leakcheck"
 )
 
 // up builds a Net with a prefix of its own, or skips the test when this
@@ -82,7 +83,6 @@ func rtt(t *testing.T, n *Net, dc, addr string, rounds int) time.Duration {
 }
 
 func TestNet(t *testing.T) {
-	goroutines := runtime.NumGoroutine()
 	n := up(t, Config{
 		DCs:    []string{"a", "b"},
 		Delay:  10 * time.Millisecond,
@@ -204,13 +204,7 @@ func TestNet(t *testing.T) {
 		t.Errorf("dial after Close: got %v, want ErrClosed", err)
 	}
 	// The router's goroutines are gone (the echo servers' may take a moment).
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > goroutines+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if g := runtime.NumGoroutine(); g > goroutines+2 {
-		t.Errorf("%d goroutines after Close, %d before Up", g, goroutines)
-	}
+	leakcheck.Gone(t, "wan.(*router)", "wan.inNS")
 }
 
 func TestCleanup(t *testing.T) {
