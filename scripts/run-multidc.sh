@@ -6,17 +6,27 @@
 # in-memory store. The rules of $RULES seed etcd; the limiters follow the
 # rules in etcd (change them with weirctl or the admin API). Everything
 # stops on Ctrl-C; nothing listens beyond loopback.
+#
+# Logs, the admin token and an environment file for weirctl are kept in
+# $LOGS (default .cache/run-multidc), emptied when the next run starts and
+# left in place when this one ends, however it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.cache/bin}
 RULES=${RULES:-deploy/multidc/rules.yaml}
-WORK=$(mktemp -d -t weir-multidc-XXXXXX)
+WORK=${LOGS:-$PWD/.cache/run-multidc}
+# The rules file's domain becomes the admin API's default domain, so that
+# weirctl finds the rules without --domain.
+DOMAIN=$(sed -n 's/^domain:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' "$RULES" | head -n1)
+DOMAIN=${DOMAIN:-default}
+rm -rf "$WORK"
+mkdir -p "$WORK"
 pids=()
 cleanup() {
   trap - EXIT INT TERM
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$WORK"
+  echo "run-multidc: stopped; logs kept in $WORK" >&2
 }
 trap cleanup EXIT INT TERM
 
@@ -24,7 +34,11 @@ mkdir -p "$BIN"
 go build -o "$BIN/" ./cmd/limiter ./cmd/coordinator ./cmd/weirctl
 TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 printf '%s rw operator\n' "$TOKEN" >"$WORK/tokens"
-chmod 600 "$WORK/tokens"
+printf '%s\n' "$TOKEN" >"$WORK/token"
+cat >"$WORK/env" <<ENV
+export WEIR_SERVER=http://127.0.0.1:8070 WEIR_TOKEN=$TOKEN WEIR_DOMAIN=$DOMAIN PATH=\$PATH:$PWD/$BIN
+ENV
+chmod 600 "$WORK/tokens" "$WORK/token" "$WORK/env"
 
 wait_http() { # url name
   for _ in $(seq 1 100); do
@@ -36,11 +50,11 @@ wait_http() { # url name
 }
 
 "$BIN/coordinator" --dev --dev-dir "$WORK/dev" --rules "$RULES" --admin-addr 127.0.0.1:8070 \
-  --name coordinator-1 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-1.log" 2>&1 &
+  --default-domain "$DOMAIN" --name coordinator-1 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-1.log" 2>&1 &
 pids+=($!)
 wait_http http://127.0.0.1:8070/healthz coordinator-1
 "$BIN/coordinator" --etcd http://127.0.0.1:2379 --kafka 127.0.0.1:9092 --dcs a,b,c --rules "$RULES" \
-  --admin-addr 127.0.0.1:8071 --name coordinator-2 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-2.log" 2>&1 &
+  --admin-addr 127.0.0.1:8071 --default-domain "$DOMAIN" --name coordinator-2 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-2.log" 2>&1 &
 pids+=($!)
 
 port=0
@@ -63,18 +77,19 @@ done
 for port in 1 2 3; do wait_http http://127.0.0.1:808$port/readyz "limiter on :808$port"; done
 
 cat <<MSG
-Weir is running: three DCs and two coordinators, logs in $WORK
+Weir is running: three DCs and two coordinators (rules of domain $DOMAIN), logs in $WORK
   DC a  HTTP http://127.0.0.1:8081  gRPC 127.0.0.1:9191
   DC b  HTTP http://127.0.0.1:8082  gRPC 127.0.0.1:9192
   DC c  HTTP http://127.0.0.1:8083  gRPC 127.0.0.1:9193
   coordinators  http://127.0.0.1:8070 (--dev: etcd 127.0.0.1:2379, Kafka 127.0.0.1:9092)  http://127.0.0.1:8071
 Try:
   curl -s localhost:8081/v1/check -d '{"attributes":{"tenant":"acme"}}'
-  export WEIR_SERVER=http://127.0.0.1:8070 WEIR_TOKEN=$TOKEN PATH=\$PATH:$PWD/$BIN
+  curl -s -H "Authorization: Bearer \$(cat $WORK/token)" localhost:8070/v1/shares
+  . $WORK/env                            # WEIR_SERVER, WEIR_TOKEN, WEIR_DOMAIN and weirctl on PATH
   weirctl get                            # the rules, in etcd
-  weirctl shares get tenant-daily --domain api
-  weirctl shares pin tenant-daily a 60% --domain api
+  weirctl shares get tenant-daily
+  weirctl shares pin tenant-daily a 60%
 Ctrl-C stops everything.
 MSG
 wait -n "${pids[@]}" || true
-echo "run-multidc: a process exited; stopping (logs in $WORK)" >&2
+echo "run-multidc: a process exited; stopping" >&2
