@@ -24,7 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
@@ -273,7 +273,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	api, err := adminapi.New(adminapi.Config{
+	api, err := adminserver.New(adminserver.Config{
 		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
 		Live: live{co}, Logger: log,
 	})
