@@ -76,12 +76,5 @@ func (l live) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]admi
 	if err != nil {
 		return nil, l.notLeader(ctx, err)
 	}
-	out := make([]adminapi.DCKeyStatus, len(ks))
-	for i, k := range ks {
-		out[i] = adminapi.DCKeyStatus{DC: k.DC, Limit: k.Limit, Remaining: k.Remaining, WindowSeconds: k.WindowSeconds, Error: k.Error}
-		if t, err := time.Parse(time.RFC3339, k.ResetTime); err == nil {
-			out[i].ResetTime = t
-		}
-	}
-	return out, nil
+	return ks, nil
 }
