@@ -152,11 +152,8 @@ func (s *system) check(t *testing.T, dc, user string) (string, int64) {
 func until(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(d, cond) {
+		t.Fatalf("after %v: %s", d, what)
 	}
 	return time.Since(start)
 }

@@ -119,7 +119,8 @@ func TestClientRoundTrip(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPut, hs.URL+"/rate-limits/user-login-attempt?domain=shop", bytes.NewReader([]byte(`{"limit": "many", "limt": 1}`)))
 		req.Header.Set("Authorization", "Bearer "+writerToken)
 		var body adminapi.ErrorBody
-		decodeStrict(t, do(t, hs, req), &body)
+		_, raw := do(t, hs, req)
+		decodeStrict(t, raw, &body)
 		got := adminapi.ErrorBody{Error: ae.Message, Fields: ae.Fields, Omitted: ae.Omitted, Leader: ae.Leader}
 		if ae.Status != http.StatusUnprocessableEntity || !reflect.DeepEqual(got, body) {
 			t.Errorf("client's error: got %d %+v, want 422 %+v", ae.Status, got, body)
@@ -145,22 +146,15 @@ func getRaw(t *testing.T, hs *httptest.Server, path string) []byte {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+writerToken)
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: got %d %s, want 200", path, resp.StatusCode, body)
+	code, body := do(t, hs, req)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: got %d %s, want 200", path, code, body)
 	}
 	return body
 }
 
-func do(t *testing.T, hs *httptest.Server, req *http.Request) []byte {
+// do sends req and returns the answer's status and body.
+func do(t *testing.T, hs *httptest.Server, req *http.Request) (int, []byte) {
 	t.Helper()
 	resp, err := hs.Client().Do(req)
 	if err != nil {
@@ -171,7 +165,7 @@ func do(t *testing.T, hs *httptest.Server, req *http.Request) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return body
+	return resp.StatusCode, body
 }
 
 func decodeStrict(t *testing.T, data []byte, v any) {
