@@ -47,6 +47,9 @@ func run(args []string) error {
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the admin port over TLS with this certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's private key (PEM)")
 	fs.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS)")
+	fs.StringVar(&cfg.LimiterTLS.CA, "limiter-tls-ca", "", "trust limiters whose certificates this CA signs (PEM), when asking them for a key's status (default: the system's roots)")
+	fs.StringVar(&cfg.LimiterTLS.Cert, "limiter-tls-cert", "", "client certificate (PEM) to present to limiters that require mutual TLS")
+	fs.StringVar(&cfg.LimiterTLS.Key, "limiter-tls-key", "", "the client certificate's private key (PEM)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--rules SEED_FILE] [--admin-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/adminclient"
 )
 
@@ -29,7 +30,7 @@ deleted, and share policies set, with the fields each change touched.`,
 			}
 			if a.json() {
 				if recs == nil {
-					recs = []adminclient.AuditRecord{}
+					recs = []adminapi.AuditRecord{}
 				}
 				return writeJSON(a.env.stdout, map[string]any{"records": recs})
 			}
@@ -47,7 +48,7 @@ deleted, and share policies set, with the fields each change touched.`,
 
 // changes summarises what a record changed: the fields that differ, or
 // that a rule was created or deleted.
-func changes(r adminclient.AuditRecord) string {
+func changes(r adminapi.AuditRecord) string {
 	switch r.Action {
 	case "create":
 		return "(new rule)"

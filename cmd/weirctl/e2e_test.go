@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,8 +18,11 @@ import (
 
 	"github.com/weirhq/weir/internal/control/coordinatord"
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/platform/tlsconf"
+	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 const (
@@ -30,9 +35,26 @@ const (
 type system struct {
 	admin string            // http://host:port of the coordinator
 	http  map[string]string // DC → limiter HTTP base URL
+	// limiters carries the test's own requests to the limiters.
+	limiters *http.Client
+}
+
+// systemTLS sets the TLS of a system's limiters: what they serve (none by
+// default) and what the coordinator trusts and presents when it asks them
+// for a key's status.
+type systemTLS struct {
+	limiters    tlsconf.Files
+	coordinator tlsconf.ClientFiles
 }
 
 func startSystem(t *testing.T) *system {
+	t.Helper()
+	return startSystemTLS(t, systemTLS{}, http.DefaultClient)
+}
+
+// startSystemTLS starts a system whose limiters serve with tc's TLS; the
+// test reaches them with client.
+func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 	t.Helper()
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, "weir.usage")
@@ -42,7 +64,7 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	s := &system{http: map[string]string{}}
+	s := &system{http: map[string]string{}, limiters: client}
 	ready := make(chan string, 1)
 	run := func(name string, f func(ctx context.Context) error) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -60,6 +82,7 @@ func startSystem(t *testing.T) *system {
 			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
 			AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",
 			Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
+			LimiterTLS: tc.coordinator,
 		})
 	})
 	s.admin = "http://" + <-ready
@@ -69,12 +92,15 @@ func startSystem(t *testing.T) *system {
 			return limiterd.Run(ctx, limiterd.Config{
 				DC: dc, DCs: []string{"a", "b"}, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, ReportInterval: 500 * time.Millisecond,
-				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr },
+				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters,
 			})
 		})
 		select {
 		case addr := <-up:
 			s.http[dc] = "http://" + addr
+			if tc.limiters.Enabled() {
+				s.http[dc] = "https://" + addr
+			}
 		case <-time.After(30 * time.Second):
 			t.Fatalf("limiter %s did not start", dc)
 		}
@@ -103,7 +129,7 @@ func env2(args []string, out, errOut io.Writer, vars map[string]string) env {
 // rule that decided and its local limit ("" when no rule matched).
 func (s *system) check(t *testing.T, dc, user string) (string, int64) {
 	t.Helper()
-	resp, err := http.Post(s.http[dc]+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user":%q,"path":"/orders"}}`, user)))
+	resp, err := s.limiters.Post(s.http[dc]+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user":%q,"path":"/orders"}}`, user)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +152,8 @@ func (s *system) check(t *testing.T, dc, user string) (string, int64) {
 func until(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(d, cond) {
+		t.Fatalf("after %v: %s", d, what)
 	}
 	return time.Since(start)
 }
@@ -238,4 +261,121 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 		b, _ := s.check(t, "b", "probe")
 		return a == "" && b == ""
 	})
+}
+
+// TestStatusFromTLSLimiters runs weirctl status against limiters that
+// serve mutual TLS: the coordinator reaches them at the https scheme they
+// register in etcd, trusting the CA it is given and presenting its client
+// certificate; with a CA that does not sign the limiters' certificate,
+// every DC says so.
+func TestStatusFromTLSLimiters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, a coordinator and two limiters, twice")
+	}
+	dir := t.TempDir()
+	lim, coord, other := certtest.Issue(t, dir, "limiter"), certtest.Issue(t, dir, "coordinator"), certtest.Issue(t, dir, "other")
+	served := tlsconf.Files{Cert: lim.CertFile, Key: lim.KeyFile, ClientCA: coord.CertFile}
+	roots := x509.NewCertPool()
+	roots.AddCert(lim.Pair.Leaf)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{coord.Pair}}}}
+	tests := []struct {
+		name    string
+		trust   tlsconf.ClientFiles
+		wantErr []string // in every DC's error; none: every DC answers
+	}{
+		{"trusted", tlsconf.ClientFiles{CA: lim.CertFile, Cert: coord.CertFile, Key: coord.KeyFile}, nil},
+		{"CA not trusted", tlsconf.ClientFiles{CA: other.CertFile, Cert: coord.CertFile, Key: coord.KeyFile},
+			[]string{"TLS certificate is not trusted", "certificate signed by unknown authority"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startSystemTLS(t, systemTLS{limiters: served, coordinator: tt.trust}, client)
+			rules := filepath.Join(t.TempDir(), "rules.yaml")
+			doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
+			if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.weirctl(t, "apply", "-f", rules)
+			until(t, 10*time.Second, "the rule enforced in both DCs", func() bool {
+				a, _ := s.check(t, "a", "probe")
+				b, _ := s.check(t, "b", "probe")
+				return a == "orders" && b == "orders"
+			})
+			var ks adminapi.KeyStatus
+			settled := func() bool {
+				var out, errOut bytes.Buffer
+				env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
+				if run(context.Background(), env2([]string{"status", "orders", "u1", "-o", "json"}, &out, &errOut, env)) != exitOK {
+					return false // the coordinator does not lead yet
+				}
+				ks = adminapi.KeyStatus{}
+				if err := json.Unmarshal(out.Bytes(), &ks); err != nil {
+					t.Fatalf("weirctl status -o json: %v\n%s", err, out.String())
+				}
+				if len(ks.DCs) != 2 {
+					return false
+				}
+				for _, d := range ks.DCs {
+					if len(tt.wantErr) == 0 && d.Error != "" {
+						return false
+					}
+					for _, w := range tt.wantErr {
+						if !strings.Contains(d.Error, w) {
+							return false
+						}
+					}
+				}
+				return true
+			}
+			if !waitFor(10*time.Second, settled) {
+				t.Fatalf("weirctl status: got %+v, want every DC to answer (or to fail with %q)", ks, tt.wantErr)
+			}
+			if len(tt.wantErr) > 0 {
+				out, _ := s.weirctl(t, "status", "orders", "u1")
+				if !strings.Contains(out, "unavailable: ") || !strings.Contains(out, tt.wantErr[0]) {
+					t.Errorf("weirctl status does not show why:\n%s", out)
+				}
+				return
+			}
+			for _, d := range ks.DCs {
+				want := s.limiterStatus(t, d.DC, "orders", "u1")
+				if d.Limit != want.Limit || d.Remaining != want.Remaining || d.WindowSeconds != want.WindowSeconds || d.Limit <= 0 {
+					t.Errorf("DC %s: got limit %d, remaining %d, window %ds; want the limiter's %d, %d, %ds (a positive limit)",
+						d.DC, d.Limit, d.Remaining, d.WindowSeconds, want.Limit, want.Remaining, want.WindowSeconds)
+				}
+			}
+		})
+	}
+}
+
+// waitFor polls cond every 20 ms up to d and reports whether it held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// limiterStatus asks DC dc's limiter directly for a key's status.
+func (s *system) limiterStatus(t *testing.T, dc, ruleID, key string) adminapi.DCKeyStatus {
+	t.Helper()
+	resp, err := s.limiters.Get(s.http[dc] + "/v1/rate-limits/" + ruleID + "/" + key + "?domain=api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Limit         int64 `json:"limit"`
+		Remaining     int64 `json:"remaining"`
+		WindowSeconds int64 `json:"window_seconds"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("limiter %s status: %s", dc, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return adminapi.DCKeyStatus{DC: dc, Limit: st.Limit, Remaining: st.Remaining, WindowSeconds: st.WindowSeconds}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weirhq/weir/pkg/adminclient"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -77,7 +77,7 @@ prints the API's statistics, hot keys sorted and cut to --limit.`,
 			if err != nil {
 				return err
 			}
-			slices.SortStableFunc(st.HotKeys, func(x, y adminclient.HotKey) int {
+			slices.SortStableFunc(st.HotKeys, func(x, y adminapi.HotKey) int {
 				return cmp.Or(cmp.Compare(y.RequestCount, x.RequestCount), cmp.Compare(y.RejectionCount, x.RejectionCount), cmp.Compare(x.Key, y.Key))
 			})
 			if n > 0 && len(st.HotKeys) > n {

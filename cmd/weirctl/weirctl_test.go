@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/testkit/adminclienttest"
-	"github.com/weirhq/weir/pkg/adminclient"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
 
@@ -796,7 +796,7 @@ func TestAuditChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := adminclient.AuditRecord{Action: tt.action, Before: json.RawMessage(tt.before), After: json.RawMessage(tt.after)}
+			r := adminapi.AuditRecord{Action: tt.action, Before: json.RawMessage(tt.before), After: json.RawMessage(tt.after)}
 			if got := changes(r); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}

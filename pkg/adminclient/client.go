@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // MaxResponseBytes bounds the body of an answer the client reads. The
@@ -163,17 +165,15 @@ func escapeSegment(s string) string {
 // apiError reads an error answer: {"error": "...", "fields": [...]}, or,
 // from something other than the API (a proxy), whatever text it sent.
 func apiError(status int, data []byte) *APIError {
-	e := &APIError{Status: status}
-	if json.Unmarshal(data, e) == nil && e.Message != "" {
-		return e
+	var body adminapi.ErrorBody
+	if json.Unmarshal(data, &body) == nil && body.Error != "" {
+		return &APIError{Status: status, Message: body.Error, Fields: body.Fields, Omitted: body.Omitted, Leader: body.Leader}
 	}
-	e.Fields, e.Omitted, e.Leader = nil, 0, ""
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 || !isText(msg) {
 		msg = ""
 	}
-	e.Message = msg
-	return e
+	return &APIError{Status: status, Message: msg}
 }
 
 func isText(s string) bool {

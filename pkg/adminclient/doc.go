@@ -18,6 +18,8 @@
 // resource changed since it was read; callers re-read and retry.
 //
 // Rules travel as rule.Rule, whose JSON is the API's rule document; share
-// policies as sharepolicy.Policy. Package adminclienttest serves the same
+// policies as sharepolicy.Policy; the other answers (statistics, shares,
+// key status, audit records) as the documents of package adminapi, which
+// the server writes with. Package adminclienttest serves the same
 // contract from memory, for tests of code that uses this package.
 package adminclient

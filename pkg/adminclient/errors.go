@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // Sentinel errors, matched by *APIError with errors.Is according to its
@@ -40,35 +42,24 @@ var statusErrors = map[int]error{
 	http.StatusServiceUnavailable:  ErrUnavailable,
 }
 
-// APIError is an answer of the admin API other than 2xx. Its JSON form is
-// the API's error document:
-//
-//	{"error": "invalid rule", "fields": [{"field": "limit", "reason": "required"}]}
+// APIError is an answer of the admin API other than 2xx: its status and
+// the API's error document (adminapi.ErrorBody).
 type APIError struct {
 	// Status is the HTTP status code.
-	Status int `json:"-"`
+	Status int
 	// Message is the server's "error", or the status text when the answer
 	// had none.
-	Message string `json:"error"`
+	Message string
 	// Fields are the problems with each field of a refused document, in
 	// the server's order; empty for other errors.
-	Fields []FieldError `json:"fields,omitempty"`
+	Fields []adminapi.FieldError
 	// Omitted counts the problems beyond those listed in Fields.
-	Omitted int `json:"omitted,omitempty"`
+	Omitted int
 	// Leader is the admin URL of the coordinator that leads, when a 503
 	// is for want of leadership and the server knows the leader. The
 	// client does not follow it: the caller decides whether to send its
 	// token there.
-	Leader string `json:"leader,omitempty"`
-}
-
-// FieldError is one problem with one field of a document the API refused.
-type FieldError struct {
-	// Field is the path of the field ("limit", "overrides[0].cidr"); empty
-	// for the document as a whole.
-	Field string `json:"field"`
-	// Reason says what is wrong, for a person to read.
-	Reason string `json:"reason"`
+	Leader string
 }
 
 // Error returns the message and status (and the leader, if known), then

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -34,9 +35,7 @@ func (c *Client) GetRule(ctx context.Context, id string) (r rule.Rule, etag stri
 // server's order. Without a domain, the server may answer the rules of
 // every domain (the coordinator's does), each carrying its domain.
 func (c *Client) ListRules(ctx context.Context) ([]rule.Rule, error) {
-	var out struct {
-		Rules []rule.Rule `json:"rules"`
-	}
+	var out adminapi.RuleList
 	if _, err := c.do(ctx, request{method: http.MethodGet, path: []string{"rate-limits"}}, &out); err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
@@ -67,9 +66,7 @@ func (c *Client) UpdateRule(ctx context.Context, id string, fields map[string]an
 // limit rule 'x' deleted successfully."). An unknown rule gives
 // ErrNotFound.
 func (c *Client) DeleteRule(ctx context.Context, id string) (message string, err error) {
-	var out struct {
-		Message string `json:"message"`
-	}
+	var out adminapi.Deleted
 	if _, err := c.do(ctx, request{method: http.MethodDelete, path: []string{"rate-limits", id}}, &out); err != nil {
 		return "", fmt.Errorf("delete rule %q: %w", id, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -85,7 +86,18 @@ type Config struct {
 	Now func() time.Time
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// LimiterClient carries KeyStatus's requests to the limiters' HTTP
+	// APIs, at the scheme and address each instance advertises in etcd.
+	// Its transport's TLS configuration says which limiter certificates
+	// are trusted (RootCAs) and which certificate the coordinator
+	// presents to limiters that require one (mutual TLS). Default: a
+	// client with a DefaultLimiterTimeout timeout that trusts the
+	// system's roots.
+	LimiterClient *http.Client
 }
+
+// DefaultLimiterTimeout bounds one request of the default LimiterClient.
+const DefaultLimiterTimeout = 2 * time.Second
 
 // Coordinator campaigns for leadership and, while it leads, plans and
 // writes the shares. Create it with New; Run drives it.
@@ -128,6 +140,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LimiterClient == nil {
+		cfg.LimiterClient = &http.Client{Timeout: DefaultLimiterTimeout}
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}, nil
 }
@@ -455,10 +470,10 @@ type ackTracker struct {
 }
 
 type instance struct {
-	dc       string
-	applied  int64
-	httpAddr string
-	gone     time.Time
+	dc      string
+	applied int64
+	httpURL string // the base URL of its HTTP API; empty if unknown
+	gone    time.Time
 }
 
 func newAckTracker(grace time.Duration) *ackTracker {
@@ -525,14 +540,15 @@ func (a *ackTracker) ack(dc string, now time.Time) int64 {
 	return ack
 }
 
-// addrs returns the HTTP addresses the live instances of dc advertise.
-func (a *ackTracker) addrs(dc string) []string {
+// urls returns the base URLs of the HTTP APIs the live instances of dc
+// advertise.
+func (a *ackTracker) urls(dc string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []string
 	for _, in := range a.live {
-		if in.dc == dc && in.httpAddr != "" {
-			out = append(out, in.httpAddr)
+		if in.dc == dc && in.httpURL != "" {
+			out = append(out, in.httpURL)
 		}
 	}
 	slices.Sort(out)

@@ -172,7 +172,7 @@ func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
 		// count it as having acknowledged nothing.
 		return instance{dc: dc, applied: 0}, dc != ""
 	}
-	return instance{dc: dc, applied: rec.GetAppliedRevision(), httpAddr: rec.GetHttpAddr()}, true
+	return instance{dc: dc, applied: rec.GetAppliedRevision(), httpURL: httpURL(rec.GetHttpScheme(), rec.GetHttpAddr())}, true
 }
 
 // watchInstances keeps the tracker current and signals acked on every

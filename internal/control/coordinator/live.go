@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // ErrNotLeader is returned by the live views of a coordinator that does not
@@ -47,40 +50,29 @@ func (c *Coordinator) RuleShares(domain, ruleID string) (RuleView, bool, error) 
 	return RuleView{}, false, nil
 }
 
-// KeyStatus is what one DC's limiter says of a key.
-type KeyStatus struct {
-	DC            string `json:"dc"`
-	Limit         int64  `json:"limit"`
-	Remaining     int64  `json:"remaining"`
-	WindowSeconds int64  `json:"window_seconds"`
-	ResetTime     string `json:"reset_time"`
-	// Error says why the DC could not answer; the other fields are then
-	// zero.
-	Error string `json:"error,omitempty"`
-}
-
-// KeyStatus asks one live limiter instance of each DC — through the HTTP
-// address it advertises in etcd — how much quota a key has left under a
-// rule, consuming nothing. A DC that cannot answer says why in its Error.
-// ErrNotLeader on a standby (only the leader tracks the instances).
-func (c *Coordinator) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]KeyStatus, error) {
+// KeyStatus asks one live limiter instance of each DC — at the scheme and
+// address it advertises in etcd, with Config.LimiterClient — how much
+// quota a key has left under a rule, consuming nothing. A DC that cannot
+// answer says why in its Error. ErrNotLeader on a standby (only the leader
+// tracks the instances).
+func (c *Coordinator) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]adminapi.DCKeyStatus, error) {
 	c.mu.Lock()
 	acks := c.acks
 	c.mu.Unlock()
 	if acks == nil {
 		return nil, ErrNotLeader
 	}
-	out := make([]KeyStatus, len(c.cfg.Planner.DCs))
+	out := make([]adminapi.DCKeyStatus, len(c.cfg.Planner.DCs))
 	var wg sync.WaitGroup
 	for i, dc := range c.cfg.Planner.DCs {
 		out[i].DC = dc
-		addrs := acks.addrs(dc)
-		if len(addrs) == 0 {
+		urls := acks.urls(dc)
+		if len(urls) == 0 {
 			out[i].Error = "no live limiter instance advertises an HTTP address"
 			continue
 		}
 		wg.Go(func() {
-			if err := askStatus(ctx, addrs, domain, ruleID, key, &out[i]); err != nil {
+			if err := c.askStatus(ctx, urls, domain, ruleID, key, &out[i]); err != nil {
 				out[i].Error = err.Error()
 			}
 		})
@@ -89,26 +81,50 @@ func (c *Coordinator) KeyStatus(ctx context.Context, domain, ruleID, key string)
 	return out, nil
 }
 
-var statusClient = &http.Client{Timeout: 2 * time.Second}
+// httpURL returns the base URL of an instance's HTTP API from the scheme
+// and address of its record: an empty scheme (records of limiters that
+// predate it) is http. It returns "" for an empty address or a scheme
+// other than http and https.
+func httpURL(scheme, addr string) string {
+	switch {
+	case addr == "":
+		return ""
+	case scheme == "":
+		scheme = "http"
+	case scheme != "http" && scheme != "https":
+		return ""
+	}
+	return scheme + "://" + addr
+}
 
-// askStatus tries the addresses in turn until one answers.
-func askStatus(ctx context.Context, addrs []string, domain, ruleID, key string, st *KeyStatus) error {
+// limiterStatus is a limiter's answer to GET /v1/rate-limits/{rule}/{key}
+// (package httpapi's StatusResponse), as far as the admin API uses it.
+type limiterStatus struct {
+	Limit         int64  `json:"limit"`
+	Remaining     int64  `json:"remaining"`
+	WindowSeconds int64  `json:"window_seconds"`
+	ResetTime     string `json:"reset_time"` // RFC 3339
+}
+
+// askStatus asks the limiters at the base URLs in turn until one answers,
+// and fills in st's figures.
+func (c *Coordinator) askStatus(ctx context.Context, urls []string, domain, ruleID, key string, st *adminapi.DCKeyStatus) error {
 	var last error
-	for _, addr := range addrs {
-		u := fmt.Sprintf("http://%s/v1/rate-limits/%s/%s?domain=%s", addr, url.PathEscape(ruleID), url.PathEscape(key), url.QueryEscape(domain))
+	for _, base := range urls {
+		u := base + "/v1/rate-limits/" + url.PathEscape(ruleID) + "/" + url.PathEscape(key) + "?domain=" + url.QueryEscape(domain)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := statusClient.Do(req)
+		resp, err := c.cfg.LimiterClient.Do(req)
 		if err != nil {
-			last = err
+			last = limiterError(base, err)
 			continue
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if err != nil {
-			last = err
+			last = fmt.Errorf("limiter %s: read answer: %w", base, err)
 			continue
 		}
 		if resp.StatusCode != http.StatusOK {
@@ -116,12 +132,30 @@ func askStatus(ctx context.Context, addrs []string, domain, ruleID, key string, 
 				Message string `json:"message"`
 			}
 			_ = json.Unmarshal(body, &e)
-			return fmt.Errorf("limiter %s: %s: %s", addr, resp.Status, e.Message)
+			return fmt.Errorf("limiter %s: %s: %s", base, resp.Status, e.Message)
 		}
-		if err := json.Unmarshal(body, st); err != nil {
-			return fmt.Errorf("limiter %s: %w", addr, err)
+		var ls limiterStatus
+		if err := json.Unmarshal(body, &ls); err != nil {
+			return fmt.Errorf("limiter %s: decode answer: %w", base, err)
+		}
+		st.Limit, st.Remaining, st.WindowSeconds = ls.Limit, ls.Remaining, ls.WindowSeconds
+		if t, err := time.Parse(time.RFC3339, ls.ResetTime); err == nil {
+			st.ResetTime = t
 		}
 		return nil
 	}
 	return fmt.Errorf("no limiter answered: %w", last)
+}
+
+// limiterError says why a limiter could not be reached, naming the
+// remedy when its certificate is not trusted.
+func limiterError(base string, err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		err = ue.Err // the URL is base's, named below
+	}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return fmt.Errorf("limiter %s: its TLS certificate is not trusted (is the CA that signs it among the coordinator's limiter CAs?): %w", base, err)
+	}
+	return fmt.Errorf("limiter %s: %w", base, err)
 }

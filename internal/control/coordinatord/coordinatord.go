@@ -24,7 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
@@ -75,6 +75,11 @@ type Config struct {
 	// TLS, when its files are given, serves the admin port over TLS
 	// (mutual TLS with a client CA).
 	TLS tlsconf.Files
+	// LimiterTLS is what the key-status fan-out trusts and presents when
+	// it asks limiters that serve TLS (their instance records say so):
+	// the CA that signs their certificates (default: the system's roots)
+	// and, for limiters that require mutual TLS, a client certificate.
+	LimiterTLS tlsconf.ClientFiles
 	// DefaultDomain is the admin API's domain for requests naming none.
 	// Default "default".
 	DefaultDomain string
@@ -140,6 +145,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
 	}
+	limiterTLS, err := cfg.LimiterTLS.Client()
+	if err != nil {
+		return fmt.Errorf("coordinatord: limiter TLS: %w", err)
+	}
+	limiters := &http.Client{Timeout: coordinator.DefaultLimiterTimeout}
+	if limiterTLS != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = limiterTLS
+		limiters.Transport = tr
+	}
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("coordinatord: listen admin: %w", err)
@@ -161,7 +176,8 @@ func Run(ctx context.Context, cfg Config) error {
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			return coordinator.NewKafkaSource(kcfg)
 		},
-		Logger: log,
+		Logger:        log,
+		LimiterClient: limiters,
 	})
 	if err != nil {
 		ln.Close()
@@ -273,7 +289,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	api, err := adminapi.New(adminapi.Config{
+	api, err := adminserver.New(adminserver.Config{
 		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
 		Live: live{co}, Logger: log,
 	})

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // live answers the admin API's live views from the coordinator: from its
@@ -16,7 +17,7 @@ type live struct {
 	co *coordinator.Coordinator
 }
 
-var _ adminapi.Live = live{}
+var _ adminserver.Live = live{}
 
 // notLeader turns the coordinator's ErrNotLeader into the admin API's
 // error naming the leader.
@@ -26,9 +27,9 @@ func (l live) notLeader(ctx context.Context, err error) error {
 	}
 	_, url, lerr := l.co.LeaderInfo(ctx)
 	if lerr != nil {
-		return fmt.Errorf("%w: %v", adminapi.ErrNotLeader, lerr)
+		return fmt.Errorf("%w: %v", adminserver.ErrNotLeader, lerr)
 	}
-	return &adminapi.NotLeaderError{Leader: url}
+	return &adminserver.NotLeaderError{Leader: url}
 }
 
 func (l live) Stats(ctx context.Context, domain, ruleID string) (adminapi.RuleStats, error) {
@@ -54,7 +55,7 @@ func (l live) Shares(ctx context.Context, domain, ruleID string) ([]adminapi.DCS
 		return nil, l.notLeader(ctx, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s/%s is not a global rule the coordinator plans", adminapi.ErrUnknown, domain, ruleID)
+		return nil, fmt.Errorf("%w: %s/%s is not a global rule the coordinator plans", adminserver.ErrUnknown, domain, ruleID)
 	}
 	st, _ := l.co.Stats(domain, ruleID, 0)
 	out := make([]adminapi.DCShare, len(v.DCs))
@@ -75,12 +76,5 @@ func (l live) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]admi
 	if err != nil {
 		return nil, l.notLeader(ctx, err)
 	}
-	out := make([]adminapi.DCKeyStatus, len(ks))
-	for i, k := range ks {
-		out[i] = adminapi.DCKeyStatus{DC: k.DC, Limit: k.Limit, Remaining: k.Remaining, WindowSeconds: k.WindowSeconds, Error: k.Error}
-		if t, err := time.Parse(time.RFC3339, k.ResetTime); err == nil {
-			out[i].ResetTime = t
-		}
-	}
-	return out, nil
+	return ks, nil
 }

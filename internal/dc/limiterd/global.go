@@ -147,9 +147,9 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 // waits up to syncTimeout for the first listing of the DC's assignments, so
 // that the limiter does not serve on static shares a coordinator may have
 // given away.
-func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time.Duration, httpAddr string, log *slog.Logger) {
+func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time.Duration, http etcdquota.HTTPEndpoint, log *slog.Logger) {
 	if g.agent != nil {
-		g.agent.SetHTTPAddr(httpAddr)
+		g.agent.SetHTTPEndpoint(http)
 	}
 	if g.rules != nil {
 		wg.Go(func() { _ = g.rules.Run(ctx) })

@@ -34,6 +34,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/grpcapi"
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -290,7 +291,11 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGlobal()
-	glob.start(gctx, &wg, cfg.SyncTimeout, httpLn.Addr().String(), log)
+	endpoint := etcdquota.HTTPEndpoint{Scheme: "http", Addr: httpLn.Addr().String()}
+	if tlsCfg != nil {
+		endpoint.Scheme = "https"
+	}
+	glob.start(gctx, &wg, cfg.SyncTimeout, endpoint, log)
 	errc := make(chan error, 4)
 	wg.Go(func() {
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {

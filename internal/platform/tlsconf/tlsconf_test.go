@@ -1,82 +1,24 @@
 package tlsconf
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
+
+	"github.com/weirhq/weir/internal/testkit/certtest"
 )
 
-// issue writes a self-signed CA-capable certificate for 127.0.0.1 and its
-// key to dir, and returns their paths and the parsed pair.
-func issue(t *testing.T, dir, name string) (certPath, keyPath string, pair tls.Certificate) {
+// listen serves TLS with cfg on a loopback port until t ends, writing "ok"
+// on every connection, and returns its address.
+func listen(t *testing.T, cfg *tls.Config) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	if err := os.WriteFile(certPath, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pair, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPath, keyPath, pair
-}
-
-func TestServer(t *testing.T) {
-	dir := t.TempDir()
-	cert, key, serverPair := issue(t, dir, "server")
-	clientCert, _, clientPair := issue(t, dir, "client")
-	if c, err := (Files{}).Server(); c != nil || err != nil {
-		t.Fatalf("no files: %v, %v", c, err)
-	}
-	if _, err := (Files{Cert: cert}).Server(); err == nil {
-		t.Fatal("a certificate without its key was accepted")
-	}
-	if _, err := (Files{Cert: cert, Key: filepath.Join(dir, "missing")}).Server(); err == nil {
-		t.Fatal("a missing key file was accepted")
-	}
-	cfg, err := Files{Cert: cert, Key: key, ClientCA: clientCert}.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -90,22 +32,93 @@ func TestServer(t *testing.T) {
 			}()
 		}
 	}()
-	roots := x509.NewCertPool()
-	roots.AddCert(serverPair.Leaf)
-	dial := func(certs []tls.Certificate) error {
-		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots, Certificates: certs})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		buf := make([]byte, 2)
-		_, err = c.Read(buf)
+	return ln.Addr().String()
+}
+
+// dial connects to addr with cfg and reads the server's "ok".
+func dial(addr string, cfg *tls.Config) error {
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
 		return err
 	}
-	if err := dial([]tls.Certificate{clientPair}); err != nil {
+	defer c.Close()
+	buf := make([]byte, 2)
+	_, err = c.Read(buf)
+	return err
+}
+
+func TestServer(t *testing.T) {
+	dir := t.TempDir()
+	server, client := certtest.Issue(t, dir, "server"), certtest.Issue(t, dir, "client")
+	cert, key, serverPair := server.CertFile, server.KeyFile, server.Pair
+	clientCert, clientPair := client.CertFile, client.Pair
+	if c, err := (Files{}).Server(); c != nil || err != nil {
+		t.Fatalf("no files: %v, %v", c, err)
+	}
+	if _, err := (Files{Cert: cert}).Server(); err == nil {
+		t.Fatal("a certificate without its key was accepted")
+	}
+	if _, err := (Files{Cert: cert, Key: filepath.Join(dir, "missing")}).Server(); err == nil {
+		t.Fatal("a missing key file was accepted")
+	}
+	cfg, err := Files{Cert: cert, Key: key, ClientCA: clientCert}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listen(t, cfg)
+	roots := x509.NewCertPool()
+	roots.AddCert(serverPair.Leaf)
+	if err := dial(addr, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientPair}}); err != nil {
 		t.Fatalf("client with a certificate: %v", err)
 	}
-	if err := dial(nil); err == nil {
+	if err := dial(addr, &tls.Config{RootCAs: roots}); err == nil {
 		t.Fatal("a client without a certificate got through mutual TLS")
+	}
+}
+
+func TestClient(t *testing.T) {
+	dir := t.TempDir()
+	server, client, other := certtest.Issue(t, dir, "server"), certtest.Issue(t, dir, "client"), certtest.Issue(t, dir, "other")
+	srv, err := Files{Cert: server.CertFile, Key: server.KeyFile, ClientCA: client.CertFile}.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listen(t, srv)
+	tests := []struct {
+		name    string
+		files   ClientFiles
+		wantErr string // from Client; "" builds a config
+		dialErr string // from dialling the mutual-TLS server; "" connects
+	}{
+		{"trusted, with a certificate", ClientFiles{CA: server.CertFile, Cert: client.CertFile, Key: client.KeyFile}, "", ""},
+		{"trusted, without a certificate", ClientFiles{CA: server.CertFile}, "", "certificate required"},
+		{"another CA", ClientFiles{CA: other.CertFile, Cert: client.CertFile, Key: client.KeyFile}, "", "certificate signed by unknown authority"},
+		{"certificate without its key", ClientFiles{CA: server.CertFile, Cert: client.CertFile}, "needs both", ""},
+		{"missing CA file", ClientFiles{CA: filepath.Join(dir, "missing")}, "no such file", ""},
+		{"CA file without a certificate", ClientFiles{CA: server.KeyFile}, "no certificate in", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := tt.files.Client()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = dial(addr, cfg)
+			switch {
+			case tt.dialErr == "" && err != nil:
+				t.Fatalf("dial: got %v, want a connection", err)
+			case tt.dialErr != "" && (err == nil || !strings.Contains(err.Error(), tt.dialErr)):
+				t.Fatalf("dial: got %v, want an error containing %q", err, tt.dialErr)
+			}
+		})
+	}
+	if cfg, err := (ClientFiles{}).Client(); cfg != nil || err != nil {
+		t.Errorf("no files: got %v, %v; want nil, nil", cfg, err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
@@ -71,7 +72,7 @@ type Server struct {
 	stats     map[ref]json.RawMessage
 	live      map[ref]map[string]Live
 	keys      map[keyRef]json.RawMessage
-	audit     []record
+	audit     []adminapi.AuditRecord
 	requests  []Request
 	notLeader bool
 	leaderURL string
@@ -92,17 +93,6 @@ type stored struct {
 type storedPolicy struct {
 	p   sharepolicy.Policy
 	rev int64
-}
-
-type record struct {
-	ID     string          `json:"id"`
-	Time   time.Time       `json:"time"`
-	Actor  string          `json:"actor"`
-	Action string          `json:"action"`
-	Domain string          `json:"domain"`
-	RuleID string          `json:"rule_id"`
-	Before json.RawMessage `json:"before"`
-	After  json.RawMessage `json:"after"`
 }
 
 // Live is what the coordinator reports of one DC of a global rule.
@@ -288,11 +278,7 @@ func (s *Server) leader(h http.HandlerFunc) http.HandlerFunc {
 		no, leader := s.notLeader, s.leaderURL
 		s.mu.Unlock()
 		if no {
-			body := map[string]string{"error": "this coordinator is not the leader"}
-			if leader != "" {
-				body["leader"] = leader
-			}
-			writeJSON(w, http.StatusServiceUnavailable, body)
+			writeJSON(w, http.StatusServiceUnavailable, adminapi.ErrorBody{Error: "this coordinator is not the leader", Leader: leader})
 			return
 		}
 		h(w, r)
@@ -332,7 +318,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) {
 	}
 	s.rev++
 	s.rules[k] = stored{nr, s.rev}
-	s.record(r, "create", k, nil, nr)
+	s.record(r, adminapi.ActionCreate, k, nil, nr)
 	w.Header().Set("ETag", etag(s.rev))
 	writeJSON(w, http.StatusCreated, nr)
 }
@@ -350,7 +336,7 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.rules[k].r)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rules": out})
+	writeJSON(w, http.StatusOK, adminapi.RuleList{Rules: out})
 }
 
 func (s *Server) getRule(w http.ResponseWriter, r *http.Request) {
@@ -413,7 +399,7 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) {
 	nr.CreatedAt, nr.UpdatedAt = st.r.CreatedAt, s.now().UTC()
 	s.rev++
 	s.rules[k] = stored{nr, s.rev}
-	s.record(r, "update", k, st.r, nr)
+	s.record(r, adminapi.ActionUpdate, k, st.r, nr)
 	w.Header().Set("ETag", etag(s.rev))
 	writeJSON(w, http.StatusOK, nr)
 }
@@ -430,8 +416,8 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) {
 	delete(s.rules, k)
 	delete(s.policies, k)
 	s.rev++
-	s.record(r, "delete", k, st.r, nil)
-	writeJSON(w, http.StatusOK, map[string]string{"message": fmt.Sprintf("Rate limit rule '%s' deleted successfully.", k.id)})
+	s.record(r, adminapi.ActionDelete, k, st.r, nil)
+	writeJSON(w, http.StatusOK, adminapi.Deleted{Message: fmt.Sprintf("Rate limit rule '%s' deleted successfully.", k.id)})
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
@@ -444,30 +430,11 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, ok := s.stats[k]
 	if !ok {
-		doc, _ = json.Marshal(map[string]any{"rule_id": k.id, "total_requests": 0, "rejected_requests": 0,
-			"rejection_rate": 0, "hot_keys": []any{}, "dcs": map[string]any{}, "last_updated": s.now().UTC()})
+		writeJSON(w, http.StatusOK, adminapi.RuleStats{RuleID: k.id, HotKeys: []adminapi.HotKey{},
+			DCs: map[string]adminapi.DCStats{}, LastUpdated: s.now().UTC()})
+		return
 	}
 	writeJSON(w, http.StatusOK, doc)
-}
-
-// sharesDoc is the answer of GET /rate-limits/{id}/shares.
-type sharesDoc struct {
-	Domain string    `json:"domain"`
-	RuleID string    `json:"rule_id"`
-	DCs    []dcShare `json:"dcs"`
-	ETag   string    `json:"etag"`
-}
-
-type dcShare struct {
-	DC       string   `json:"dc"`
-	Demand   float64  `json:"demand"`
-	Share    float64  `json:"share"`
-	Target   float64  `json:"target"`
-	Admitted float64  `json:"admitted"`
-	Pin      *float64 `json:"pin"`
-	Floor    float64  `json:"floor"`
-	Ceiling  float64  `json:"ceiling"`
-	Drained  bool     `json:"drained"`
 }
 
 func (s *Server) getShares(w http.ResponseWriter, r *http.Request) {
@@ -479,10 +446,10 @@ func (s *Server) getShares(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp := s.policies[k]
-	doc := sharesDoc{Domain: k.domain, RuleID: k.id, DCs: []dcShare{}, ETag: etag(sp.rev)}
+	doc := adminapi.Shares{Domain: k.domain, RuleID: k.id, DCs: []adminapi.DCShare{}, ETag: etag(sp.rev)}
 	for _, dc := range s.dcs {
 		l, p := s.live[k][dc], sp.p.DCs[dc]
-		doc.DCs = append(doc.DCs, dcShare{DC: dc, Demand: l.Demand, Share: l.Share, Target: l.Target, Admitted: l.Admitted,
+		doc.DCs = append(doc.DCs, adminapi.DCShare{DC: dc, Demand: l.Demand, Share: l.Share, Target: l.Target, Admitted: l.Admitted,
 			Pin: p.Pin, Floor: p.Floor, Ceiling: p.Ceiling, Drained: p.Drained})
 	}
 	w.Header().Set("ETag", doc.ETag)
@@ -521,7 +488,7 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) {
 	if old.rev != 0 {
 		before = old.p
 	}
-	s.record(r, "shares", k, before, p)
+	s.record(r, adminapi.ActionShares, k, before, p)
 	w.Header().Set("ETag", etag(s.rev))
 	writeJSON(w, http.StatusOK, p)
 }
@@ -555,14 +522,14 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []record{}
-	for i := len(s.audit) - 1; i >= 0 && len(out) < limit; i-- {
+	out := adminapi.AuditList{Records: []adminapi.AuditRecord{}}
+	for i := len(s.audit) - 1; i >= 0 && len(out.Records) < limit; i-- {
 		a := s.audit[i]
 		if (q.Get("rule_id") == "" || a.RuleID == q.Get("rule_id")) && (q.Get("domain") == "" || a.Domain == q.Get("domain")) {
-			out = append(out, a)
+			out.Records = append(out.Records, a)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // record appends an audit record; s.mu is held.
@@ -574,7 +541,7 @@ func (s *Server) record(r *http.Request, action string, k ref, before, after any
 		b, _ := json.Marshal(v)
 		return b
 	}
-	s.audit = append(s.audit, record{ID: fmt.Sprintf("%020d", len(s.audit)+1), Time: s.now().UTC(), Actor: r.Header.Get("X-Actor"),
+	s.audit = append(s.audit, adminapi.AuditRecord{ID: fmt.Sprintf("%020d", len(s.audit)+1), Time: s.now().UTC(), Actor: r.Header.Get("X-Actor"),
 		Action: action, Domain: k.domain, RuleID: k.id, Before: doc(before), After: doc(after)})
 }
 
@@ -594,19 +561,15 @@ func writeRuleError(w http.ResponseWriter, err error) {
 }
 
 func writeFields(w http.ResponseWriter, msg string, fe ...rule.FieldError) {
-	type field struct {
-		Field  string `json:"field"`
-		Reason string `json:"reason"`
-	}
-	fields := []field{}
+	body := adminapi.ErrorBody{Error: msg, Fields: []adminapi.FieldError{}}
 	for _, f := range fe {
-		fields = append(fields, field{f.Path, f.Reason})
+		body.Fields = append(body.Fields, adminapi.FieldError{Field: f.Path, Reason: f.Reason})
 	}
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": msg, "fields": fields})
+	writeJSON(w, http.StatusUnprocessableEntity, body)
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	writeJSON(w, code, adminapi.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -595,7 +595,11 @@ type InstanceRecord struct {
 	StartedMs       int64                  `protobuf:"varint,5,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
 	// HTTPAddr is where the instance serves its HTTP API (host:port), so
 	// that the admin API can ask a DC for a key's status; empty if unknown.
-	HttpAddr      string `protobuf:"bytes,6,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	HttpAddr string `protobuf:"bytes,6,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	// HTTPScheme is how to reach http_addr: "https" when the instance
+	// serves its HTTP API over TLS, "http" when it does not. Empty (as in
+	// the records of limiters that predate the field) means "http".
+	HttpScheme    string `protobuf:"bytes,7,opt,name=http_scheme,json=httpScheme,proto3" json:"http_scheme,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -672,6 +676,13 @@ func (x *InstanceRecord) GetHttpAddr() string {
 	return ""
 }
 
+func (x *InstanceRecord) GetHttpScheme() string {
+	if x != nil {
+		return x.HttpScheme
+	}
+	return ""
+}
+
 var File_weir_v1_quota_proto protoreflect.FileDescriptor
 
 const file_weir_v1_quota_proto_rawDesc = "" +
@@ -719,7 +730,7 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12$\n" +
 	"\x0evalid_until_ms\x18\x03 \x01(\x03R\fvalidUntilMs\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x16\n" +
-	"\x06leader\x18\x05 \x01(\tR\x06leader\"\xb9\x01\n" +
+	"\x06leader\x18\x05 \x01(\tR\x06leader\"\xda\x01\n" +
 	"\x0eInstanceRecord\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\tR\binstance\x12)\n" +
@@ -727,7 +738,9 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
 	"started_ms\x18\x05 \x01(\x03R\tstartedMs\x12\x1b\n" +
-	"\thttp_addr\x18\x06 \x01(\tR\bhttpAddrB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
+	"\thttp_addr\x18\x06 \x01(\tR\bhttpAddr\x12\x1f\n" +
+	"\vhttp_scheme\x18\a \x01(\tR\n" +
+	"httpSchemeB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
 
 var (
 	file_weir_v1_quota_proto_rawDescOnce sync.Once

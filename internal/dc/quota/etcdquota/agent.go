@@ -99,7 +99,7 @@ type Agent struct {
 	started time.Time
 
 	ran      atomic.Bool
-	httpAddr atomic.Pointer[string]
+	endpoint atomic.Pointer[HTTPEndpoint]
 	ack      chan struct{} // capacity 1: an acknowledgement to write
 	live     atomic.Int64
 	st       counters
@@ -157,16 +157,24 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// SetHTTPAddr sets the address of the instance's HTTP API, advertised in its
-// record from the next write on, so that the admin API can ask the DC about
-// a key. Call it before Run for the first record to carry it.
-func (a *Agent) SetHTTPAddr(addr string) { a.httpAddr.Store(&addr) }
+// HTTPEndpoint is where an instance serves its HTTP API.
+type HTTPEndpoint struct {
+	// Scheme is "https" when the API serves TLS, else "http".
+	Scheme string
+	// Addr is the host:port others reach the API at.
+	Addr string
+}
 
-func (a *Agent) advertised() string {
-	if p := a.httpAddr.Load(); p != nil {
+// SetHTTPEndpoint sets where the instance's HTTP API is, advertised in its
+// record from the next write on, so that the coordinator can ask the DC
+// about a key. Call it before Run for the first record to carry it.
+func (a *Agent) SetHTTPEndpoint(e HTTPEndpoint) { a.endpoint.Store(&e) }
+
+func (a *Agent) advertised() HTTPEndpoint {
+	if p := a.endpoint.Load(); p != nil {
 		return *p
 	}
-	return ""
+	return HTTPEndpoint{}
 }
 
 // Live returns the number of live limiter instances of the DC, at least 1.
@@ -387,13 +395,15 @@ func (a *Agent) grant(ctx context.Context) (*registration, record, error) {
 
 // put writes the instance record under lease.
 func (a *Agent) put(ctx context.Context, lease clientv3.LeaseID, rec record) error {
+	http := a.advertised()
 	v, err := proto.Marshal(&weirv1.InstanceRecord{
 		Dc:              a.dc,
 		Instance:        a.cfg.Instance,
 		AppliedRevision: rec.revision,
 		Epoch:           rec.epoch,
 		StartedMs:       a.started.UnixMilli(),
-		HttpAddr:        a.advertised(),
+		HttpAddr:        http.Addr,
+		HttpScheme:      http.Scheme,
 	})
 	if err != nil {
 		return fmt.Errorf("encode instance record: %w", err)

@@ -1,4 +1,4 @@
-package adminapi
+package adminserver
 
 import (
 	"context"
@@ -11,14 +11,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-)
 
-// The actions of audit records.
-const (
-	ActionCreate = "create"
-	ActionUpdate = "update"
-	ActionDelete = "delete"
-	ActionShares = "shares"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // Bounds of GET /audit and of the retention trim.
@@ -32,37 +26,11 @@ const (
 	auditPage = 256
 )
 
-// AuditRecord is one successful change, kept at Layout.Audit()+ID, written
-// in the same etcd transaction as the change.
-type AuditRecord struct {
-	// ID is the Unix time of the change in nanoseconds, 20 digits
-	// zero-padded, a '-' and 8 random hex digits: IDs sort by time (as far
-	// as the coordinators' clocks agree).
-	ID   string    `json:"id"`
-	Time time.Time `json:"time"`
-	// Actor is the name of the principal that made the change
-	// (auth.Principal.Name), "anonymous" without one.
-	Actor string `json:"actor"`
-	// Action is ActionCreate, ActionUpdate, ActionDelete or ActionShares.
-	Action string `json:"action"`
-	Domain string `json:"domain"`
-	RuleID string `json:"rule_id"`
-	// Before and After are the rule (or, for ActionShares, the share
-	// policy) before and after the change; null when absent.
-	Before json.RawMessage `json:"before"`
-	After  json.RawMessage `json:"after"`
-}
-
-// AuditList is the body of GET /audit.
-type AuditList struct {
-	Records []AuditRecord `json:"records"`
-}
-
 // newRecord returns the audit record of a change the request makes at now.
-func (s *Server) newRecord(r *http.Request, now time.Time, action, domain, id string, before, after []byte) AuditRecord {
+func (s *Server) newRecord(r *http.Request, now time.Time, action, domain, id string, before, after []byte) adminapi.AuditRecord {
 	var rnd [4]byte
 	rand.Read(rnd[:]) // never fails (crypto/rand)
-	return AuditRecord{
+	return adminapi.AuditRecord{
 		ID:     fmt.Sprintf("%020d-%s", max(now.UnixNano(), 0), hex.EncodeToString(rnd[:])),
 		Time:   now,
 		Actor:  principal(r),
@@ -76,7 +44,7 @@ func (s *Server) newRecord(r *http.Request, now time.Time, action, domain, id st
 
 // commit runs a change: if cmps hold, ops and the audit record rec are
 // written in one transaction.
-func (s *Server) commit(ctx context.Context, rec AuditRecord, cmps []clientv3.Cmp, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+func (s *Server) commit(ctx context.Context, rec adminapi.AuditRecord, cmps []clientv3.Cmp, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	doc, err := json.Marshal(&rec)
 	if err != nil {
 		return nil, err
@@ -90,7 +58,7 @@ func (s *Server) commit(ctx context.Context, rec AuditRecord, cmps []clientv3.Cm
 }
 
 // changed logs a committed change and trims the audit log.
-func (s *Server) changed(ctx context.Context, rec AuditRecord, rev int64) {
+func (s *Server) changed(ctx context.Context, rec adminapi.AuditRecord, rev int64) {
 	s.log.Info("admin change", "actor", rec.Actor, "action", rec.Action, "domain", rec.Domain, "rule", rec.RuleID, "revision", rev, "audit_id", rec.ID)
 	if err := s.trimAudit(ctx); err != nil {
 		s.log.Warn("audit trim failed; the next change retries", "err", err)
@@ -141,7 +109,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	prefix := s.cfg.Layout.Audit()
 	end := clientv3.GetPrefixRangeEnd(prefix)
-	list := AuditList{Records: []AuditRecord{}}
+	list := adminapi.AuditList{Records: []adminapi.AuditRecord{}}
 	for len(list.Records) < limit {
 		page := int64(auditPage)
 		if ruleID == "" && domain == "" {
@@ -153,7 +121,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 			return etcdError("list audit records", err)
 		}
 		for _, kv := range resp.Kvs {
-			var rec AuditRecord
+			var rec adminapi.AuditRecord
 			if err := json.Unmarshal(kv.Value, &rec); err != nil {
 				s.log.Warn("skipping an invalid audit record", "key", string(kv.Key), "err", err)
 				continue

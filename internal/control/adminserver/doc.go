@@ -1,8 +1,9 @@
-// Package adminapi is Weir's admin REST API (SPEC §5, seed 003 §5): rules,
-// their share policies and their live state, over HTTP and JSON, kept in
-// etcd. Every coordinator serves it; writes go straight to etcd, so any
-// coordinator can take them, and the limiters and the leader pick the
-// changes up from there.
+// Package adminserver serves Weir's admin REST API (SPEC §5, seed 003 §5):
+// rules, their share policies and their live state, over HTTP and JSON,
+// kept in etcd. Every coordinator serves it; writes go straight to etcd, so
+// any coordinator can take them, and the limiters and the leader pick the
+// changes up from there. The JSON documents it answers with are declared
+// in package adminapi (pkg/adminapi), which the client shares.
 //
 // # Endpoints
 //
@@ -82,4 +83,4 @@
 // The Server authenticates no one: wrap it in auth.Middleware (read-only
 // tokens then get the GET endpoints only). It never sees tokens, and logs
 // principals by name.
-package adminapi
+package adminserver

@@ -1,4 +1,4 @@
-package adminapi_test
+package adminserver_test
 
 import (
 	"bytes"
@@ -15,9 +15,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // The seed's documents (seed 003, §5).
@@ -107,19 +108,19 @@ type env struct {
 	clock  *clock
 	live   *memLive
 	logs   *syncBuffer
-	srv    *adminapi.Server
+	srv    *adminserver.Server
 	h      http.Handler
 }
 
 var sharedDCs = []string{"us-east", "eu-west", "ap-south"}
 
 // newEnv starts an etcd and an admin API over it; opts adjust the config.
-func newEnv(t testing.TB, opts ...func(*adminapi.Config)) *env {
+func newEnv(t testing.TB, opts ...func(*adminserver.Config)) *env {
 	t.Helper()
 	cli := etcdtest.Start(t).Client(t)
 	e := &env{t: t, cli: cli, layout: etcdlayout.Layout{Prefix: "/test/"}, clock: &clock{now: t0},
 		live: newMemLive(), logs: &syncBuffer{}}
-	cfg := adminapi.Config{
+	cfg := adminserver.Config{
 		Etcd:   cli,
 		Layout: e.layout,
 		DCs:    sharedDCs,
@@ -130,7 +131,7 @@ func newEnv(t testing.TB, opts ...func(*adminapi.Config)) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv, err := adminapi.New(cfg)
+	srv, err := adminserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ type memLive struct {
 	err    error
 }
 
-var _ adminapi.Live = (*memLive)(nil)
+var _ adminserver.Live = (*memLive)(nil)
 
 func newMemLive() *memLive {
 	return &memLive{stats: map[string]adminapi.RuleStats{}, shares: map[string][]adminapi.DCShare{}, keys: map[string][]adminapi.DCKeyStatus{}}
@@ -296,7 +297,7 @@ func (l *memLive) Stats(_ context.Context, domain, ruleID string) (adminapi.Rule
 		return adminapi.RuleStats{}, l.err
 	}
 	if !ok {
-		return adminapi.RuleStats{}, fmt.Errorf("stats of %s/%s: %w", domain, ruleID, adminapi.ErrUnknown)
+		return adminapi.RuleStats{}, fmt.Errorf("stats of %s/%s: %w", domain, ruleID, adminserver.ErrUnknown)
 	}
 	return st, nil
 }
@@ -309,7 +310,7 @@ func (l *memLive) Shares(_ context.Context, domain, ruleID string) ([]adminapi.D
 		return nil, l.err
 	}
 	if !ok {
-		return nil, adminapi.ErrUnknown
+		return nil, adminserver.ErrUnknown
 	}
 	return sh, nil
 }
@@ -322,7 +323,7 @@ func (l *memLive) KeyStatus(_ context.Context, domain, ruleID, key string) ([]ad
 		return nil, l.err
 	}
 	if !ok {
-		return nil, adminapi.ErrUnknown
+		return nil, adminserver.ErrUnknown
 	}
 	return ks, nil
 }

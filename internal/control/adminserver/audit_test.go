@@ -1,4 +1,4 @@
-package adminapi_test
+package adminserver_test
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 const (
@@ -176,7 +177,7 @@ func TestAuditSameTransaction(t *testing.T) {
 }
 
 func TestAuditRetention(t *testing.T) {
-	e := newEnv(t, func(c *adminapi.Config) { c.AuditRetention = 5 })
+	e := newEnv(t, func(c *adminserver.Config) { c.AuditRetention = 5 })
 	e.create(seedCreate)
 	for i := range 11 {
 		e.clock.Add(time.Second)

@@ -1,4 +1,4 @@
-package adminapi_test
+package adminserver_test
 
 import (
 	"errors"
@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
 
@@ -150,10 +151,10 @@ func TestLiveErrors(t *testing.T) {
 		leader   string
 		location string
 	}{
-		{"not the leader, leader known", &adminapi.NotLeaderError{Leader: "https://coord-2:9090/"}, 503, "does not lead", "https://coord-2:9090/", "https://coord-2:9090"},
-		{"not the leader, leader unknown", &adminapi.NotLeaderError{}, 503, "does not lead", "", ""},
-		{"not the leader, bare", adminapi.ErrNotLeader, 503, "does not lead", "", ""},
-		{"unknown", adminapi.ErrUnknown, 404, "no live data", "", ""},
+		{"not the leader, leader known", &adminserver.NotLeaderError{Leader: "https://coord-2:9090/"}, 503, "does not lead", "https://coord-2:9090/", "https://coord-2:9090"},
+		{"not the leader, leader unknown", &adminserver.NotLeaderError{}, 503, "does not lead", "", ""},
+		{"not the leader, bare", adminserver.ErrNotLeader, 503, "does not lead", "", ""},
+		{"unknown", adminserver.ErrUnknown, 404, "no live data", "", ""},
 		{"failure", errors.New("limiters unreachable"), 503, "unavailable", "", ""},
 	}
 	for _, tt := range tests {
@@ -182,7 +183,7 @@ func TestLiveErrors(t *testing.T) {
 }
 
 func TestNoLive(t *testing.T) {
-	e := newEnv(t, func(c *adminapi.Config) { c.Live = nil })
+	e := newEnv(t, func(c *adminserver.Config) { c.Live = nil })
 	e.create(seedCreate)
 	for _, p := range []string{"/stats", "/shares", "/some-key"} {
 		wantError(t, e.do("GET", "/rate-limits/api-global-default"+p, ""), 503, "live data is not available")

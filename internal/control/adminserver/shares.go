@@ -1,4 +1,4 @@
-package adminapi
+package adminserver
 
 import (
 	"context"
@@ -7,19 +7,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
-
-// Shares is the body of GET /rate-limits/{rule_id}/shares.
-type Shares struct {
-	Domain string    `json:"domain"`
-	RuleID string    `json:"rule_id"`
-	DCs    []DCShare `json:"dcs"`
-	// ETag is the entity tag of the stored policy ("0" when there is
-	// none), for If-Match on PUT; also sent as the ETag header.
-	ETag string `json:"etag"`
-}
 
 // readPolicy reads a rule's share policy: its document and mod revision,
 // both zero when there is none.
@@ -72,7 +63,7 @@ func (s *Server) getShares(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return liveError(err, "the shares of rule '"+id+"' in domain '"+domain+"'")
 	}
-	out := Shares{Domain: domain, RuleID: id, DCs: make([]DCShare, len(dcs)), ETag: etag(rev)}
+	out := adminapi.Shares{Domain: domain, RuleID: id, DCs: make([]adminapi.DCShare, len(dcs)), ETag: etag(rev)}
 	for i, d := range dcs {
 		p := pol.DCs[d.DC]
 		d.Pin, d.Floor, d.Ceiling, d.Drained = p.Pin, p.Floor, p.Ceiling, p.Drained
@@ -126,7 +117,7 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 		if err := checkIfMatch(r, rev); err != nil {
 			return err
 		}
-		rec := s.newRecord(r, s.cfg.Now().UTC(), ActionShares, domain, id, old, doc)
+		rec := s.newRecord(r, s.cfg.Now().UTC(), adminapi.ActionShares, domain, id, old, doc)
 		resp, err := s.commit(ctx, rec,
 			[]clientv3.Cmp{
 				clientv3.Compare(clientv3.ModRevision(ruleKey), "=", sr.rev),

@@ -1,8 +1,10 @@
-package adminapi
+package adminserver
 
 import (
 	"errors"
 	"net/http"
+
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // maxKeyLen bounds the key of a key-status request.
@@ -55,22 +57,13 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) error {
 		st.RejectionRate = float64(st.RejectedRequests) / float64(st.TotalRequests)
 	}
 	if st.HotKeys == nil {
-		st.HotKeys = []HotKey{}
+		st.HotKeys = []adminapi.HotKey{}
 	}
 	if st.DCs == nil {
-		st.DCs = map[string]DCStats{}
+		st.DCs = map[string]adminapi.DCStats{}
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
-}
-
-// KeyStatus is the body of GET /rate-limits/{rule_id}/{key}: the seed's
-// status of a key, per DC.
-type KeyStatus struct {
-	Domain string        `json:"domain"`
-	RuleID string        `json:"rule_id"`
-	Key    string        `json:"key"`
-	DCs    []DCKeyStatus `json:"dcs"`
 }
 
 // getKeyStatus serves GET /rate-limits/{rule_id}/{key...}.
@@ -99,8 +92,8 @@ func (s *Server) getKeyStatus(w http.ResponseWriter, r *http.Request) error {
 		return liveError(err, "key '"+key+"' of rule '"+id+"' in domain '"+domain+"'")
 	}
 	if dcs == nil {
-		dcs = []DCKeyStatus{}
+		dcs = []adminapi.DCKeyStatus{}
 	}
-	writeJSON(w, http.StatusOK, KeyStatus{Domain: domain, RuleID: id, Key: key, DCs: dcs})
+	writeJSON(w, http.StatusOK, adminapi.KeyStatus{Domain: domain, RuleID: id, Key: key, DCs: dcs})
 	return nil
 }

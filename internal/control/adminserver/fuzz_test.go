@@ -1,4 +1,4 @@
-package adminapi_test
+package adminserver_test
 
 import (
 	"bytes"
@@ -10,7 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -18,7 +19,7 @@ import (
 const fuzzMaxBody = 4 << 10
 
 func fuzzEnv(f *testing.F) *env {
-	return newEnv(f, func(c *adminapi.Config) {
+	return newEnv(f, func(c *adminserver.Config) {
 		c.MaxBodyBytes = fuzzMaxBody
 		c.AuditRetention = 20
 	})

@@ -1,4 +1,4 @@
-package adminapi_test
+package adminserver_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/internal/control/adminapi"
+	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -65,7 +66,7 @@ func TestCreateSeedRule(t *testing.T) {
 }
 
 func TestCreateErrors(t *testing.T) {
-	e := newEnv(t, func(c *adminapi.Config) { c.MaxBodyBytes = 1000 })
+	e := newEnv(t, func(c *adminserver.Config) { c.MaxBodyBytes = 1000 })
 	invalid := `{"rule_id": "bad rule", "limit": -1, "algorithm": "Magic", "colour": "red"}`
 	_, parseErr := rule.ParseRule([]byte(invalid))
 	var ve *rule.ValidationError
@@ -245,7 +246,7 @@ func TestUpdate(t *testing.T) {
 }
 
 func TestUpdateErrors(t *testing.T) {
-	e := newEnv(t, func(c *adminapi.Config) { c.MaxBodyBytes = 1000 })
+	e := newEnv(t, func(c *adminserver.Config) { c.MaxBodyBytes = 1000 })
 	e.create(seedCreate)
 	e.create(loginRule, "domain=shop")
 	before, rev := e.get(e.layout.Rule("default", "api-global-default"))
@@ -420,7 +421,7 @@ func TestDelete(t *testing.T) {
 // (200 or 409), the audit trail must be one unbroken chain: every change
 // starts from the document the previous one left, so none was lost.
 func TestConcurrentWriters(t *testing.T) {
-	e := newEnv(t, func(c *adminapi.Config) { c.Now = time.Now })
+	e := newEnv(t, func(c *adminserver.Config) { c.Now = time.Now })
 	e.create(seedCreate)
 	const writers = 8
 	codes := make(chan int, writers)

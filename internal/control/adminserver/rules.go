@@ -1,4 +1,4 @@
-package adminapi
+package adminserver
 
 import (
 	"bytes"
@@ -12,22 +12,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
 // maxAttempts bounds the read-merge-write loop of a change that meets
 // concurrent changes (without If-Match); then 409.
 const maxAttempts = 3
-
-// RuleList is the body of GET /rate-limits.
-type RuleList struct {
-	Rules []rule.Rule `json:"rules"`
-}
-
-// Deleted is the body of DELETE /rate-limits/{rule_id}.
-type Deleted struct {
-	Message string `json:"message"`
-}
 
 // storedRule is a rule as read from etcd.
 type storedRule struct {
@@ -72,7 +63,7 @@ func ruleError(err error, size int) error {
 	case errors.As(err, &ve):
 		he := errorf(http.StatusUnprocessableEntity, "invalid rule")
 		for _, fe := range ve.Errors {
-			he.body.Fields = append(he.body.Fields, FieldError{Field: fe.Path, Reason: fe.Reason})
+			he.body.Fields = append(he.body.Fields, adminapi.FieldError{Field: fe.Path, Reason: fe.Reason})
 		}
 		he.body.Omitted = ve.Omitted
 		return he
@@ -85,7 +76,7 @@ func ruleError(err error, size int) error {
 
 func fieldError(field, reason string) error {
 	he := errorf(http.StatusUnprocessableEntity, "invalid rule")
-	he.body.Fields = []FieldError{{Field: field, Reason: reason}}
+	he.body.Fields = []adminapi.FieldError{{Field: field, Reason: reason}}
 	return he
 }
 
@@ -118,7 +109,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	key := s.cfg.Layout.Rule(rl.Domain, rl.ID)
-	rec := s.newRecord(r, now, ActionCreate, rl.Domain, rl.ID, nil, doc)
+	rec := s.newRecord(r, now, adminapi.ActionCreate, rl.Domain, rl.ID, nil, doc)
 	resp, err := s.commit(ctx, rec,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 		clientv3.OpPut(key, string(doc)))
@@ -155,7 +146,7 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return etcdError("list rules", err)
 	}
-	list := RuleList{Rules: make([]rule.Rule, 0, len(resp.Kvs))}
+	list := adminapi.RuleList{Rules: make([]rule.Rule, 0, len(resp.Kvs))}
 	for _, kv := range resp.Kvs {
 		domain, id, err := s.cfg.Layout.ParseRule(string(kv.Key))
 		var rl rule.Rule
@@ -230,7 +221,7 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		rec := s.newRecord(r, now, ActionUpdate, domain, id, cur.doc, doc)
+		rec := s.newRecord(r, now, adminapi.ActionUpdate, domain, id, cur.doc, doc)
 		resp, err := s.commit(ctx, rec,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)},
 			clientv3.OpPut(key, string(doc)))
@@ -265,7 +256,7 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
 		if err := checkIfMatch(r, cur.rev); err != nil {
 			return err
 		}
-		rec := s.newRecord(r, s.cfg.Now().UTC(), ActionDelete, domain, id, cur.doc, nil)
+		rec := s.newRecord(r, s.cfg.Now().UTC(), adminapi.ActionDelete, domain, id, cur.doc, nil)
 		resp, err := s.commit(ctx, rec,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)},
 			clientv3.OpDelete(key), clientv3.OpDelete(s.cfg.Layout.Policy(domain, id)))
@@ -274,7 +265,7 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
 		}
 		if resp.Succeeded {
 			s.changed(ctx, rec, resp.Header.Revision)
-			writeJSON(w, http.StatusOK, Deleted{Message: "Rate limit rule '" + id + "' deleted successfully."})
+			writeJSON(w, http.StatusOK, adminapi.Deleted{Message: "Rate limit rule '" + id + "' deleted successfully."})
 			return nil
 		}
 	}
@@ -305,7 +296,7 @@ func parsePatch(body []byte) ([]patchField, error) {
 	}
 	var fields []patchField
 	seen := make(map[string]bool)
-	var dups []FieldError
+	var dups []adminapi.FieldError
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -317,7 +308,7 @@ func parsePatch(body []byte) ([]patchField, error) {
 			return nil, malformed(err)
 		}
 		if seen[name] {
-			dups = append(dups, FieldError{Field: name, Reason: "appears more than once"})
+			dups = append(dups, adminapi.FieldError{Field: name, Reason: "appears more than once"})
 			continue
 		}
 		seen[name] = true

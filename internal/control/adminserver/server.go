@@ -1,4 +1,4 @@
-package adminapi
+package adminserver
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -92,7 +93,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("negative Timeout %v", c.Timeout))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("adminapi: invalid config: %w", err)
+		return fmt.Errorf("adminserver: invalid config: %w", err)
 	}
 	return nil
 }
@@ -171,11 +172,11 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 	}
 	switch rec.code {
 	case http.StatusNotFound:
-		writeJSON(w, rec.code, ErrorBody{Error: "no such endpoint: " + r.URL.Path})
+		writeJSON(w, rec.code, adminapi.ErrorBody{Error: "no such endpoint: " + r.URL.Path})
 	case http.StatusMethodNotAllowed:
-		writeJSON(w, rec.code, ErrorBody{Error: "method " + r.Method + " not allowed here (allowed: " + rec.header.Get("Allow") + ")"})
+		writeJSON(w, rec.code, adminapi.ErrorBody{Error: "method " + r.Method + " not allowed here (allowed: " + rec.header.Get("Allow") + ")"})
 	default:
-		writeJSON(w, rec.code, ErrorBody{Error: http.StatusText(rec.code)})
+		writeJSON(w, rec.code, adminapi.ErrorBody{Error: http.StatusText(rec.code)})
 	}
 }
 
@@ -211,43 +212,23 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	})
 }
 
-// ErrorBody is the body of every error answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-	// Fields lists every problem of an invalid rule (422).
-	Fields []FieldError `json:"fields,omitempty"`
-	// Omitted counts the problems beyond those listed.
-	Omitted int `json:"omitted,omitempty"`
-	// Leader is the leader's admin URL, when a 503 is for want of
-	// leadership and the leader is known.
-	Leader string `json:"leader,omitempty"`
-}
-
-// FieldError is one problem of an invalid rule: the path of the field (as
-// rule.FieldError.Path; empty for the document as a whole) and what is
-// wrong.
-type FieldError struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
-}
-
 // httpError is an error answered with a status code other than 500.
 type httpError struct {
 	code  int
-	body  ErrorBody
+	body  adminapi.ErrorBody
 	cause error // logged, for 5xx answers
 }
 
 func (e *httpError) Error() string { return e.body.Error }
 
 func errorf(code int, format string, args ...any) *httpError {
-	return &httpError{code: code, body: ErrorBody{Error: fmt.Sprintf(format, args...)}}
+	return &httpError{code: code, body: adminapi.ErrorBody{Error: fmt.Sprintf(format, args...)}}
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
-		he = &httpError{code: http.StatusInternalServerError, body: ErrorBody{Error: "internal error"}, cause: err}
+		he = &httpError{code: http.StatusInternalServerError, body: adminapi.ErrorBody{Error: "internal error"}, cause: err}
 	}
 	if he.code >= 500 {
 		s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", he.code, "err", he.cause)

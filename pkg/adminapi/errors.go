@@ -1,0 +1,26 @@
+package adminapi
+
+// ErrorBody is the body of every answer other than 2xx:
+//
+//	{"error": "invalid rule", "fields": [{"field": "limit", "reason": "required"}]}
+type ErrorBody struct {
+	// Error says what went wrong, for a person to read.
+	Error string `json:"error"`
+	// Fields lists the problems of a refused document (422), one per
+	// field, in the server's order.
+	Fields []FieldError `json:"fields,omitempty"`
+	// Omitted counts the problems beyond those listed in Fields.
+	Omitted int `json:"omitted,omitempty"`
+	// Leader is the admin URL of the coordinator that leads, when a 503
+	// is for want of leadership and the server knows the leader.
+	Leader string `json:"leader,omitempty"`
+}
+
+// FieldError is one problem with one field of a refused document.
+type FieldError struct {
+	// Field is the path of the field, as rule.FieldError.Path ("limit",
+	// "overrides[0].cidr"); empty for the document as a whole.
+	Field string `json:"field"`
+	// Reason says what is wrong, for a person to read.
+	Reason string `json:"reason"`
+}
