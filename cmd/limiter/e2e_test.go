@@ -281,7 +281,7 @@ func (p *proc) check(t testing.TB, body string) (reply, httpapi.CheckResponse) {
 	t.Helper()
 	r := p.post(t, "/v1/check", body)
 	var resp httpapi.CheckResponse
-	if r.code == http.StatusOK || r.code == http.StatusTooManyRequests {
+	if r.code == http.StatusOK || r.code == http.StatusTooManyRequests || r.code == http.StatusForbidden {
 		if err := json.Unmarshal(r.body, &resp); err != nil {
 			t.Fatalf("check %s: body %s: %v", body, r.body, err)
 		}
@@ -405,7 +405,7 @@ func TestEndToEnd(t *testing.T) {
 					if r.code != http.StatusOK || !resp.Allowed {
 						t.Fatalf("request %d: got %d %s, want 200 allowed", i, r.code, r.body)
 					}
-					if resp.RuleID != alg || resp.Limit != 3 || resp.Remaining != want || !resp.Matched || len(resp.Results) != 1 {
+					if resp.RuleID != alg || v(resp.Limit) != 3 || v(resp.Remaining) != want || !resp.Matched || len(resp.Results) != 1 {
 						t.Errorf("request %d: got %s, want rule %s, limit 3, remaining %d, one result", i, r.body, alg, want)
 					}
 					if src := resp.Results[0].Source; src != "store" {
@@ -423,15 +423,15 @@ func TestEndToEnd(t *testing.T) {
 					if r.code != http.StatusTooManyRequests || resp.Allowed {
 						t.Fatalf("request %d over the limit: got %d %s, want 429", 3+i, r.code, r.body)
 					}
-					if resp.RuleID != alg || resp.Remaining != 0 || resp.RetryAfterSeconds <= 0 || resp.Error != "RATE_LIMIT_EXCEEDED" || resp.Message == "" {
+					if resp.RuleID != alg || v(resp.Remaining) != 0 || v(resp.RetryAfterSeconds) <= 0 || resp.Error != "RATE_LIMIT_EXCEEDED" || resp.Message == "" {
 						t.Errorf("rejection: got %s, want rule %s, remaining 0, retry_after_seconds > 0, an error and a message", r.body, alg)
 					}
 					if src := resp.Results[0].Source; src != "store" && src != "cache" {
 						t.Errorf("rejection: got source %q, want store or cache", src)
 					}
 					ra, err := strconv.Atoi(r.header.Get("Retry-After"))
-					if err != nil || ra < 1 || int64(ra) != resp.RetryAfterSeconds {
-						t.Errorf("Retry-After: got %q, want %d (>= 1)", r.header.Get("Retry-After"), resp.RetryAfterSeconds)
+					if err != nil || ra < 1 || int64(ra) != v(resp.RetryAfterSeconds) {
+						t.Errorf("Retry-After: got %q, want %d (>= 1)", r.header.Get("Retry-After"), v(resp.RetryAfterSeconds))
 					}
 					wantHeaders(t, r, map[string]string{"X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "0"})
 					wantRateLimit(t, r, alg, 0)
@@ -441,7 +441,7 @@ func TestEndToEnd(t *testing.T) {
 				if err := json.Unmarshal(r.body, &st); r.code != http.StatusOK || err != nil {
 					t.Fatalf("status: got %d %s, want 200", r.code, r.body)
 				}
-				if st.RuleID != alg || st.Key != "h-"+alg || st.Limit != 3 || st.Remaining != 0 || st.WindowSeconds != 86400 || st.Source != "store" {
+				if st.RuleID != alg || st.Key != "h-"+alg || v(st.Limit) != 3 || v(st.Remaining) != 0 || st.WindowSeconds != 86400 || st.Source != "store" {
 					t.Errorf("status: got %s, want limit 3, remaining 0, window 86400 from the store", r.body)
 				}
 				wantResetAt(t, st.ResetTime)
@@ -528,14 +528,18 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("overrides and shadow", func(t *testing.T) {
 		for i := range 6 {
 			r, resp := p.check(t, checkBody("ovr", "vip"))
-			if want := i < 5; resp.Allowed != want || resp.Limit != 5 {
+			if want := i < 5; resp.Allowed != want || v(resp.Limit) != 5 {
 				t.Errorf("vip request %d: got %d %s, want allowed=%v under limit 5", i, r.code, r.body, want)
 			}
 		}
 		r, resp := p.check(t, checkBody("ovr", "banned"))
-		if r.code != http.StatusTooManyRequests || resp.Results[0].Source != "override_deny" || resp.Message != "Slow down." || r.header.Get("Retry-After") == "" {
-			t.Errorf("banned: got %d %v %s, want 429 from override_deny with the rule's message and a Retry-After", r.code, r.header, r.body)
+		// A deny is for good: 403, no retry promised, not the rule's
+		// message for a limit ("Slow down.").
+		if r.code != http.StatusForbidden || resp.Results[0].Source != "override_deny" || resp.Error != "RATE_LIMIT_DENIED" ||
+			resp.Message != `Access denied: rule "ovr" denies this key.` || resp.RetryAfterSeconds != nil || resp.Limit != nil {
+			t.Errorf("banned: got %d %v %s, want 403 RATE_LIMIT_DENIED from override_deny with no retry and no limit", r.code, r.header, r.body)
 		}
+		wantHeaders(t, r, map[string]string{"Retry-After": "", "X-RateLimit-Limit": "", "RateLimit": ""})
 		for range 5 {
 			r, resp := p.check(t, checkBody("ovr", "friend"))
 			if r.code != http.StatusOK || resp.Results[0].Source != "override_allow" {
@@ -610,7 +614,7 @@ func TestEndToEnd(t *testing.T) {
 			r, resp := p.check(t, checkBody("fw", "h-fw"))
 			if r.code == http.StatusOK {
 				// 3 spent before the reload, this one now: 6 of 10 left.
-				if resp.Limit != 10 || resp.Remaining != 6 {
+				if v(resp.Limit) != 10 || v(resp.Remaining) != 6 {
 					t.Errorf("after the reload: got %s, want limit 10, remaining 6", r.body)
 				}
 				break
@@ -648,7 +652,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("rules version after a refused file: got %q, want %q", got, version)
 		}
 		// The last good rules stay: fw still has 10, tb its algorithm.
-		if r, resp := p.check(t, checkBody("fw", "h-fw")); r.code != http.StatusOK || resp.Limit != 10 {
+		if r, resp := p.check(t, checkBody("fw", "h-fw")); r.code != http.StatusOK || v(resp.Limit) != 10 {
 			t.Errorf("after a refused file: got %d %s, want 200 under limit 10", r.code, r.body)
 		}
 		if r, _ := p.check(t, checkBody("tb", "h-tb")); r.code != http.StatusTooManyRequests {
@@ -846,4 +850,12 @@ func TestEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// v is the value of an optional JSON number; -1 when absent.
+func v(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

@@ -118,8 +118,8 @@ func TestRedisFailure(t *testing.T) {
 			switch mode {
 			case "open":
 				wantSource, wantAllowed = "failure_open", true
-				if res.Limit != 1000 || res.Remaining != 1000 {
-					t.Errorf("request %d (open): got limit %d remaining %d, want 1000 and 1000", i, res.Limit, res.Remaining)
+				if v(res.Limit) != 1000 || v(res.Remaining) != 1000 {
+					t.Errorf("request %d (open): got limit %d remaining %d, want 1000 and 1000", i, v(res.Limit), v(res.Remaining))
 				}
 			case "closed":
 				wantSource = "failure_closed"
@@ -131,8 +131,8 @@ func TestRedisFailure(t *testing.T) {
 				if wantAllowed {
 					localSpent++
 				}
-				if res.Limit != localLimit {
-					t.Errorf("request %d (local): got limit %d, want %d", i, res.Limit, localLimit)
+				if v(res.Limit) != localLimit {
+					t.Errorf("request %d (local): got limit %d, want %d", i, v(res.Limit), localLimit)
 				}
 			}
 			wantCode := http.StatusOK

@@ -153,16 +153,18 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 	}
 	item := &resp.Items[0]
 	if item.Decisive < 0 {
-		return true // no rule matched
+		return true // no enforcing rule matched
 	}
 	d := &item.Results[item.Decisive]
 	SetHeaders(w.Header(), item, d, m.cfg.Now())
 	if item.Allowed {
 		return true
 	}
-	secs := RetryAfterSeconds(d)
-	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	WriteJSON(w, http.StatusTooManyRequests, rejection{Error: "RATE_LIMIT_EXCEEDED", Message: RejectionMessage(d), RetryAfter: secs})
+	rej := Rejected(d)
+	if rej.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(rej.RetryAfter, 10))
+	}
+	WriteJSON(w, rej.Status, rejection{Error: rej.Error, Message: rej.Message, RetryAfter: rej.RetryAfter})
 	return false
 }
 
@@ -267,7 +269,7 @@ type errorBody struct {
 type rejection struct {
 	Error      string `json:"error"`
 	Message    string `json:"message"`
-	RetryAfter int64  `json:"retry_after"`
+	RetryAfter int64  `json:"retry_after,omitempty"`
 }
 
 // WriteJSON answers code with v as JSON, HTML characters unescaped; the
@@ -281,13 +283,14 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // SetHeaders writes the X-RateLimit-* fields of the decisive rule d and
-// the IETF RateLimit-Policy (every limiting rule of item) and RateLimit
-// (d) fields, relative times from now. A rule that only bypasses (an
-// unlimited rule, an allow override) has no limit to report: nothing is
-// written for it, since a Limit and Remaining of 0 would tell clients to
-// stop.
+// the IETF RateLimit-Policy (every enforcing rule of item with a limit)
+// and RateLimit (d) fields, relative times from now. Shadow rules only
+// observe and never show. A result without a limit (an unlimited rule, an
+// allow or deny override: limiter.RuleResult.Limited) has nothing to
+// report: nothing is written for it, since a Limit and Remaining of 0
+// would tell clients to stop.
 func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
-	if !limits(d) {
+	if !d.Limited() {
 		return
 	}
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
@@ -295,7 +298,7 @@ func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, 
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
 	var policies []string
 	for i := range item.Results {
-		if r := &item.Results[i]; limits(r) {
+		if r := &item.Results[i]; r.Limited() && !r.Shadow() {
 			policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Match.Rule.Spec.ID, r.Limit, r.Match.Rule.Spec.WindowSeconds))
 		}
 	}
@@ -303,10 +306,6 @@ func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, 
 		h.Set("RateLimit-Policy", strings.Join(policies, ", "))
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", d.Match.Rule.Spec.ID, d.Remaining, CeilSeconds(d.ResetAt.Sub(now))))
 	}
-}
-
-func limits(r *limiter.RuleResult) bool {
-	return r.Source != limiter.SourceUnlimited && r.Source != limiter.SourceOverrideAllow
 }
 
 // CeilSeconds rounds d up to whole seconds; 0 for d ≤ 0.
@@ -320,18 +319,55 @@ func CeilSeconds(d time.Duration) int64 {
 // RetryAfterSeconds is the Retry-After of a rejection by d: at least 1.
 func RetryAfterSeconds(d *limiter.RuleResult) int64 { return max(1, CeilSeconds(d.RetryAfter)) }
 
-// RejectionMessage is the message of a rejection by d: the rule's own, or
-// one following its retry advice.
+// Rejection is how an HTTP server answers a request its decisive result
+// rejected.
+type Rejection struct {
+	// Status is 429 Too Many Requests for a limit, 403 Forbidden for a
+	// deny override.
+	Status int
+	// Error is RATE_LIMIT_EXCEEDED or RATE_LIMIT_DENIED.
+	Error string
+	// Message tells the client what happened and what to do.
+	Message string
+	// RetryAfter is the Retry-After in seconds, at least 1 for a limit; 0
+	// for a deny, which is for good: no retry is promised.
+	RetryAfter int64
+}
+
+// Rejected returns the answer to a request rejected by d.
+func Rejected(d *limiter.RuleResult) Rejection {
+	if d.Source == limiter.SourceOverrideDeny {
+		return Rejection{
+			Status: http.StatusForbidden, Error: "RATE_LIMIT_DENIED",
+			Message: fmt.Sprintf("Access denied: rule %q denies this key.", d.Match.Rule.Spec.ID),
+		}
+	}
+	return Rejection{
+		Status: http.StatusTooManyRequests, Error: "RATE_LIMIT_EXCEEDED",
+		Message: RejectionMessage(d), RetryAfter: RetryAfterSeconds(d),
+	}
+}
+
+// RejectionMessage is the message of a rejection by d, a limit: the
+// rule's own, or one following its retry advice.
 func RejectionMessage(d *limiter.RuleResult) string {
 	if m := d.Match.Rule.Spec.RejectionMessage; m != "" {
 		return m
 	}
-	secs := RetryAfterSeconds(d)
+	secs := seconds(RetryAfterSeconds(d))
 	switch d.Match.Rule.Spec.RetryAdvice {
 	case "exponential_backoff":
-		return fmt.Sprintf("Rate limit exceeded. Retry with exponential backoff, starting at %d seconds.", secs)
+		return "Rate limit exceeded. Retry with exponential backoff, starting at " + secs + "."
 	case "daily_limit_reached":
 		return "Daily limit reached. Try again after the limit resets."
 	}
-	return fmt.Sprintf("Rate limit exceeded. Please try again in %d seconds.", secs)
+	return "Rate limit exceeded. Please try again in " + secs + "."
+}
+
+// seconds says n seconds in English: "1 second", "2 seconds".
+func seconds(n int64) string {
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.FormatInt(n, 10) + " seconds"
 }

@@ -230,3 +230,55 @@ func TestRejectionBodyIsJSON(t *testing.T) {
 		t.Fatalf("third request: %d %q (%v), want 429 with error, message and retry_after", w.Code, w.Body.String(), err)
 	}
 }
+
+// answers holds a shadow rule tighter than the enforcing rule beside it,
+// a deny override, and a one-second limit (for the message's plural).
+const answers = `
+domain: web
+rules:
+  - rule_id: trial
+    path_pattern: /api/**
+    key_type: ip
+    limit: 1
+    window_seconds: 60
+    algorithm: FixedWindow
+    shadow: true
+  - rule_id: per-ip
+    path_pattern: /api/**
+    key_type: ip
+    limit: 3
+    window_seconds: 60
+    algorithm: FixedWindow
+    overrides:
+      - {key: 192.0.2.66, action: deny}
+  - rule_id: tick
+    path_pattern: /tick
+    key_type: ip
+    limit: 1
+    window_seconds: 1
+    algorithm: FixedWindow
+`
+
+// TestAnswers checks that shadow rules shape no header, that a deny is a
+// 403 with no retry promised, and that messages pluralise.
+func TestAnswers(t *testing.T) {
+	lim := newLimiter(t, answers)
+	up := &upstream{}
+	m, err := httplimit.New(httplimit.Config{Checker: lim, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noLimit := map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "RateLimit-Policy": "", "RateLimit": "", "Retry-After": ""}
+	run(t, m.Wrap(up), up, []call{
+		{"GET", "/api/a", "192.0.2.1:5000", nil, 200, true, map[string]string{
+			"X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "2", "RateLimit-Policy": `"per-ip";q=3;w=60`, "RateLimit": `"per-ip";r=2;t=60`}, "upstream"},
+		// The shadow rule rejects now: nothing of it shows.
+		{"GET", "/api/a", "192.0.2.1:5000", nil, 200, true, map[string]string{
+			"X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "1", "RateLimit-Policy": `"per-ip";q=3;w=60`, "RateLimit": `"per-ip";r=1;t=60`, "Retry-After": ""}, "upstream"},
+		{"GET", "/api/a", "192.0.2.66:5000", nil, 403, false, noLimit,
+			`{"error":"RATE_LIMIT_DENIED","message":"Access denied: rule \"per-ip\" denies this key."}`},
+		{"GET", "/tick", "192.0.2.1:5000", nil, 200, true, nil, "upstream"},
+		{"GET", "/tick", "192.0.2.1:5000", nil, 429, false, map[string]string{"Retry-After": "1"},
+			`{"error":"RATE_LIMIT_EXCEEDED","message":"Rate limit exceeded. Please try again in 1 second.","retry_after":1}`},
+	})
+}

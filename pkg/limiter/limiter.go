@@ -77,7 +77,9 @@ var (
 	ErrUnknownDomain = errors.New("limiter: unknown domain")
 	// ErrUnknownRule marks a status request for a rule that does not exist.
 	ErrUnknownRule = errors.New("limiter: unknown rule")
-	// ErrNoRules is returned while no rule set is loaded.
+	// ErrNoRules is returned until rules are first loaded (SetRules). A
+	// limiter whose rules were loaded and hold no rule is not in this
+	// state: it allows every request, no rule matching.
 	ErrNoRules = errors.New("limiter: no rules loaded")
 )
 
@@ -104,6 +106,14 @@ type Config struct {
 	Instances Instances
 	// Observer, if not nil, is told every decision (metrics, usage reports).
 	Observer Observer
+	// AnyDomain makes a domain with no rule set loaded an empty domain —
+	// every check allowed, no rule matching — rather than
+	// ErrUnknownDomain. Set it for rule sources in which any domain may
+	// hold rules and a domain exists only while it does (etcd, where
+	// deleting a domain's last rule empties it); leave it off for a rule
+	// file, which names its one domain, so that a check naming another is
+	// an error.
+	AnyDomain bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger. Default slog.Default().
@@ -278,27 +288,37 @@ func (l *Limiter) SetRules(sets ...*ruleset.Set) error {
 	return nil
 }
 
-// Rules returns the rule set in force for domain ("" for the only one).
+// Rules returns the rule set in force for domain ("" for the only one):
+// nil, with no error, for a domain that holds no rule (see
+// Config.AnyDomain), or for "" when no domain is loaded.
 func (l *Limiter) Rules(domain string) (*ruleset.Set, error) {
 	s, _, err := l.domain(domain)
 	return s, err
 }
 
 // domain returns the rule set in force for domain, and the domains it is
-// one of.
+// one of. Once rules are loaded, a request that names no domain when none
+// is loaded, or a domain without rules under Config.AnyDomain, gets a nil
+// set: no rule applies to it.
 func (l *Limiter) domain(domain string) (*ruleset.Set, *domains, error) {
 	d := l.rules.Load()
-	if d == nil || len(d.byName) == 0 {
+	if d == nil {
 		return nil, nil, ErrNoRules
 	}
 	if domain == "" {
-		if d.only == nil {
-			return nil, nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
+		switch {
+		case d.only != nil:
+			return d.only, d, nil
+		case len(d.byName) == 0:
+			return nil, d, nil
 		}
-		return d.only, d, nil
+		return nil, nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
 	}
 	s, ok := d.byName[domain]
 	if !ok {
+		if l.cfg.AnyDomain {
+			return nil, d, nil
+		}
 		// A copy in the error keeps domain, and the Request it comes
 		// from, from escaping: Check's callers may keep them on the stack.
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownDomain, strings.Clone(domain))
@@ -306,9 +326,34 @@ func (l *Limiter) domain(domain string) (*ruleset.Set, *domains, error) {
 	return s, d, nil
 }
 
-// Ready reports whether rules are loaded and the store answers.
+// RuleState says what rules a limiter has in force.
+type RuleState struct {
+	// Loaded is false until rules are first loaded; the limiter answers
+	// ErrNoRules until then.
+	Loaded bool
+	// Domains and Rules count the domains and enabled and disabled rules
+	// in force. Loaded with no rule, every check is allowed with no rule
+	// matching.
+	Domains, Rules int
+}
+
+// RuleState returns what rules are in force.
+func (l *Limiter) RuleState() RuleState {
+	d := l.rules.Load()
+	if d == nil {
+		return RuleState{}
+	}
+	st := RuleState{Loaded: true, Domains: len(d.byName)}
+	for _, s := range d.byName {
+		st.Rules += len(s.Rules())
+	}
+	return st
+}
+
+// Ready reports whether rules are loaded (an empty rule set is) and the
+// store answers.
 func (l *Limiter) Ready(ctx context.Context) error {
-	if d := l.rules.Load(); d == nil || len(d.byName) == 0 {
+	if l.rules.Load() == nil {
 		return ErrNoRules
 	}
 	if p, ok := l.store.(Pinger); ok {
@@ -329,6 +374,17 @@ func (l *Limiter) CacheStats() (hits, misses uint64) {
 	m := l.cache.Metrics
 	stale := l.stale.Load()
 	return m.Hits() - min(stale, m.Hits()), m.Misses() + stale + l.skipped.Load()
+}
+
+// Evictions returns how many keys the limiter's in-memory stores dropped
+// before they expired, to make room for others: store counts those of
+// Config.Store when it is a memstore.Store (0 otherwise), local those of
+// the store failure_mode local decides in (Config.LocalKeys).
+func (l *Limiter) Evictions() (store, local uint64) {
+	if m, ok := l.store.(*memstore.Store); ok {
+		store = m.Evictions()
+	}
+	return store, l.local.Evictions()
 }
 
 // Request is one Check call: items decided together.
@@ -381,12 +437,15 @@ const (
 	SourceFailureOpen
 	SourceFailureClosed
 	SourceFailureLocal
+	// SourceDisabled answers Status for a disabled rule, which applies to
+	// no request: Check never gives it.
+	SourceDisabled
 )
 
 var sourceNames = [...]string{
 	SourceStore: "store", SourceCache: "cache", SourceOverrideAllow: "override_allow",
 	SourceOverrideDeny: "override_deny", SourceUnlimited: "unlimited", SourceFailureOpen: "failure_open",
-	SourceFailureClosed: "failure_closed", SourceFailureLocal: "failure_local",
+	SourceFailureClosed: "failure_closed", SourceFailureLocal: "failure_local", SourceDisabled: "disabled",
 }
 
 func (s Source) String() string {
@@ -404,6 +463,10 @@ type RuleResult struct {
 	Source Source
 	// Hits is the cost the rule was asked for.
 	Hits int64
+	// Refunded is true when the rule admitted the request but another
+	// rule rejected it, so that the admission was given back (Remaining
+	// counts it as given back).
+	Refunded bool
 	// req is what the store was asked, for a refund.
 	req algorithm.Request
 	// lreq is what the local store was charged beside the store, for a
@@ -413,6 +476,18 @@ type RuleResult struct {
 
 // Shadow reports whether the rule only observes.
 func (r *RuleResult) Shadow() bool { return r.Match.Rule.Spec.Shadow }
+
+// Limited reports whether the result comes from a limit, so that its
+// Limit, Remaining, ResetAt and RetryAfter mean something. An allow or
+// deny override, an unlimited rule and a disabled rule bound nothing:
+// their Limit and Remaining are 0 and must not be reported as a limit.
+func (r *RuleResult) Limited() bool {
+	switch r.Source {
+	case SourceOverrideAllow, SourceOverrideDeny, SourceUnlimited, SourceDisabled:
+		return false
+	}
+	return true
+}
 
 // Validate checks an item against the limits on requests.
 func (it *Item) validate() error {
@@ -455,6 +530,9 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			return Response{}, fmt.Errorf("item %d: %w", i, err)
 		}
 	}
+	if set == nil {
+		return l.noRules(req), nil
+	}
 	start := l.now()
 	now := start
 	t := now.UnixMilli()
@@ -492,8 +570,8 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			r.Match, r.Hits = m, hits
 			switch {
 			case m.Action == rule.ActionDeny:
-				r.Source = SourceOverrideDeny
-				r.Decision = algorithm.Decision{ResetAt: now, RetryAfter: m.Rule.Spec.Window()}
+				// A deny is for good: no retry-after to promise.
+				r.Source, r.Decision = SourceOverrideDeny, algorithm.Decision{ResetAt: now}
 			case m.Action == rule.ActionAllow:
 				r.Source, r.Decision = SourceOverrideAllow, algorithm.Decision{Allowed: true, ResetAt: now}
 			case m.Unlimited:
@@ -524,6 +602,18 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	l.finish(ctx, now, &resp, storeRefunds)
 	l.obs.Checked(set.Domain(), &resp, l.now().Sub(start))
 	return resp, nil
+}
+
+// noRules answers req in a domain that holds no rule: every item allowed,
+// none matched.
+func (l *Limiter) noRules(req Request) Response {
+	start := l.now()
+	resp := Response{Allowed: true, Items: make([]ItemResult, len(req.Items))}
+	for i := range resp.Items {
+		resp.Items[i] = ItemResult{Allowed: true, Decisive: -1}
+	}
+	l.obs.Checked(strings.Clone(req.Domain), &resp, l.now().Sub(start))
+	return resp
 }
 
 // params returns the algorithm parameters in force for a match: the rule's
@@ -845,6 +935,7 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 				}
 				switch r.Source {
 				case SourceStore:
+					r.Refunded = true
 					storeRefunds = append(storeRefunds, r.req)
 					if r.lreq.Key != "" {
 						localRefunds = append(localRefunds, r.lreq)
@@ -854,6 +945,7 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 						l.admitted.add(r.req.Key, now.UnixMilli(), r.req.Params.Memory().Milliseconds(), -r.req.Cost)
 					}
 				case SourceFailureLocal:
+					r.Refunded = true
 					localRefunds = append(localRefunds, r.req)
 				default:
 					continue
@@ -875,31 +967,37 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 	}
 }
 
-// decisive returns the index of an item's most constraining result: for a
-// rejected item the enforcing rejection with the longest retry-after; for
-// an allowed one the limited rule with the least remaining, else the first
-// rule. -1 when no rule matched.
+// decisive returns the index of an item's most constraining enforcing
+// result: for a rejected item a deny override if any (it is for good),
+// else the rejection with the longest retry-after; for an allowed one the
+// limited rule with the least remaining, else the first enforcing rule.
+// Shadow rules only observe: they are never decisive. -1 when no
+// enforcing rule matched.
 func decisive(it *ItemResult) int {
 	best := -1
 	for j := range it.Results {
 		r := &it.Results[j]
-		if !it.Allowed {
-			if !r.Allowed && !r.Shadow() && (best < 0 || r.RetryAfter > it.Results[best].RetryAfter) {
-				best = j
-			}
+		if r.Shadow() || r.Allowed != it.Allowed {
 			continue
 		}
-		if limited(r) && (best < 0 || !limited(&it.Results[best]) || r.Remaining < it.Results[best].Remaining) {
+		if best < 0 || constrains(r, &it.Results[best]) {
 			best = j
 		}
-	}
-	if best < 0 && len(it.Results) > 0 {
-		best = 0
 	}
 	return best
 }
 
-// limited reports whether a result comes from a limit, not a bypass.
-func limited(r *RuleResult) bool {
-	return r.Source != SourceUnlimited && r.Source != SourceOverrideAllow
+// constrains reports whether a constrains more than b; both are enforcing
+// results of the same outcome.
+func constrains(a, b *RuleResult) bool {
+	if !a.Allowed {
+		if aDeny, bDeny := a.Source == SourceOverrideDeny, b.Source == SourceOverrideDeny; aDeny != bDeny {
+			return aDeny
+		}
+		return a.RetryAfter > b.RetryAfter
+	}
+	if a.Limited() != b.Limited() {
+		return a.Limited()
+	}
+	return a.Limited() && a.Remaining < b.Remaining
 }

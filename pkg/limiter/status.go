@@ -13,13 +13,18 @@ import (
 var ErrUnavailable = errors.New("limiter: store unavailable")
 
 // Status returns the quota key has left under the rule, consuming nothing.
-// key is the rule's key value (see ruleset.Match.Key). When the store is
-// down, a failure_mode local rule answers from memory; other rules return
+// key is the rule's key value (see ruleset.Match.Key). A disabled rule
+// answers SourceDisabled, an override or unlimited rule its Source, none
+// of them a limit (RuleResult.Limited). When the store is down, a
+// failure_mode local rule answers from memory; other rules return
 // ErrUnavailable.
 func (l *Limiter) Status(ctx context.Context, domain, ruleID, key string) (RuleResult, error) {
 	set, err := l.Rules(domain)
 	if err != nil {
 		return RuleResult{}, err
+	}
+	if set == nil {
+		return RuleResult{}, fmt.Errorf("%w %q: domain %q holds no rule", ErrUnknownRule, ruleID, domain)
 	}
 	r, ok := set.Rule(ruleID)
 	if !ok {
@@ -32,8 +37,11 @@ func (l *Limiter) Status(ctx context.Context, domain, ruleID, key string) (RuleR
 	now := l.now()
 	res := RuleResult{Match: m}
 	switch {
+	case !r.Spec.Enabled:
+		res.Source, res.Decision = SourceDisabled, algorithm.Decision{Allowed: true, ResetAt: now}
+		return res, nil
 	case m.Action == rule.ActionDeny:
-		res.Source, res.Decision = SourceOverrideDeny, algorithm.Decision{ResetAt: now, RetryAfter: r.Spec.Window()}
+		res.Source, res.Decision = SourceOverrideDeny, algorithm.Decision{ResetAt: now}
 		return res, nil
 	case m.Action == rule.ActionAllow:
 		res.Source, res.Decision = SourceOverrideAllow, algorithm.Decision{Allowed: true, ResetAt: now}

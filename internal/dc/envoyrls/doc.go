@@ -14,11 +14,15 @@
 //     reject), else OVER_LIMIT; the overall code is OVER_LIMIT when any
 //     descriptor is;
 //   - current_limit, limit_remaining and duration_until_reset: those of the
-//     item's decisive (most constraining) rule, the window given as the
-//     nearest Envoy unit (see Unit);
+//     item's decisive (most constraining) enforcing rule, the window given
+//     as the nearest Envoy unit (see Unit);
+//   - a descriptor that only shadow rules match reports the most
+//     constraining of them with code OK, as envoyproxy/ratelimit reports a
+//     limit in shadow_mode: a shadow rule never makes a code OVER_LIMIT;
 //   - a descriptor that no rule limits (none matches, or the rules that do
 //     are unlimited or bypassed by an allow override) is OK with no
-//     current_limit, as envoyproxy/ratelimit answers it.
+//     current_limit, as envoyproxy/ratelimit answers it; one a deny
+//     override rejects is OVER_LIMIT with no current_limit.
 //
 // A malformed or invalid request (no descriptors, too many, repeated,
 // empty or oversized keys, oversized values, hits out of range, an unknown

@@ -134,6 +134,10 @@ func descriptorHits(reqHits uint32, d *rlcommonv3.RateLimitDescriptor) (int64, e
 }
 
 // toResponse converts the limiter's answer, made at about now, to Envoy's.
+// A descriptor's status reports its decisive rule, the most constraining
+// enforcing one. Where only shadow rules matched, it reports the most
+// constraining of those with code OK, as envoyproxy/ratelimit answers for
+// a limit in shadow_mode: a shadow rule never turns a code to OVER_LIMIT.
 func toResponse(resp *limiter.Response, now time.Time) *rlsv3.RateLimitResponse {
 	out := &rlsv3.RateLimitResponse{
 		OverallCode: code(resp.Allowed),
@@ -143,12 +147,9 @@ func toResponse(resp *limiter.Response, now time.Time) *rlsv3.RateLimitResponse 
 		it := &resp.Items[i]
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: code(it.Allowed)}
 		out.Statuses[i] = st
-		if it.Decisive < 0 {
-			continue // no rule: OK, no limit
-		}
-		r := &it.Results[it.Decisive]
-		if r.Source == limiter.SourceUnlimited || r.Source == limiter.SourceOverrideAllow {
-			continue // not limited (the decisive result of an allowed item is a limited one if any is)
+		r := reported(it)
+		if r == nil || !r.Limited() {
+			continue // no rule, or none with a limit: OK or denied, no limit
 		}
 		spec := &r.Match.Rule.Spec
 		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
@@ -160,6 +161,23 @@ func toResponse(resp *limiter.Response, now time.Time) *rlsv3.RateLimitResponse 
 		st.DurationUntilReset = durationpb.New(max(r.ResetAt.Sub(now), 0))
 	}
 	return out
+}
+
+// reported returns the result a descriptor's status reports: the decisive
+// one, else, when only shadow rules matched, the shadow rule with a limit
+// and the least remaining. nil when no rule matched.
+func reported(it *limiter.ItemResult) *limiter.RuleResult {
+	if it.Decisive >= 0 {
+		return &it.Results[it.Decisive]
+	}
+	var best *limiter.RuleResult
+	for j := range it.Results {
+		r := &it.Results[j]
+		if r.Limited() && (best == nil || r.Remaining < best.Remaining) {
+			best = r
+		}
+	}
+	return best
 }
 
 func code(allowed bool) rlsv3.RateLimitResponse_Code {

@@ -402,3 +402,46 @@ func TestExactPathOnly(t *testing.T) {
 		}
 	}
 }
+
+// trial holds, in Weir's format, a shadow rule being trialled beside an
+// enforcing one on the same descriptor, tighter than it.
+const trial = `
+domain: trial
+rules:
+  - rule_id: strict
+    key_type: user
+    limit: 1
+    window_seconds: 60
+    algorithm: FixedWindow
+    shadow: true
+  - rule_id: current
+    key_type: user
+    limit: 3
+    window_seconds: 60
+    algorithm: FixedWindow
+`
+
+// TestShadowBesideEnforcing checks that a shadow rule at its limit never
+// shapes a descriptor's status when an enforcing rule applies: the status
+// reports the enforcing rule, and the code is OK until it rejects.
+func TestShadowBesideEnforcing(t *testing.T) {
+	client := serveClient(t, trial)
+	status := func(code rlsv3.RateLimitResponse_Code, remaining uint32) *rlsv3.RateLimitResponse {
+		return response(&rlsv3.RateLimitResponse_DescriptorStatus{
+			Code:               code,
+			CurrentLimit:       &rlsv3.RateLimitResponse_RateLimit{Name: "current", RequestsPerUnit: 3, Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE},
+			LimitRemaining:     remaining,
+			DurationUntilReset: durationpb.New(time.Minute),
+		})
+	}
+	req := &rlsv3.RateLimitRequest{Domain: "trial", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u1")}}
+	for i, want := range []*rlsv3.RateLimitResponse{status(ok, 2), status(ok, 1), status(ok, 0), status(over, 0)} {
+		got, err := client.ShouldRateLimit(ctx(t), req)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("call %d:\ngot  %s\nwant %s", i, prototext.Format(got), prototext.Format(want))
+		}
+	}
+}

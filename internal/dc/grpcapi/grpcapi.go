@@ -214,6 +214,7 @@ var sources = [...]weirv1.Source{
 	limiter.SourceFailureOpen:   weirv1.Source_SOURCE_FAILURE_OPEN,
 	limiter.SourceFailureClosed: weirv1.Source_SOURCE_FAILURE_CLOSED,
 	limiter.SourceFailureLocal:  weirv1.Source_SOURCE_FAILURE_LOCAL,
+	limiter.SourceDisabled:      weirv1.Source_SOURCE_DISABLED,
 }
 
 func source(s limiter.Source) weirv1.Source {
@@ -243,11 +244,18 @@ func RuleResult(r *limiter.RuleResult) *weirv1.RuleResult {
 }
 
 // fillRuleResult sets out, a zero message, to r's protobuf form, with
-// resetAt and retryAfter, zero messages too, as its times.
+// resetAt and retryAfter, zero messages too, as its times. A result
+// without a limit (limiter.RuleResult.Limited) has no_limit set and no
+// limit, remaining or times.
 func fillRuleResult(out *weirv1.RuleResult, resetAt *timestamppb.Timestamp, retryAfter *durationpb.Duration, r *limiter.RuleResult) {
 	spec := &r.Match.Rule.Spec
-	out.RuleId, out.Key, out.Allowed, out.Limit, out.Remaining = spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining
-	out.WindowSeconds, out.Shadow, out.Source, out.RetryAdvice = spec.WindowSeconds, r.Shadow(), source(r.Source), advice(spec.RetryAdvice)
+	out.RuleId, out.Key, out.Allowed = spec.ID, r.Match.Key, r.Allowed
+	out.WindowSeconds, out.Shadow, out.Source = spec.WindowSeconds, r.Shadow(), source(r.Source)
+	if !r.Limited() {
+		out.NoLimit = true
+		return
+	}
+	out.Limit, out.Remaining, out.RetryAdvice = r.Limit, r.Remaining, advice(spec.RetryAdvice)
 	// As timestamppb.New and durationpb.New, without their allocations.
 	resetAt.Seconds, resetAt.Nanos = r.ResetAt.Unix(), int32(r.ResetAt.Nanosecond())
 	out.ResetAt = resetAt

@@ -71,6 +71,11 @@ rules:
     overrides:
       - {key: evil, action: deny}
       - {key: friend, action: allow}
+  - rule_id: archive
+    key_type: archive
+    limit: 5
+    window_seconds: 60
+    enabled: false
 `
 
 // t0 is the fake clock's start, on a minute boundary.
@@ -164,7 +169,6 @@ func TestCheck(t *testing.T) {
 		return &weirv1.RuleResult{RuleId: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: 10, Remaining: remaining, ResetAt: minute,
 			RetryAfter: none, WindowSeconds: 60, Source: weirv1.Source_SOURCE_STORE, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}
 	}
-	now := timestamppb.New(t0)
 	loginItem := item(1, "ip", "192.0.2.1", "username", "john", "path", "/auth/login", "method", "POST")
 	req := &weirv1.CheckRequest{Domain: "shop", Items: []*weirv1.CheckItem{
 		loginItem, loginItem, loginItem,
@@ -183,16 +187,16 @@ func TestCheck(t *testing.T) {
 		// Rejected by login: per-ip gets its unit back.
 		{Allowed: false, Decisive: 0, Results: []*weirv1.RuleResult{login(false, 0), perIP(8)}},
 		{Allowed: true, Decisive: -1, Results: []*weirv1.RuleResult{}},
-		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "health", Allowed: true, ResetAt: now, RetryAfter: none,
-			Source: weirv1.Source_SOURCE_UNLIMITED, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}}},
-		{Allowed: false, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "accounts", Key: "evil", ResetAt: now, RetryAfter: durationpb.New(time.Minute),
-			WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_DENY, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}}},
-		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "accounts", Key: "friend", Allowed: true, ResetAt: now, RetryAfter: none,
-			WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_ALLOW, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}}},
-		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "trial", Key: "u1", Allowed: true, Limit: 1, ResetAt: minute, RetryAfter: none,
+		// No limit: no_limit, and no limit, remaining, times or advice.
+		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "health", Allowed: true, Source: weirv1.Source_SOURCE_UNLIMITED, NoLimit: true}}},
+		// A deny is for good: no retry_after.
+		{Allowed: false, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "accounts", Key: "evil", WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_DENY, NoLimit: true}}},
+		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "accounts", Key: "friend", Allowed: true, WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_ALLOW, NoLimit: true}}},
+		// Shadow rules are never decisive.
+		{Allowed: true, Decisive: -1, Results: []*weirv1.RuleResult{{RuleId: "trial", Key: "u1", Allowed: true, Limit: 1, ResetAt: minute, RetryAfter: none,
 			WindowSeconds: 60, Shadow: true, Source: weirv1.Source_SOURCE_STORE, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}}},
 		// The shadow rule rejects; the item is still allowed.
-		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "trial", Key: "u1", Limit: 1, ResetAt: minute, RetryAfter: durationpb.New(time.Minute),
+		{Allowed: true, Decisive: -1, Results: []*weirv1.RuleResult{{RuleId: "trial", Key: "u1", Limit: 1, ResetAt: minute, RetryAfter: durationpb.New(time.Minute),
 			WindowSeconds: 60, Shadow: true, Source: weirv1.Source_SOURCE_STORE, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}}},
 		// Two of three tokens at three a minute: full again in 40s.
 		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: 3, Remaining: 1,
@@ -243,8 +247,11 @@ func TestStatus(t *testing.T) {
 			Allowed: true, Limit: 3, Remaining: 2, ResetAt: timestamppb.New(t0.Add(20 * time.Second)), RetryAfter: durationpb.New(0), WindowSeconds: 60,
 			Source: weirv1.Source_SOURCE_STORE, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}},
 		{"deny override", &weirv1.StatusRequest{RuleId: "accounts", Key: "evil"}, &weirv1.RuleResult{RuleId: "accounts", Key: "evil",
-			ResetAt: timestamppb.New(t0), RetryAfter: durationpb.New(time.Minute), WindowSeconds: 60,
-			Source: weirv1.Source_SOURCE_OVERRIDE_DENY, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}},
+			WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_DENY, NoLimit: true}},
+		{"allow override", &weirv1.StatusRequest{RuleId: "accounts", Key: "friend"}, &weirv1.RuleResult{RuleId: "accounts", Key: "friend",
+			Allowed: true, WindowSeconds: 60, Source: weirv1.Source_SOURCE_OVERRIDE_ALLOW, NoLimit: true}},
+		{"disabled rule", &weirv1.StatusRequest{RuleId: "archive", Key: "a1"}, &weirv1.RuleResult{RuleId: "archive", Key: "a1",
+			Allowed: true, WindowSeconds: 60, Source: weirv1.Source_SOURCE_DISABLED, NoLimit: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -332,6 +339,12 @@ func TestErrors(t *testing.T) {
 		{"end group without start", []byte{0x0c}, false},
 		{"item with a truncated map entry", []byte{0x12, 0x04, 0x0a, 0x02, 0x0a, 0x05}, true},
 		{"attribute value not UTF-8", []byte{0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 0xff}, true},
+		// Each byte the HTTP API once turned into U+FFFD, so that they
+		// shared a counter: proto3 refuses them in names and values.
+		{"attribute value \\xfe", []byte{0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 0xfe}, true},
+		{"attribute value \\x80", []byte{0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 0x80}, true},
+		{"attribute value \\xc0", []byte{0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 0xc0}, true},
+		{"attribute name not UTF-8", []byte{0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 0xff, 0x12, 0x01, 'v'}, true},
 	}
 	for _, method := range []string{"/weir.v1.Limiter/Check", "/weir.v1.Limiter/Status"} {
 		for _, tt := range malformed {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -127,6 +128,12 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
 		return false
 	}
+	if !utf8.Valid(body) {
+		// encoding/json turns every invalid byte into U+FFFD, so that
+		// distinct names and values would collide: refuse them.
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", invalidUTF8(body).Error())
+		return false
+	}
 	return true
 }
 
@@ -219,32 +226,37 @@ func (c *CheckRequest) item() (limiter.Item, error) {
 	return it, nil
 }
 
-// RuleResult is one rule's decision in JSON.
+// RuleResult is one rule's decision in JSON. Limit, Remaining, ResetAt
+// and RetryAfterSeconds are absent for a result that bounds nothing (an
+// unlimited rule, an allow or deny override): see
+// limiter.RuleResult.Limited.
 type RuleResult struct {
 	RuleID            string `json:"rule_id"`
 	Key               string `json:"key"`
 	Allowed           bool   `json:"allowed"`
-	Limit             int64  `json:"limit"`
-	Remaining         int64  `json:"remaining"`
-	ResetAt           string `json:"reset_at"`
-	RetryAfterSeconds int64  `json:"retry_after_seconds"`
+	Limit             *int64 `json:"limit,omitempty"`
+	Remaining         *int64 `json:"remaining,omitempty"`
+	ResetAt           string `json:"reset_at,omitempty"`
+	RetryAfterSeconds *int64 `json:"retry_after_seconds,omitempty"`
 	WindowSeconds     int64  `json:"window_seconds"`
 	Shadow            bool   `json:"shadow,omitempty"`
 	Source            string `json:"source"`
 	RetryAdvice       string `json:"retry_advice,omitempty"`
 }
 
-// CheckResponse is the body answering POST /v1/check.
+// CheckResponse is the body answering POST /v1/check. The top-level rule
+// fields are those of the decisive result: the most constraining
+// enforcing rule. Shadow rules show only in Results.
 type CheckResponse struct {
 	Allowed bool `json:"allowed"`
 	// Matched is false when no rule applied (the request is then allowed).
 	Matched           bool         `json:"matched"`
 	RuleID            string       `json:"rule_id,omitempty"`
 	Key               string       `json:"key,omitempty"`
-	Limit             int64        `json:"limit,omitempty"`
-	Remaining         int64        `json:"remaining"`
+	Limit             *int64       `json:"limit,omitempty"`
+	Remaining         *int64       `json:"remaining,omitempty"`
 	ResetAt           string       `json:"reset_at,omitempty"`
-	RetryAfterSeconds int64        `json:"retry_after_seconds"`
+	RetryAfterSeconds *int64       `json:"retry_after_seconds,omitempty"`
 	Error             string       `json:"error,omitempty"`
 	Message           string       `json:"message,omitempty"`
 	Results           []RuleResult `json:"results"`
@@ -252,11 +264,15 @@ type CheckResponse struct {
 
 func ruleResult(r *limiter.RuleResult) RuleResult {
 	out := RuleResult{
-		RuleID: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining,
-		ResetAt: r.ResetAt.UTC().Format(time.RFC3339), RetryAfterSeconds: httplimit.CeilSeconds(r.RetryAfter),
+		RuleID: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed,
 		WindowSeconds: r.Match.Rule.Spec.WindowSeconds, Shadow: r.Shadow(), Source: r.Source.String(),
 	}
-	if !r.Allowed {
+	if r.Limited() {
+		retry := httplimit.CeilSeconds(r.RetryAfter)
+		out.Limit, out.Remaining, out.RetryAfterSeconds = &r.Limit, &r.Remaining, &retry
+		out.ResetAt = r.ResetAt.UTC().Format(time.RFC3339)
+	}
+	if !r.Allowed && r.Source != limiter.SourceOverrideDeny {
 		out.RetryAdvice = string(r.Match.Rule.Spec.RetryAdvice)
 	}
 	return out
@@ -289,26 +305,29 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, domain strin
 		out.Results[i] = ruleResult(&item.Results[i])
 	}
 	h := w.Header()
-	if item.Decisive >= 0 {
+	code := http.StatusOK
+	switch {
+	case item.Decisive >= 0:
 		d := &item.Results[item.Decisive]
 		rr := out.Results[item.Decisive]
 		out.RuleID, out.Key, out.Limit, out.Remaining, out.ResetAt, out.RetryAfterSeconds = rr.RuleID, rr.Key, rr.Limit, rr.Remaining, rr.ResetAt, rr.RetryAfterSeconds
 		httplimit.SetHeaders(h, item, d, s.now())
 		if !item.Allowed {
-			out.Error = "RATE_LIMIT_EXCEEDED"
-			out.Message = httplimit.RejectionMessage(d)
-			h.Set("Retry-After", strconv.FormatInt(httplimit.RetryAfterSeconds(d), 10))
+			rej := httplimit.Rejected(d)
+			code, out.Error, out.Message = rej.Status, rej.Error, rej.Message
+			if rej.RetryAfter > 0 {
+				out.RetryAfterSeconds = &rej.RetryAfter
+				h.Set("Retry-After", strconv.FormatInt(rej.RetryAfter, 10))
+			}
 		}
-	} else {
+	case len(item.Results) > 0:
+		out.Message = "only shadow rules matched; allowed"
+	default:
 		out.Message = "no rule matched; allowed"
 	}
 	if seed {
 		httplimit.WriteJSON(w, http.StatusOK, map[string]bool{"allowed": item.Allowed})
 		return
-	}
-	code := http.StatusOK
-	if !item.Allowed {
-		code = http.StatusTooManyRequests
 	}
 	httplimit.WriteJSON(w, code, out)
 }
@@ -340,14 +359,19 @@ func (s *Server) shouldAllow(w http.ResponseWriter, r *http.Request) {
 }
 
 // StatusResponse is the body answering GET /v1/rate-limits/{rule}/{key}.
+// Limit, Remaining and ResetTime are absent for a rule or key without a
+// limit: a disabled rule (Disabled), an unlimited rule, an allow or deny
+// override (see Source).
 type StatusResponse struct {
 	RuleID        string `json:"rule_id"`
 	Key           string `json:"key"`
-	Limit         int64  `json:"limit"`
-	Remaining     int64  `json:"remaining"`
+	Disabled      bool   `json:"disabled,omitempty"`
+	Limit         *int64 `json:"limit,omitempty"`
+	Remaining     *int64 `json:"remaining,omitempty"`
 	WindowSeconds int64  `json:"window_seconds"`
-	ResetTime     string `json:"reset_time"`
+	ResetTime     string `json:"reset_time,omitempty"`
 	Source        string `json:"source"`
+	Message       string `json:"message,omitempty"`
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -361,16 +385,46 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.writeLimiterError(w, err)
 		return
 	}
-	httplimit.WriteJSON(w, http.StatusOK, StatusResponse{
-		RuleID: res.Match.Rule.Spec.ID, Key: res.Match.Key, Limit: res.Limit, Remaining: res.Remaining,
-		WindowSeconds: res.Match.Rule.Spec.WindowSeconds, ResetTime: res.ResetAt.UTC().Format(time.RFC3339), Source: res.Source.String(),
-	})
+	out := StatusResponse{
+		RuleID: res.Match.Rule.Spec.ID, Key: res.Match.Key, WindowSeconds: res.Match.Rule.Spec.WindowSeconds, Source: res.Source.String(),
+	}
+	switch {
+	case res.Limited():
+		out.Limit, out.Remaining, out.ResetTime = &res.Limit, &res.Remaining, res.ResetAt.UTC().Format(time.RFC3339)
+	case res.Source == limiter.SourceDisabled:
+		out.Disabled, out.Message = true, "the rule is disabled: it applies to no request"
+	case res.Source == limiter.SourceOverrideDeny:
+		out.Message = "an override denies this key"
+	default:
+		out.Message = "no limit applies to this key"
+	}
+	httplimit.WriteJSON(w, http.StatusOK, out)
+}
+
+// readyBody answers GET /readyz. Rules is "not_loaded" until rules are
+// first loaded (the limiter is not ready), then "empty" when no rule is
+// in force (every check allowed, no rule matching), else "loaded".
+type readyBody struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Rules   string `json:"rules"`
+	Domains int    `json:"domains"`
+	Count   int    `json:"rule_count"`
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	st := s.lim.RuleState()
+	body := readyBody{Status: "ready", Rules: "loaded", Domains: st.Domains, Count: st.Rules}
+	switch {
+	case !st.Loaded:
+		body.Rules = "not_loaded"
+	case st.Rules == 0:
+		body.Rules = "empty"
+	}
 	if err := s.lim.Ready(r.Context()); err != nil {
-		httplimit.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		body.Status, body.Reason = "not ready", err.Error()
+		httplimit.WriteJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	httplimit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httplimit.WriteJSON(w, http.StatusOK, body)
 }

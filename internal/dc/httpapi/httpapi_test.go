@@ -75,7 +75,31 @@ rules:
     overrides:
       - {key: evil, action: deny}
       - {key: friend, action: allow}
+  - rule_id: beta-strict
+    conditions: {plan: beta}
+    key_type: user_id
+    limit: 1
+    window_seconds: 60
+    algorithm: FixedWindow
+    shadow: true
+  - rule_id: beta
+    conditions: {plan: beta}
+    key_type: user_id
+    limit: 5
+    window_seconds: 60
+    algorithm: FixedWindow
+  - rule_id: archive
+    key_type: archive
+    limit: 5
+    window_seconds: 60
+    enabled: false
 `
+
+// noLimitHeaders are the rate-limit header fields, all absent: the answer
+// of a request no enforcing limit bounds.
+var noLimitHeaders = map[string]string{
+	"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "", "RateLimit-Policy": "", "RateLimit": "", "Retry-After": "",
+}
 
 // t0 is the fake clock's start: on a minute boundary, so fixed windows end
 // at round times.
@@ -257,16 +281,17 @@ func runSteps(t *testing.T, f *fixture, steps []checkStep) {
 			if want.Results == nil {
 				want.Results = []httpapi.RuleResult{}
 			}
+			want = withZeros(want)
 			if diff := compareJSON(got, want); diff != "" {
 				t.Errorf("body: %s", diff)
 			}
 			// The issue's field names, as written on the wire.
-			wantFields(t, "body", r.body, "allowed", "remaining", "retry_after_seconds", "results")
-			if got.Matched {
-				wantFields(t, "body", r.body, "rule_id", "reset_at")
+			wantFields(t, "body", r.body, "allowed", "matched", "results")
+			if got.RuleID != "" {
+				wantFields(t, "body", r.body, "rule_id")
 			}
-			if len(got.Results) > 0 && got.Results[0].Limit > 0 {
-				wantFields(t, "body", r.body, "limit")
+			if got.Limit != nil {
+				wantFields(t, "body", r.body, "limit", "remaining", "reset_at", "retry_after_seconds")
 			}
 			var raw struct {
 				Results []json.RawMessage `json:"results"`
@@ -275,10 +300,43 @@ func runSteps(t *testing.T, f *fixture, steps []checkStep) {
 				t.Fatal(err)
 			}
 			for i, res := range raw.Results {
-				wantFields(t, fmt.Sprintf("results[%d]", i), res, "rule_id", "key", "allowed", "limit", "remaining", "reset_at", "retry_after_seconds", "window_seconds", "source")
+				wantFields(t, fmt.Sprintf("results[%d]", i), res, "rule_id", "key", "allowed", "window_seconds", "source")
+				if got.Results[i].Limit != nil {
+					wantFields(t, fmt.Sprintf("results[%d]", i), res, "limit", "remaining", "reset_at", "retry_after_seconds")
+				}
 			}
 		})
 	}
+}
+
+func n(v int64) *int64 { return &v }
+
+// withZeros gives the results of want from a limit (see
+// limiter.RuleResult.Limited), and its top level when it has a limit, the
+// zero values the steps leave out: a limit always reports limit,
+// remaining and retry_after_seconds.
+func withZeros(want httpapi.CheckResponse) httpapi.CheckResponse {
+	fill := func(limit, remaining, retry **int64) {
+		for _, p := range []**int64{limit, remaining, retry} {
+			if *p == nil {
+				*p = n(0)
+			}
+		}
+	}
+	rs := make([]httpapi.RuleResult, len(want.Results))
+	for i, r := range want.Results {
+		switch r.Source {
+		case "unlimited", "override_allow", "override_deny", "disabled":
+		default:
+			fill(&r.Limit, &r.Remaining, &r.RetryAfterSeconds)
+		}
+		rs[i] = r
+	}
+	want.Results = rs
+	if want.Limit != nil {
+		fill(&want.Limit, &want.Remaining, &want.RetryAfterSeconds)
+	}
+	return want
 }
 
 // compareJSON compares got and want as their JSON, so that a difference
@@ -298,21 +356,21 @@ func TestCheck(t *testing.T) {
 	loginReset := t0.Add(300 * time.Second)
 	minute := t0.Add(time.Minute)
 	loginResult := func(allowed bool, remaining, retry int64) httpapi.RuleResult {
-		r := httpapi.RuleResult{RuleID: "login", Key: "john", Allowed: allowed, Limit: 2, Remaining: remaining, ResetAt: rfc3339(loginReset),
-			RetryAfterSeconds: retry, WindowSeconds: 300, Source: "store"}
+		r := httpapi.RuleResult{RuleID: "login", Key: "john", Allowed: allowed, Limit: n(2), Remaining: n(remaining), ResetAt: rfc3339(loginReset),
+			RetryAfterSeconds: n(retry), WindowSeconds: 300, Source: "store"}
 		if !allowed {
 			r.RetryAdvice = "exponential_backoff"
 		}
 		return r
 	}
 	perIP := func(remaining int64) httpapi.RuleResult {
-		return httpapi.RuleResult{RuleID: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: 10, Remaining: remaining, ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"}
+		return httpapi.RuleResult{RuleID: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: n(10), Remaining: n(remaining), ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"}
 	}
 	policy := `"login";q=2;w=300, "per-ip";q=10;w=60`
 	steps := []checkStep{
 		{
 			name: "first login allowed", body: login, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 1},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: n(2), Remaining: n(1)},
 			resetAt: loginReset,
 			results: []httpapi.RuleResult{loginResult(true, 1, 0), perIP(9)},
 			headers: map[string]string{
@@ -322,7 +380,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "second login allowed, none left", body: login, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 0},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "john", Limit: n(2), Remaining: n(0)},
 			resetAt: loginReset,
 			results: []httpapi.RuleResult{loginResult(true, 0, 0), perIP(8)},
 			headers: map[string]string{"X-RateLimit-Remaining": "0", "RateLimit": `"login";r=0;t=300`, "Retry-After": ""},
@@ -331,7 +389,7 @@ func TestCheck(t *testing.T) {
 			// per-ip allowed it, but the request as a whole is rejected, so
 			// per-ip gets its unit back: 8 left, not 7.
 			name: "third login rejected", body: login, code: http.StatusTooManyRequests,
-			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "login", Key: "john", Limit: 2, Remaining: 0, RetryAfterSeconds: 300,
+			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "login", Key: "john", Limit: n(2), Remaining: n(0), RetryAfterSeconds: n(300),
 				Error: "RATE_LIMIT_EXCEEDED", Message: "Too many login attempts."},
 			resetAt: loginReset,
 			results: []httpapi.RuleResult{loginResult(false, 0, 300), perIP(8)},
@@ -342,13 +400,13 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "another user from the same ip", body: `{"attributes":{"ip":"192.0.2.1","username":"jane","path":"/auth/login","method":"POST"}}`, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "jane", Limit: 2, Remaining: 1},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "login", Key: "jane", Limit: n(2), Remaining: n(1)},
 			resetAt: loginReset,
-			results: []httpapi.RuleResult{{RuleID: "login", Key: "jane", Allowed: true, Limit: 2, Remaining: 1, ResetAt: rfc3339(loginReset), WindowSeconds: 300, Source: "store"}, perIP(7)},
+			results: []httpapi.RuleResult{{RuleID: "login", Key: "jane", Allowed: true, Limit: n(2), Remaining: n(1), ResetAt: rfc3339(loginReset), WindowSeconds: 300, Source: "store"}, perIP(7)},
 		},
 		{
 			name: "hits spends several", body: `{"attributes":{"ip":"192.0.2.1","path":"/auth/other"},"hits":5}`, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "per-ip", Key: "192.0.2.1", Limit: 10, Remaining: 2},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "per-ip", Key: "192.0.2.1", Limit: n(10), Remaining: n(2)},
 			resetAt: minute,
 			results: []httpapi.RuleResult{perIP(2)},
 			headers: map[string]string{"RateLimit-Policy": `"per-ip";q=10;w=60`, "RateLimit": `"per-ip";r=2;t=60`, "X-RateLimit-Reset": unix(minute)},
@@ -366,54 +424,84 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "composite key", body: `{"attributes":{"tenant":"acme","user_id":"a|b"}}`, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 2},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: n(3), Remaining: n(2)},
 			resetAt: t0.Add(20 * time.Second), // one token of 3 at 3 a minute
-			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: 3, Remaining: 2, ResetAt: rfc3339(t0.Add(20 * time.Second)), WindowSeconds: 60, Source: "store"}},
+			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: n(3), Remaining: n(2), ResetAt: rfc3339(t0.Add(20 * time.Second)), WindowSeconds: 60, Source: "store"}},
 		},
 		{
 			name: "descriptors are attributes", body: `{"descriptors":[{"key":"tenant","value":"acme"},{"key":"user_id","value":"a|b"}]}`, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 1},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "tenant-user", Key: `acme|a\|b`, Limit: n(3), Remaining: n(1)},
 			resetAt: t0.Add(40 * time.Second),
-			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: 3, Remaining: 1, ResetAt: rfc3339(t0.Add(40 * time.Second)), WindowSeconds: 60, Source: "store"}},
+			results: []httpapi.RuleResult{{RuleID: "tenant-user", Key: `acme|a\|b`, Allowed: true, Limit: n(3), Remaining: n(1), ResetAt: rfc3339(t0.Add(40 * time.Second)), WindowSeconds: 60, Source: "store"}},
 		},
 		{
 			// An unlimited rule sets no limit, so no rate-limit fields.
 			name: "unlimited", body: `{"attributes":{"path":"/health"}}`, code: http.StatusOK,
 			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "health"},
-			resetAt: t0,
-			results: []httpapi.RuleResult{{RuleID: "health", Allowed: true, ResetAt: rfc3339(t0), Source: "unlimited"}},
-			headers: map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "RateLimit-Policy": "", "RateLimit": "", "Retry-After": ""},
+			results: []httpapi.RuleResult{{RuleID: "health", Allowed: true, Source: "unlimited"}},
+			headers: noLimitHeaders,
 		},
 		{
 			name: "allow override", body: `{"attributes":{"account":"friend"}}`, code: http.StatusOK,
 			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "accounts", Key: "friend"},
-			resetAt: t0,
-			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "friend", Allowed: true, ResetAt: rfc3339(t0), WindowSeconds: 60, Source: "override_allow"}},
-			headers: map[string]string{"X-RateLimit-Limit": "", "RateLimit": "", "Retry-After": ""},
+			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "friend", Allowed: true, WindowSeconds: 60, Source: "override_allow"}},
+			headers: noLimitHeaders,
 		},
 		{
-			name: "deny override", body: `{"attributes":{"account":"evil"}}`, code: http.StatusTooManyRequests,
-			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "accounts", Key: "evil", ResetAt: rfc3339(t0), RetryAfterSeconds: 60,
-				Error: "RATE_LIMIT_EXCEEDED", Message: "Rate limit exceeded. Please try again in 60 seconds."},
-			resetAt: t0,
-			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "evil", ResetAt: rfc3339(t0), RetryAfterSeconds: 60, WindowSeconds: 60, Source: "override_deny", RetryAdvice: "retry_after"}},
-			headers: map[string]string{"Retry-After": "60", "X-RateLimit-Limit": "0", "X-RateLimit-Remaining": "0", "RateLimit-Policy": `"accounts";q=0;w=60`},
+			// A deny is for good: 403, no retry promised, no limit.
+			name: "deny override", body: `{"attributes":{"account":"evil"}}`, code: http.StatusForbidden,
+			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "accounts", Key: "evil",
+				Error: "RATE_LIMIT_DENIED", Message: `Access denied: rule "accounts" denies this key.`},
+			results: []httpapi.RuleResult{{RuleID: "accounts", Key: "evil", WindowSeconds: 60, Source: "override_deny"}},
+			headers: noLimitHeaders,
 		},
 		{
 			name: "shadow rule admits", body: `{"attributes":{"plan":"trial","user_id":"u1"}}`, code: http.StatusOK,
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "trial", Key: "u1", Limit: 1},
-			resetAt: t0.Add(2 * time.Minute), // the end of the next window
-			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: true, Limit: 1, ResetAt: rfc3339(t0.Add(2 * time.Minute)), WindowSeconds: 60, Shadow: true, Source: "store"}},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, Message: "only shadow rules matched; allowed"},
+			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: true, Limit: n(1), ResetAt: rfc3339(t0.Add(2 * time.Minute)), WindowSeconds: 60, Shadow: true, Source: "store"}},
+			headers: noLimitHeaders,
 		},
 		{
 			name: "shadow rule rejects, the request passes", body: `{"attributes":{"plan":"trial","user_id":"u1"}}`, code: http.StatusOK,
 			// A sliding window counter with 1 in this window lets the next
 			// request through only once the next window has fully slid
 			// past it: 120s.
-			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "trial", Key: "u1", Limit: 1, RetryAfterSeconds: 120},
-			resetAt: t0.Add(2 * time.Minute),
-			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: false, Limit: 1, ResetAt: rfc3339(t0.Add(2 * time.Minute)), RetryAfterSeconds: 120, WindowSeconds: 60, Shadow: true, Source: "store", RetryAdvice: "retry_after"}},
-			headers: map[string]string{"Retry-After": ""},
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, Message: "only shadow rules matched; allowed"},
+			results: []httpapi.RuleResult{{RuleID: "trial", Key: "u1", Allowed: false, Limit: n(1), ResetAt: rfc3339(t0.Add(2 * time.Minute)), RetryAfterSeconds: n(120), WindowSeconds: 60, Shadow: true, Source: "store", RetryAdvice: "retry_after"}},
+			headers: noLimitHeaders,
+		},
+		{
+			// The shadow rule has less left than the enforcing one: the
+			// answer is the enforcing rule's all the same.
+			name: "shadow rule at its limit beside an enforcing rule", body: `{"attributes":{"plan":"beta","user_id":"b1"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "beta", Key: "b1", Limit: n(5), Remaining: n(4)},
+			resetAt: minute,
+			results: []httpapi.RuleResult{
+				{RuleID: "beta-strict", Key: "b1", Allowed: true, Limit: n(1), ResetAt: rfc3339(minute), WindowSeconds: 60, Shadow: true, Source: "store"},
+				{RuleID: "beta", Key: "b1", Allowed: true, Limit: n(5), Remaining: n(4), ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"},
+			},
+			headers: map[string]string{
+				"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": unix(minute),
+				"RateLimit-Policy": `"beta";q=5;w=60`, "RateLimit": `"beta";r=4;t=60`, "Retry-After": "",
+			},
+		},
+		{
+			name: "shadow rule rejecting beside an enforcing rule", body: `{"attributes":{"plan":"beta","user_id":"b1"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: true, RuleID: "beta", Key: "b1", Limit: n(5), Remaining: n(3)},
+			resetAt: minute,
+			results: []httpapi.RuleResult{
+				{RuleID: "beta-strict", Key: "b1", Allowed: false, Limit: n(1), ResetAt: rfc3339(minute), RetryAfterSeconds: n(60), WindowSeconds: 60, Shadow: true, Source: "store", RetryAdvice: "retry_after"},
+				{RuleID: "beta", Key: "b1", Allowed: true, Limit: n(5), Remaining: n(3), ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"},
+			},
+			headers: map[string]string{
+				"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "3",
+				"RateLimit-Policy": `"beta";q=5;w=60`, "RateLimit": `"beta";r=3;t=60`, "Retry-After": "",
+			},
+		},
+		{
+			name: "a disabled rule applies to nothing", body: `{"attributes":{"archive":"a1"}}`, code: http.StatusOK,
+			resp:    httpapi.CheckResponse{Allowed: true, Matched: false, Message: "no rule matched; allowed"},
+			headers: noLimitHeaders,
 		},
 	}
 	runSteps(t, f, steps)
@@ -537,13 +625,16 @@ func TestStatus(t *testing.T) {
 		path string
 		want httpapi.StatusResponse
 	}{
-		{"spent", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: 2, Remaining: 0, WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
-		{"status consumes nothing", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: 2, Remaining: 0, WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
-		{"unseen key", "/v1/rate-limits/login/jane", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: 2, Remaining: 2, WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
-		{"with the domain", "/v1/rate-limits/login/jane?domain=shop", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: 2, Remaining: 2, WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
-		{"composite key, escaped in the path", "/v1/rate-limits/tenant-user/acme%7Ca%5C%7Cb", httpapi.StatusResponse{RuleID: "tenant-user", Key: `acme|a\|b`, Limit: 3, Remaining: 2, WindowSeconds: 60, ResetTime: rfc3339(t0.Add(20 * time.Second)), Source: "store"}},
-		{"key with a slash", "/v1/rate-limits/seed/a/b", httpapi.StatusResponse{RuleID: "seed", Key: "a/b", Limit: 2, Remaining: 2, WindowSeconds: 60, ResetTime: rfc3339(t0), Source: "store"}},
-		{"deny override", "/v1/rate-limits/accounts/evil", httpapi.StatusResponse{RuleID: "accounts", Key: "evil", WindowSeconds: 60, ResetTime: rfc3339(t0), Source: "override_deny"}},
+		{"spent", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: n(2), Remaining: n(0), WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
+		{"status consumes nothing", "/v1/rate-limits/login/john", httpapi.StatusResponse{RuleID: "login", Key: "john", Limit: n(2), Remaining: n(0), WindowSeconds: 300, ResetTime: rfc3339(t0.Add(300 * time.Second)), Source: "store"}},
+		{"unseen key", "/v1/rate-limits/login/jane", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: n(2), Remaining: n(2), WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
+		{"with the domain", "/v1/rate-limits/login/jane?domain=shop", httpapi.StatusResponse{RuleID: "login", Key: "jane", Limit: n(2), Remaining: n(2), WindowSeconds: 300, ResetTime: rfc3339(t0), Source: "store"}},
+		{"composite key, escaped in the path", "/v1/rate-limits/tenant-user/acme%7Ca%5C%7Cb", httpapi.StatusResponse{RuleID: "tenant-user", Key: `acme|a\|b`, Limit: n(3), Remaining: n(2), WindowSeconds: 60, ResetTime: rfc3339(t0.Add(20 * time.Second)), Source: "store"}},
+		{"key with a slash", "/v1/rate-limits/seed/a/b", httpapi.StatusResponse{RuleID: "seed", Key: "a/b", Limit: n(2), Remaining: n(2), WindowSeconds: 60, ResetTime: rfc3339(t0), Source: "store"}},
+		{"deny override", "/v1/rate-limits/accounts/evil", httpapi.StatusResponse{RuleID: "accounts", Key: "evil", WindowSeconds: 60, Source: "override_deny", Message: "an override denies this key"}},
+		{"allow override", "/v1/rate-limits/accounts/friend", httpapi.StatusResponse{RuleID: "accounts", Key: "friend", WindowSeconds: 60, Source: "override_allow", Message: "no limit applies to this key"}},
+		{"unlimited", "/v1/rate-limits/health/", httpapi.StatusResponse{RuleID: "health", Source: "unlimited", Message: "no limit applies to this key"}},
+		{"disabled rule", "/v1/rate-limits/archive/a1", httpapi.StatusResponse{RuleID: "archive", Key: "a1", Disabled: true, WindowSeconds: 60, Source: "disabled", Message: "the rule is disabled: it applies to no request"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -556,7 +647,10 @@ func TestStatus(t *testing.T) {
 			if diff := compareJSON(got, tt.want); diff != "" {
 				t.Error(diff)
 			}
-			wantFields(t, "body", r.body, "rule_id", "key", "limit", "remaining", "window_seconds", "reset_time")
+			wantFields(t, "body", r.body, "rule_id", "key", "window_seconds", "source")
+			if tt.want.Limit != nil {
+				wantFields(t, "body", r.body, "limit", "remaining", "reset_time")
+			}
 		})
 	}
 	errs := []struct {
@@ -615,12 +709,16 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if err := f.lim.SetRules(compile(t, rulesYAML)); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.get(t, "/readyz"); r.code != http.StatusOK || !strings.Contains(string(r.body), `"status":"ready"`) {
-		t.Fatalf("readyz with rules: got %d %s, want 200 ready", r.code, r.body)
+	if r := f.get(t, "/readyz"); r.code != http.StatusOK || !strings.Contains(string(r.body), `"status":"ready","rules":"loaded","domains":1,"rule_count":10`) {
+		t.Fatalf("readyz with rules: got %d %s, want 200 ready, loaded", r.code, r.body)
 	}
 	f.post(t, "/v1/check", `{"clientId":"m"}`)
 	f.post(t, "/v1/check", `{"clientId":"m"}`)
 	f.post(t, "/v1/check", `{"clientId":"m"}`)
+	// per-ip admits the third login, which login rejects: refunded.
+	for range 3 {
+		f.post(t, "/v1/check", `{"attributes":{"ip":"192.0.2.9","username":"m","path":"/auth/login","method":"POST"}}`)
+	}
 	r := f.get(t, "/metrics")
 	if r.code != http.StatusOK {
 		t.Fatalf("metrics: got %d, want 200", r.code)
@@ -628,7 +726,10 @@ func TestHealthReadyMetrics(t *testing.T) {
 	for _, want := range []string{
 		`weir_decisions_total{domain="shop",result="allowed",rule="seed",source="store"} 2`,
 		`weir_decisions_total{domain="shop",result="rejected",rule="seed",source="store"} 1`,
-		`weir_check_duration_seconds_count 3`,
+		`weir_decisions_total{domain="shop",result="allowed",rule="per-ip",source="store"} 2`,
+		`weir_decisions_total{domain="shop",result="refunded",rule="per-ip",source="store"} 1`,
+		`weir_decisions_total{domain="shop",result="rejected",rule="login",source="store"} 1`,
+		`weir_check_duration_seconds_count 6`,
 		`weir_store_duration_seconds_count`,
 		`weir_store_errors_total 0`,
 	} {
@@ -640,6 +741,73 @@ func TestHealthReadyMetrics(t *testing.T) {
 	noMetrics := newFixture(t, rulesYAML, func(c *httpapi.Config) { c.Metrics = nil })
 	if r := noMetrics.get(t, "/metrics"); r.code != http.StatusNotFound {
 		t.Errorf("metrics without a handler: got %d, want 404", r.code)
+	}
+}
+
+// TestEmptyRules checks that a limiter whose rules are loaded and hold no
+// rule answers every check allowed with no rule matched, and says so on
+// /readyz; only one that never loaded rules is unavailable.
+func TestEmptyRules(t *testing.T) {
+	f := newFixture(t, "")
+	if r := f.get(t, "/readyz"); r.code != http.StatusServiceUnavailable || !strings.Contains(string(r.body), `"rules":"not_loaded"`) {
+		t.Fatalf("readyz before rules: got %d %s, want 503 with rules not_loaded", r.code, r.body)
+	}
+	if err := f.lim.SetRules(); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.get(t, "/readyz"); r.code != http.StatusOK || !strings.Contains(string(r.body), `"rules":"empty","domains":0,"rule_count":0`) {
+		t.Fatalf("readyz with no rule: got %d %s, want 200 with rules empty", r.code, r.body)
+	}
+	for _, body := range []string{`{"attributes":{"user_id":"a"}}`, `{"clientId":"x"}`} {
+		r := f.post(t, "/v1/check", body)
+		var got httpapi.CheckResponse
+		decode(t, r, &got)
+		if r.code != http.StatusOK || !got.Allowed || got.Matched {
+			t.Errorf("check %s with no rule: got %d %s, want 200 allowed, matched false", body, r.code, r.body)
+		}
+	}
+	// A rule file names its domain: another is still an error.
+	if r := f.post(t, "/v1/check", `{"domain":"other","clientId":"x"}`); r.code != http.StatusBadRequest {
+		t.Errorf("unknown domain with no rule loaded: got %d %s, want 400", r.code, r.body)
+	}
+	if r := f.get(t, "/v1/rate-limits/login/john"); r.code != http.StatusNotFound {
+		t.Errorf("status with no rule: got %d %s, want 404", r.code, r.body)
+	}
+}
+
+// TestInvalidUTF8 checks that attribute names and values that are not
+// valid UTF-8 are refused with their field path, rather than turned into
+// U+FFFD, which would make distinct keys share one counter.
+func TestInvalidUTF8(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	tests := []struct {
+		name, body, want string
+	}{
+		{"value \\xff", "{\"attributes\":{\"user_id\":\"a\xff\"}}", "attributes.user_id: value is not valid UTF-8"},
+		{"value \\xfe", "{\"attributes\":{\"user_id\":\"a\xfe\"}}", "attributes.user_id: value is not valid UTF-8"},
+		{"value \\x80", "{\"attributes\":{\"user_id\":\"\x80\"}}", "attributes.user_id: value is not valid UTF-8"},
+		{"value \\xc0", "{\"attributes\":{\"user_id\":\"\xc0\"}}", "attributes.user_id: value is not valid UTF-8"},
+		{"name", "{\"attributes\":{\"us\xffer\":\"a\"}}", `attributes: name "us\xffer" is not valid UTF-8`},
+		{"descriptor value", "{\"descriptors\":[{\"key\":\"user_id\",\"value\":\"ok\"},{\"key\":\"tenant\",\"value\":\"\xff\"}]}", "descriptors[1].value: value is not valid UTF-8"},
+		{"clientId", "{\"clientId\":\"\xff\"}", "clientId: value is not valid UTF-8"},
+		{"domain", "{\"domain\":\"\xff\"}", "domain: value is not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, "/v1/check", tt.body)
+			wantBadRequest(t, r, http.StatusBadRequest)
+			var e struct{ Error, Message string }
+			decode(t, r, &e)
+			if e.Message != tt.want {
+				t.Errorf("message: got %q, want %q", e.Message, tt.want)
+			}
+		})
+	}
+	// Valid UTF-8, U+FFFD itself included, passes.
+	for _, body := range []string{`{"attributes":{"user_id":"\ufffd"}}`, "{\"attributes\":{\"user_id\":\"\xef\xbf\xbd é\"}}"} {
+		if r := f.post(t, "/v1/check", body); r.code != http.StatusOK {
+			t.Errorf("%q: got %d %s, want 200", body, r.code, r.body)
+		}
 	}
 }
 
@@ -737,8 +905,8 @@ func TestBadInput(t *testing.T) {
 	r := f.get(t, "/v1/rate-limits/seed/x")
 	var st httpapi.StatusResponse
 	decode(t, r, &st)
-	if st.Remaining != 2 {
-		t.Errorf("seed/x after bad requests only: got remaining %d, want 2", st.Remaining)
+	if st.Remaining == nil || *st.Remaining != 2 {
+		t.Errorf("seed/x after bad requests only: got remaining %v, want 2", st.Remaining)
 	}
 
 	accepted := []struct {

@@ -180,6 +180,21 @@ func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time
 	}
 }
 
+// skipped returns, by kind, the counts of the etcd documents the rule
+// watcher and the quota agent skipped as invalid, for
+// weir_etcd_documents_skipped_total; none without etcd.
+func (g *global) skipped() map[string]func() uint64 {
+	kinds := map[string]func() uint64{}
+	if g.rules != nil {
+		kinds["rule"] = func() uint64 { return g.rules.Stats().Invalid }
+	}
+	if g.agent != nil {
+		kinds["assignment"] = func() uint64 { return g.table.Stats().Corrupt }
+		kinds["key"] = func() uint64 { return g.agent.Stats().BadKeys }
+	}
+	return kinds
+}
+
 // close releases the clients once the goroutines have stopped.
 func (g *global) close() {
 	if g.pub != nil {

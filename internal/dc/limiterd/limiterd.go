@@ -226,12 +226,18 @@ func Run(ctx context.Context, cfg Config) error {
 		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, CacheKeys: cfg.CacheKeys,
 		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
 		Quotas: glob.quotas, Instances: glob.instances,
+		// In etcd a domain exists while it holds rules: one whose last
+		// rule was deleted is empty, not unknown.
+		AnyDomain: cfg.RulesFile == "",
 	})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
 	}
 	defer lim.Close()
 	if err := metrics.CacheRatio(reg, lim.CacheStats); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+	if err := metrics.Evictions(reg, lim.Evictions); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
@@ -243,6 +249,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	} else if err := glob.watchRules(lim, met, log); err != nil {
 		return err
+	}
+	if err := metrics.SkippedDocuments(reg, glob.skipped()); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -44,9 +44,10 @@ const (
 	allowed result = iota
 	rejected
 	shadowRejected
+	refunded
 )
 
-var resultNames = [...]string{allowed: "allowed", rejected: "rejected", shadowRejected: "shadow_rejected"}
+var resultNames = [...]string{allowed: "allowed", rejected: "rejected", shadowRejected: "shadow_rejected", refunded: "refunded"}
 
 var _ limiter.Observer = (*Limiter)(nil)
 
@@ -55,7 +56,7 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 	m := &Limiter{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "weir_decisions_total",
-			Help: "Rule decisions, by domain, rule, result (allowed, rejected, shadow_rejected) and source (store, cache, override_allow, override_deny, unlimited, failure_open, failure_closed, failure_local).",
+			Help: "Rule decisions, by domain, rule, result (allowed, rejected, shadow_rejected, and refunded: admitted, then given back because another rule rejected the request) and source (store, cache, override_allow, override_deny, unlimited, failure_open, failure_closed, failure_local).",
 		}, []string{"domain", "rule", "result", "source"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "weir_check_duration_seconds",
@@ -109,7 +110,10 @@ func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Du
 		for j := range resp.Items[i].Results {
 			r := &resp.Items[i].Results[j]
 			k := decisionKey{domain: domain, rule: r.Match.Rule.Spec.ID, result: allowed, source: r.Source}
-			if !r.Allowed {
+			switch {
+			case r.Refunded:
+				k.result = refunded
+			case !r.Allowed:
 				k.result = rejected
 				if r.Shadow() {
 					k.result = shadowRejected
@@ -167,4 +171,48 @@ func CacheRatio(reg prometheus.Registerer, stats func() (hits, misses uint64)) e
 		}
 		return float64(h) / float64(h+m)
 	}))
+}
+
+// Evictions registers weir_memstore_evictions_total, read from evictions
+// when scraped (limiter.Limiter.Evictions): store="decisions" counts the
+// keys the in-memory decision store (run without Redis) dropped before
+// they expired, store="local" those of the store failure_mode local
+// decides in.
+func Evictions(reg prometheus.Registerer, evictions func() (store, local uint64)) error {
+	for _, name := range []string{"decisions", "local"} {
+		local := name == "local"
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "weir_memstore_evictions_total",
+			Help:        "Keys an in-memory store dropped before they expired to make room for others (its key cap reached), by store (decisions, local).",
+			ConstLabels: prometheus.Labels{"store": name},
+		}, func() float64 {
+			s, l := evictions()
+			if local {
+				return float64(l)
+			}
+			return float64(s)
+		})
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SkippedDocuments registers weir_etcd_documents_skipped_total{kind}, one
+// series per kind of document, each read from its function when scraped:
+// the documents read from etcd and skipped as invalid (the rule or share
+// in force stays what it was).
+func SkippedDocuments(reg prometheus.Registerer, kinds map[string]func() uint64) error {
+	for kind, count := range kinds {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "weir_etcd_documents_skipped_total",
+			Help:        "Documents read from etcd and skipped as invalid, by kind (rule, assignment: a share or lease document, key: a key of no known shape).",
+			ConstLabels: prometheus.Labels{"kind": kind},
+		}, func() float64 { return float64(count()) })
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

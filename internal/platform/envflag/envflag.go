@@ -42,7 +42,10 @@ func Parse(fs *flag.FlagSet, prefix string, args []string, lookup func(string) (
 }
 
 // Usage returns a usage function for fs that also names each flag's
-// environment variable.
+// environment variable. A flag's default is printed unless it is its
+// type's zero value (as the flag package does: such a flag's zero often
+// means "the package's default", which its usage then states) or its
+// usage already says "(default".
 func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
 	return func() {
 		out := fs.Output()
@@ -50,12 +53,21 @@ func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
 		fmt.Fprintln(out)
 		fs.VisitAll(func(f *flag.Flag) {
 			fmt.Fprintf(out, "  --%s (env %s)\n    \t%s", f.Name, Name(prefix, f.Name), f.Usage)
-			if f.DefValue != "" {
+			if !zeroDefault(f) && !strings.Contains(f.Usage, "(default") {
 				fmt.Fprintf(out, " (default %q)", f.DefValue)
 			}
 			fmt.Fprintln(out)
 		})
 	}
+}
+
+// zeroDefault reports whether f's default is the zero value of its type.
+func zeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s", "[]":
+		return true
+	}
+	return false
 }
 
 // SplitList splits a comma-separated flag value, trimming spaces and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -45,6 +46,8 @@ type Store struct {
 	mask     uint64
 	perShard int
 	shards   []shard
+	// evictions counts live keys dropped to make room.
+	evictions atomic.Uint64
 }
 
 type shard struct {
@@ -127,7 +130,7 @@ func (s *Store) decide(r algorithm.Request, now time.Time, t int64) algorithm.De
 			// Nothing was taken: a fresh key stays absent.
 			return d
 		}
-		e = sh.insert(s.perShard, r.Key, t)
+		e = sh.insert(s.perShard, r.Key, t, &s.evictions)
 	}
 	// An existing entry always takes the next state: the sliding window
 	// log's Decide compacts the log in place.
@@ -137,9 +140,10 @@ func (s *Store) decide(r algorithm.Request, now time.Time, t int64) algorithm.De
 	return d
 }
 
-// insert adds a new entry for key, making room first if the shard is full.
-// The caller holds sh.mu.
-func (sh *shard) insert(limit int, key string, now int64) *entry {
+// insert adds a new entry for key, making room first if the shard is full,
+// and counts in evictions a key dropped before it expired. The caller
+// holds sh.mu.
+func (sh *shard) insert(limit int, key string, now int64, evictions *atomic.Uint64) *entry {
 	if len(sh.m) >= limit && now-sh.lastSweep >= sweepEvery {
 		sh.lastSweep = now
 		for k, e := range sh.m {
@@ -161,6 +165,9 @@ func (sh *shard) insert(limit int, key string, now int64) *entry {
 			}
 		}
 		delete(sh.m, victim)
+		if soonest > now {
+			evictions.Add(1)
+		}
 	}
 	e := &entry{}
 	sh.m[key] = e
@@ -193,6 +200,12 @@ func (s *Store) Refund(_ context.Context, at, now time.Time, reqs []algorithm.Re
 	}
 	return first
 }
+
+// Evictions returns how many keys the store dropped, since it was created,
+// before they expired, to make room for others (MaxKeys reached). A key
+// dropped early forgets what it spent: a steady count means MaxKeys is too
+// small for the keys in use.
+func (s *Store) Evictions() uint64 { return s.evictions.Load() }
 
 // Len returns the number of keys held, expired ones included until they
 // are reclaimed.

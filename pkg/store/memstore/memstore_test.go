@@ -45,9 +45,15 @@ func TestCapEvictsSoonestExpiring(t *testing.T) {
 	if got := s.Len(); got != 4 {
 		t.Fatalf("got %d keys, want 4", got)
 	}
+	if got := s.Evictions(); got != 0 {
+		t.Fatalf("got %d evictions before the cap was reached, want 0", got)
+	}
 	decide("d", long) // full: the soonest-expiring key ("short") goes
 	if got := s.Len(); got != 4 {
 		t.Fatalf("got %d keys after eviction, want 4", got)
+	}
+	if got := s.Evictions(); got != 1 {
+		t.Fatalf("got %d evictions, want 1", got)
 	}
 	if !decide("short", short) {
 		t.Errorf("evicted key: got rejected, want a fresh key")
@@ -89,6 +95,9 @@ func TestExpiredKeysAreReclaimed(t *testing.T) {
 	}
 	if got := s.Len(); got > 100 {
 		t.Fatalf("got %d keys, want at most the cap of 100", got)
+	}
+	if got := s.Evictions(); got != 0 {
+		t.Fatalf("got %d evictions, want 0: only expired keys were dropped", got)
 	}
 }
 

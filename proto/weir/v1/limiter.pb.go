@@ -47,6 +47,8 @@ const (
 	Source_SOURCE_FAILURE_CLOSED Source = 7
 	// The store failed and the limiter decided in memory (failure_mode local).
 	Source_SOURCE_FAILURE_LOCAL Source = 8
+	// The rule is disabled and applies to no request (Status only).
+	Source_SOURCE_DISABLED Source = 9
 )
 
 // Enum value maps for Source.
@@ -61,6 +63,7 @@ var (
 		6: "SOURCE_FAILURE_OPEN",
 		7: "SOURCE_FAILURE_CLOSED",
 		8: "SOURCE_FAILURE_LOCAL",
+		9: "SOURCE_DISABLED",
 	}
 	Source_value = map[string]int32{
 		"SOURCE_UNSPECIFIED":    0,
@@ -72,6 +75,7 @@ var (
 		"SOURCE_FAILURE_OPEN":   6,
 		"SOURCE_FAILURE_CLOSED": 7,
 		"SOURCE_FAILURE_LOCAL":  8,
+		"SOURCE_DISABLED":       9,
 	}
 )
 
@@ -324,9 +328,10 @@ type ItemResult struct {
 	// True when every enforcing rule that matched allowed the request (or
 	// none matched).
 	Allowed bool `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
-	// Index into results of the most constraining rule: the rejecting rule
-	// with the longest retry-after, or, when allowed, the rule with the
-	// least remaining. -1 when no rule matched.
+	// Index into results of the most constraining enforcing rule: a deny
+	// override, else the rejecting rule with the longest retry-after, or,
+	// when allowed, the rule with the least remaining. Shadow rules are
+	// never decisive. -1 when no enforcing rule matched.
 	Decisive int32 `protobuf:"varint,2,opt,name=decisive,proto3" json:"decisive,omitempty"`
 	// One result per matching rule, in rule order.
 	Results       []*RuleResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
@@ -404,9 +409,14 @@ type RuleResult struct {
 	// A shadow rule decides and counts but never rejects.
 	Shadow bool   `protobuf:"varint,9,opt,name=shadow,proto3" json:"shadow,omitempty"`
 	Source Source `protobuf:"varint,10,opt,name=source,proto3,enum=weir.v1.Source" json:"source,omitempty"`
-	// The rule's rejection message, on rejections.
-	Message       string      `protobuf:"bytes,11,opt,name=message,proto3" json:"message,omitempty"`
-	RetryAdvice   RetryAdvice `protobuf:"varint,12,opt,name=retry_advice,json=retryAdvice,proto3,enum=weir.v1.RetryAdvice" json:"retry_advice,omitempty"`
+	// The rule's rejection message, on rejections by a limit.
+	Message     string      `protobuf:"bytes,11,opt,name=message,proto3" json:"message,omitempty"`
+	RetryAdvice RetryAdvice `protobuf:"varint,12,opt,name=retry_advice,json=retryAdvice,proto3,enum=weir.v1.RetryAdvice" json:"retry_advice,omitempty"`
+	// True when no limit bounds this result: an allow or deny override, an
+	// unlimited rule, a disabled rule (see source). limit, remaining,
+	// reset_at and retry_after are then unset and mean nothing. A deny
+	// (SOURCE_OVERRIDE_DENY) is for good: no retry_after is promised.
+	NoLimit       bool `protobuf:"varint,13,opt,name=no_limit,json=noLimit,proto3" json:"no_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,6 +533,13 @@ func (x *RuleResult) GetRetryAdvice() RetryAdvice {
 		return x.RetryAdvice
 	}
 	return RetryAdvice_RETRY_ADVICE_UNSPECIFIED
+}
+
+func (x *RuleResult) GetNoLimit() bool {
+	if x != nil {
+		return x.NoLimit
+	}
+	return false
 }
 
 type StatusRequest struct {
@@ -654,7 +671,7 @@ const file_weir_v1_limiter_proto_rawDesc = "" +
 	"ItemResult\x12\x18\n" +
 	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x1a\n" +
 	"\bdecisive\x18\x02 \x01(\x05R\bdecisive\x12-\n" +
-	"\aresults\x18\x03 \x03(\v2\x13.weir.v1.RuleResultR\aresults\"\xb3\x03\n" +
+	"\aresults\x18\x03 \x03(\v2\x13.weir.v1.RuleResultR\aresults\"\xce\x03\n" +
 	"\n" +
 	"RuleResult\x12\x17\n" +
 	"\arule_id\x18\x01 \x01(\tR\x06ruleId\x12\x10\n" +
@@ -670,13 +687,14 @@ const file_weir_v1_limiter_proto_rawDesc = "" +
 	"\x06source\x18\n" +
 	" \x01(\x0e2\x0f.weir.v1.SourceR\x06source\x12\x18\n" +
 	"\amessage\x18\v \x01(\tR\amessage\x127\n" +
-	"\fretry_advice\x18\f \x01(\x0e2\x14.weir.v1.RetryAdviceR\vretryAdvice\"R\n" +
+	"\fretry_advice\x18\f \x01(\x0e2\x14.weir.v1.RetryAdviceR\vretryAdvice\x12\x19\n" +
+	"\bno_limit\x18\r \x01(\bR\anoLimit\"R\n" +
 	"\rStatusRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\arule_id\x18\x02 \x01(\tR\x06ruleId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\"=\n" +
 	"\x0eStatusResponse\x12+\n" +
-	"\x06result\x18\x01 \x01(\v2\x13.weir.v1.RuleResultR\x06result*\xdd\x01\n" +
+	"\x06result\x18\x01 \x01(\v2\x13.weir.v1.RuleResultR\x06result*\xf2\x01\n" +
 	"\x06Source\x12\x16\n" +
 	"\x12SOURCE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fSOURCE_STORE\x10\x01\x12\x10\n" +
@@ -686,7 +704,8 @@ const file_weir_v1_limiter_proto_rawDesc = "" +
 	"\x10SOURCE_UNLIMITED\x10\x05\x12\x17\n" +
 	"\x13SOURCE_FAILURE_OPEN\x10\x06\x12\x19\n" +
 	"\x15SOURCE_FAILURE_CLOSED\x10\a\x12\x18\n" +
-	"\x14SOURCE_FAILURE_LOCAL\x10\b*\x95\x01\n" +
+	"\x14SOURCE_FAILURE_LOCAL\x10\b\x12\x13\n" +
+	"\x0fSOURCE_DISABLED\x10\t*\x95\x01\n" +
 	"\vRetryAdvice\x12\x1c\n" +
 	"\x18RETRY_ADVICE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18RETRY_ADVICE_RETRY_AFTER\x10\x01\x12$\n" +
