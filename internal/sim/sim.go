@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
@@ -256,7 +257,7 @@ func (w *world) startCoordinator(name string) error {
 	}
 	c, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Name: name,
-		Planner: coordinator.PlannerConfig{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL},
+		Planner: planner.Config{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL},
 		Rules:   func() []rule.Rule { return w.rules },
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			src, err := coordinator.NewKafkaSource(coordinator.KafkaConfig{Brokers: []string{w.kafka}})

@@ -11,12 +11,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
+
+var simDCs = []string{"a", "b", "c"}
+
+func simRule() rule.Rule {
+	return rule.Rule{Domain: "api", ID: "r", Limit: 1000, WindowSeconds: 1, Scope: rule.ScopeGlobal, Enabled: true}
+}
 
 // harness runs coordinators against a real embedded etcd and an in-process
 // Kafka-protocol broker, and plays the limiters' reports.
@@ -47,7 +54,7 @@ type running struct {
 func (h *harness) start(name string) *running {
 	c, err := New(Config{
 		Etcd: h.etcd.Client(h.t), Layout: h.layout, Name: name,
-		Planner: PlannerConfig{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
+		Planner: planner.Config{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
 		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
 		NewSource: func(context.Context) (Source, error) {
 			return NewKafkaSource(KafkaConfig{Brokers: []string{h.broker.Addr()}})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminapi"
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/platform/auth"
@@ -156,7 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	co, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Layout: layout, Name: cfg.Name, AdminURL: cfg.AdvertiseURL,
-		Planner: coordinator.PlannerConfig{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
+		Planner: planner.Config{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
 		Rules:   rules.get,
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			return coordinator.NewKafkaSource(kcfg)

@@ -66,3 +66,16 @@ func (p *Planner) SetPolicy(domain, ruleID string, pol sharepolicy.Policy) error
 	copy(rs.policy, dcs)
 	return nil
 }
+
+// HasRule reports whether the rule is one the planner plans.
+func (p *Planner) HasRule(domain, ruleID string) bool {
+	return p.rules[ruleRef{domain, ruleID}] != nil
+}
+
+// EachRule calls f with every rule the planner plans, in no given order.
+// f may call SetPolicy.
+func (p *Planner) EachRule(f func(domain, ruleID string)) {
+	for ref := range p.rules {
+		f(ref.domain, ref.id)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
@@ -134,7 +135,7 @@ func (w *world) startCoordinator(etcd *etcdtest.Cluster, name string, log *slog.
 	cli := etcd.Client(w.t)
 	c, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Name: name,
-		Planner: coordinator.PlannerConfig{DCs: dcs, Interval: interval, TTL: ttl},
+		Planner: planner.Config{DCs: dcs, Interval: interval, TTL: ttl},
 		Rules:   func() []rule.Rule { return w.rules },
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			return coordinator.NewKafkaSource(coordinator.KafkaConfig{Brokers: []string{w.broker.Addr()}})
