@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/protobuf/proto"
@@ -26,7 +28,7 @@ import (
 // Limits on what the coordinator reads.
 const (
 	// MaxReportBytes bounds a usage report message.
-	MaxReportBytes = 4 << 20
+	MaxReportBytes = usagetopic.MaxMessageBytes
 	// MaxDocBytes bounds an assignment document read from etcd.
 	MaxDocBytes = 1 << 20
 	// maxTxnOps and maxTxnBytes keep each etcd transaction well under
@@ -35,19 +37,14 @@ const (
 	maxTxnBytes = 1 << 20
 )
 
-// Source delivers usage reports: a Kafka consumer group member (see
-// NewKafkaSource). Fetch blocks for the next message; Commit marks it
-// processed. A Source is used by one goroutine at a time.
+// Source delivers usage reports: a member of the coordinators' consumer
+// group of the usage topic (usagetopic.Consumer). Fetch blocks for the
+// next message; Commit marks it processed. A Source is used by one
+// goroutine at a time.
 type Source interface {
-	Fetch(ctx context.Context) (Message, error)
-	Commit(ctx context.Context, m Message) error
+	Fetch(ctx context.Context) (usagetopic.Message, error)
+	Commit(ctx context.Context, m usagetopic.Message) error
 	Close() error
-}
-
-// Message is one fetched report; Handle is the Source's own.
-type Message struct {
-	Value  []byte
-	Handle any
 }
 
 // reportQueue bounds the decoded reports waiting for the leader's loop.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	"github.com/segmentio/kafka-go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -38,9 +40,9 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, etcd: etcdtest.Start(t), broker: kafkatest.Start(t, DefaultTopic)}
+	h := &harness{t: t, etcd: etcdtest.Start(t), broker: kafkatest.Start(t, usagetopic.Name)}
 	h.cli = h.etcd.Client(t)
-	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: DefaultTopic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
+	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: usagetopic.Name, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
 	t.Cleanup(func() { h.w.Close() })
 	return h
 }
@@ -57,7 +59,7 @@ func (h *harness) start(name string) *running {
 		Planner: planner.Config{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
 		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
 		NewSource: func(context.Context) (Source, error) {
-			return NewKafkaSource(KafkaConfig{Brokers: []string{h.broker.Addr()}})
+			return usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{h.broker.Addr()}})
 		},
 		SessionTTL: 1,
 		Logger:     slog.New(slog.DiscardHandler),
