@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/usage"
@@ -17,27 +16,6 @@ import (
 	"github.com/weirhq/weir/pkg/limiter"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
-
-// read reads n messages of topic from the broker at addr, from the start.
-func read(t *testing.T, addr, topic string, n int) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: []string{addr}, GroupID: "test", Topic: topic,
-		MaxWait: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second,
-	})
-	defer r.Close()
-	var out []kafka.Message
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read message %d of %d: %v", len(out)+1, n, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestReporterToKafka runs the limiter's usage path against an in-process
 // Kafka-protocol broker: decisions counted by the Aggregator, reports made
@@ -98,7 +76,7 @@ rules:
 		t.Fatalf("Stats = %+v, want every report sent", st)
 	}
 
-	msgs := read(t, b.Addr(), usagetopic.Name, int(st.Sent))
+	msgs := b.Read(t, usagetopic.Name, int(st.Sent))
 	var offered, admitted, rejected uint64
 	for i, msg := range msgs {
 		if string(msg.Key) != rep.Instance() {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 )
@@ -70,27 +68,6 @@ func checkNoLeaks(t *testing.T) {
 	})
 }
 
-// read reads n messages of topic from the broker at addr.
-func read(t *testing.T, addr, topic string, n int) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: []string{addr}, GroupID: "test", Topic: topic,
-		MaxWait: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second,
-	})
-	defer r.Close()
-	var out []kafka.Message
-	for len(out) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read message %d of %d: %v", len(out)+1, n, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestPublishOrder writes batches directly and reads them back in order.
 func TestPublishOrder(t *testing.T) {
 	b := kafkatest.Start(t, "usage-order")
@@ -114,7 +91,7 @@ func TestPublishOrder(t *testing.T) {
 	if err := pub.Publish(ctx, nil); err != nil {
 		t.Fatalf("Publish of nothing = %v", err)
 	}
-	for i, m := range read(t, b.Addr(), "usage-order", 12) {
+	for i, m := range b.Read(t, "usage-order", 12) {
 		if string(m.Value) != fmt.Sprint(i) {
 			t.Fatalf("message %d is %q: out of order", i, m.Value)
 		}
