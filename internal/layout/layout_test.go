@@ -31,6 +31,11 @@ var rules = []rule{
 		why:  "the control plane meets the limiter side only in proto/, pkg/ and internal/etcd",
 	},
 	{
+		from: []string{"internal/kafka", "internal/etcd"},
+		to:   []string{"internal/dc", "internal/control", "cmd"},
+		why:  "packages shared by both sides import neither",
+	},
+	{
 		from: []string{"pkg"},
 		to:   []string{"internal"},
 		why:  "the public Go API cannot hand its users types they cannot import",
@@ -86,6 +91,9 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"internal/sim", "internal/control/coordinator", false},
 		{"internal/testkit/etcdtest", "internal/platform/embedetcd", false},
 		{"internal/dcx", "internal/control", false},
+		{"internal/kafka/usagetopic", "internal/dc/usage", true},
+		{"internal/dc/limiterd", "internal/kafka/usagetopic", false},
+		{"internal/control/coordinator", "internal/kafka/usagetopic", false},
 	} {
 		got := false
 		for _, r := range rules {

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -32,6 +34,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
@@ -239,7 +242,7 @@ func (w *world) startBroker() error {
 	if addr == "" {
 		addr = w.listenAddr()
 	}
-	b, err := embedkafka.Start(embedkafka.Config{Addr: addr, Topics: []string{coordinator.DefaultTopic}, DataDir: filepath.Join(w.dir, "kafka")})
+	b, err := embedkafka.Start(embedkafka.Config{Addr: addr, Topics: []string{usagetopic.Name}, DataDir: filepath.Join(w.dir, "kafka")})
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -256,10 +259,10 @@ func (w *world) startCoordinator(name string) error {
 	}
 	c, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Name: name,
-		Planner: coordinator.PlannerConfig{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL},
+		Planner: planner.Config{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL},
 		Rules:   func() []rule.Rule { return w.rules },
 		NewSource: func(context.Context) (coordinator.Source, error) {
-			src, err := coordinator.NewKafkaSource(coordinator.KafkaConfig{Brokers: []string{w.kafka}})
+			src, err := usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{w.kafka}})
 			if err != nil {
 				return nil, err
 			}
@@ -672,10 +675,10 @@ func (r *reportFaults) decide(dc string) (drop, dup bool, delay time.Duration) {
 type faultySource struct {
 	inner   coordinator.Source
 	f       *reportFaults
-	pending []coordinator.Message
+	pending []usagetopic.Message
 }
 
-func (s *faultySource) Fetch(ctx context.Context) (coordinator.Message, error) {
+func (s *faultySource) Fetch(ctx context.Context) (usagetopic.Message, error) {
 	for {
 		if len(s.pending) > 0 {
 			m := s.pending[0]
@@ -697,7 +700,7 @@ func (s *faultySource) Fetch(ctx context.Context) (coordinator.Message, error) {
 			// Hold it until `delay` after it was sent, at its interval's end.
 			sent := time.UnixMilli(r.GetIntervalStartMs() + r.GetIntervalMs())
 			if !backoff.Sleep(ctx, time.Until(sent.Add(delay))) {
-				return coordinator.Message{}, ctx.Err()
+				return usagetopic.Message{}, ctx.Err()
 			}
 		}
 		if dup {
@@ -707,7 +710,7 @@ func (s *faultySource) Fetch(ctx context.Context) (coordinator.Message, error) {
 	}
 }
 
-func (s *faultySource) Commit(ctx context.Context, m coordinator.Message) error {
+func (s *faultySource) Commit(ctx context.Context, m usagetopic.Message) error {
 	return s.inner.Commit(ctx, m)
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weirhq/weir/internal/control/planner"
 )
 
 // Status describes the coordinator, for /v1/status.
@@ -13,41 +15,38 @@ type Status struct {
 	Leader    bool           `json:"leader"`
 	Epoch     uint64         `json:"epoch,omitempty"`
 	DCs       []string       `json:"dcs"`
-	Planner   Stats          `json:"planner"`
+	Planner   planner.Stats  `json:"planner"`
 	Instances map[string]int `json:"instances,omitempty"`
 }
 
 // Status returns the coordinator's status.
 func (c *Coordinator) Status() Status {
 	st := Status{Name: c.cfg.Name, Leader: c.Leader(), DCs: c.cfg.Planner.DCs}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan != nil {
-		st.Epoch, st.Planner, st.Instances = c.plan.Epoch(), c.plan.Stats(), c.acks.counts()
-	}
+	_ = c.view(func(p *planner.Planner) {
+		// f runs in the loop of the term that owns p, so c.acks is that
+		// term's tracker.
+		c.mu.Lock()
+		acks := c.acks
+		c.mu.Unlock()
+		st.Epoch, st.Planner, st.Instances = p.Epoch(), p.Stats(), acks.counts()
+	})
 	return st
 }
 
 // Shares returns the leader's view of every global rule, and false when
 // this coordinator does not lead.
-func (c *Coordinator) Shares() ([]RuleView, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan == nil {
-		return nil, false
-	}
-	return c.plan.Snapshot(), true
+func (c *Coordinator) Shares() ([]planner.RuleView, bool) {
+	var views []planner.RuleView
+	err := c.view(func(p *planner.Planner) { views = p.Snapshot() })
+	return views, err == nil
 }
 
 // KeyShares returns the leader's view of a rule's keys with shares of their
 // own.
-func (c *Coordinator) KeyShares(domain, ruleID string) ([]KeyView, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan == nil {
-		return nil, false
-	}
-	return c.plan.Keys(domain, ruleID), true
+func (c *Coordinator) KeyShares(domain, ruleID string) ([]planner.KeyView, bool) {
+	var keys []planner.KeyView
+	err := c.view(func(p *planner.Planner) { keys = p.Keys(domain, ruleID) })
+	return keys, err == nil
 }
 
 // Handler serves the coordinator's read-only admin endpoints:

@@ -1,14 +1,3 @@
-// Package coordinator is Weir's central control plane for global quotas
-// (SPEC §4): coordinators campaign for leadership in etcd; the leader
-// consumes the limiters' usage reports from Kafka, estimates each DC's
-// demand, computes max-min fair shares, and writes them to etcd through a
-// two-phase protocol — a DC grows only into quota the others have
-// acknowledged releasing — with every write fenced by its leadership, so
-// that a deposed leader cannot overwrite its successor.
-//
-// The pure core is the Planner; Coordinator adds the I/O: the election, the
-// Kafka consumer, the etcd reads, watches and writes. docs/architecture.md
-// explains the protocol and its safety argument.
 package coordinator
 
 import (
@@ -24,10 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/pkg/rule"
@@ -37,7 +29,7 @@ import (
 // Limits on what the coordinator reads.
 const (
 	// MaxReportBytes bounds a usage report message.
-	MaxReportBytes = 4 << 20
+	MaxReportBytes = usagetopic.MaxMessageBytes
 	// MaxDocBytes bounds an assignment document read from etcd.
 	MaxDocBytes = 1 << 20
 	// maxTxnOps and maxTxnBytes keep each etcd transaction well under
@@ -46,20 +38,20 @@ const (
 	maxTxnBytes = 1 << 20
 )
 
-// Source delivers usage reports: a Kafka consumer group member (see
-// NewKafkaSource). Fetch blocks for the next message; Commit marks it
-// processed. A Source is used by one goroutine at a time.
+// Source delivers usage reports: a member of the coordinators' consumer
+// group of the usage topic (usagetopic.Consumer). Fetch blocks for the
+// next message; Commit marks it processed. A Source is used by one
+// goroutine at a time.
 type Source interface {
-	Fetch(ctx context.Context) (Message, error)
-	Commit(ctx context.Context, m Message) error
+	Fetch(ctx context.Context) (usagetopic.Message, error)
+	Commit(ctx context.Context, m usagetopic.Message) error
 	Close() error
 }
 
-// Message is one fetched report; Handle is the Source's own.
-type Message struct {
-	Value  []byte
-	Handle any
-}
+// reportQueue bounds the decoded reports waiting for the leader's loop.
+// While the loop writes to etcd the consumer goes on fetching and decoding
+// into it; only a queue this full makes the consumer wait.
+const reportQueue = 4096
 
 // Config configures a Coordinator.
 type Config struct {
@@ -74,7 +66,7 @@ type Config struct {
 	// leader. Optional.
 	AdminURL string
 	// Planner configures the planning: DCs (required), interval, TTL...
-	Planner PlannerConfig
+	Planner planner.Config
 	// Rules returns the rules in force; the global ones are planned.
 	Rules func() []rule.Rule
 	// NewSource opens the usage consumer when this coordinator leads.
@@ -107,9 +99,11 @@ type Coordinator struct {
 	now func() time.Time
 
 	leader atomic.Bool
-	mu     sync.Mutex
-	plan   *Planner    // while leading; guarded by mu
-	acks   *ackTracker // while leading; guarded by mu
+	// mu guards the two fields below, set while leading; it is held only
+	// to read or swap them, never across I/O or planning.
+	mu    sync.Mutex
+	acks  *ackTracker
+	views *views
 
 	stats struct {
 		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
@@ -128,10 +122,10 @@ func New(cfg Config) (*Coordinator, error) {
 	case cfg.NewSource == nil:
 		return nil, errors.New("coordinator: Config.NewSource is required")
 	}
-	if _, err := NewPlanner(cfg.Planner); err != nil {
-		return nil, err
+	if _, err := planner.New(cfg.Planner); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	cfg.Planner.setDefaults()
+	cfg.Planner = cfg.Planner.WithDefaults()
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 2
 	}
@@ -234,11 +228,14 @@ func (c *Coordinator) term(ctx context.Context) error {
 	return err
 }
 
-// lead runs the leader's loops until ctx is done or a write is refused.
+// lead runs the leader's loop until ctx is done or a write is refused. The
+// loop is the planner's only user: it ingests the reports the consumer
+// hands over, answers the views, and plans and writes on every tick and
+// acknowledgement.
 func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
-	p, err := NewPlanner(c.cfg.Planner)
+	p, err := planner.New(c.cfg.Planner)
 	if err != nil {
-		return err
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	p.SetRules(c.cfg.Rules())
 	c.loadPolicies(ctx, p)
@@ -246,53 +243,70 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	if err := c.load(ctx, p, acks); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	c.plan, c.acks = p, acks
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.plan, c.acks = nil, nil
-		c.mu.Unlock()
-	}()
-	c.leader.Store(true)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	v := &views{ask: make(chan func(*planner.Planner)), done: make(chan struct{})}
+	c.mu.Lock()
+	c.acks, c.views = acks, v
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.acks, c.views = nil, nil
+		c.mu.Unlock()
+		close(v.done)
+	}()
+	c.leader.Store(true)
+
+	reports := make(chan received, reportQueue)
 	acked := make(chan struct{}, 1)
-	wg.Add(2)
-	go func() { defer wg.Done(); c.consume(ctx) }()
-	go func() { defer wg.Done(); c.watchInstances(ctx, acks, acked) }()
+	wg.Go(func() { c.consume(ctx, reports) })
+	wg.Go(func() { c.watchInstances(ctx, acks, acked) })
 
 	interval := c.cfg.Planner.Interval
 	timer := time.NewTimer(untilTick(c.now(), interval))
 	defer timer.Stop()
+	// Acknowledgements free quota: a round grows into it at once rather
+	// than at the next tick, at most every 20 ms. grow fires that round.
+	grow := time.NewTimer(time.Hour)
+	grow.Stop()
+	defer grow.Stop()
+	growing := false
 	var lastGrow time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case r := <-reports:
+			c.ingest(p, r)
+		case f := <-v.ask:
+			f(p)
 		case <-timer.C:
 			timer.Reset(untilTick(c.now(), interval))
+			// Reports already received count in the intervals this tick
+			// closes.
+			for drained := false; !drained; {
+				select {
+				case r := <-reports:
+					c.ingest(p, r)
+				default:
+					drained = true
+				}
+			}
 			if err := c.tick(ctx, p, acks, fence); err != nil {
 				return err
 			}
 		case <-acked:
-			// Acknowledgements free quota: grow into it now rather than at
-			// the next tick, at most every 20 ms.
-			if wait := 20*time.Millisecond - c.now().Sub(lastGrow); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(wait):
-				}
+			if !growing {
+				growing = true
+				grow.Reset(max(0, 20*time.Millisecond-c.now().Sub(lastGrow)))
 			}
+		case <-grow.C:
+			growing = false
 			lastGrow = c.now()
-			c.mu.Lock()
-			err := c.round(ctx, p, acks, fence)
-			c.mu.Unlock()
-			if err != nil {
+			if err := c.round(ctx, p, acks, fence); err != nil {
 				return err
 			}
 		}
@@ -302,9 +316,7 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 // tick is the planning step of every interval: rules and policies
 // refreshed, intervals closed, shares rebalanced and written, leases
 // renewed.
-func (c *Coordinator) tick(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTracker, fence clientv3.Cmp) error {
 	p.SetRules(c.cfg.Rules())
 	c.loadPolicies(ctx, p)
 	now := c.now()
@@ -352,8 +364,8 @@ func untilTick(now time.Time, interval time.Duration) time.Duration {
 }
 
 // round applies the acknowledgements and writes the grants the planner
-// asks for. The caller holds c.mu.
-func (c *Coordinator) round(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
+// asks for.
+func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, fence clientv3.Cmp) error {
 	now := c.now()
 	for _, dc := range p.DCs() {
 		p.SetAck(dc, acks.ack(dc, now), now)
@@ -402,8 +414,17 @@ func (c *Coordinator) softError(what string, err error) error {
 	return nil
 }
 
-// consume feeds the usage reports to the planner until ctx is done.
-func (c *Coordinator) consume(ctx context.Context) {
+// received is a decoded report and when it was received.
+type received struct {
+	r  *weirv1.UsageReport
+	at time.Time
+}
+
+// consume fetches and decodes the usage reports and hands them to the
+// leader's loop over reports, until ctx is done. It never touches the
+// planner, so it never waits on the loop's etcd writes unless reports is
+// full.
+func (c *Coordinator) consume(ctx context.Context, reports chan<- received) {
 	var src Source
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for ctx.Err() == nil {
@@ -424,7 +445,13 @@ func (c *Coordinator) consume(ctx context.Context) {
 			continue
 		}
 		bo.Reset()
-		c.ingest(m.Value)
+		if r := c.decode(m.Value); r != nil {
+			select {
+			case reports <- received{r, c.now()}:
+			case <-ctx.Done():
+				continue // not handed over: left uncommitted
+			}
+		}
 		if err := src.Commit(ctx, m); err != nil && ctx.Err() == nil {
 			c.log.Warn("commit usage report", "err", err)
 		}
@@ -434,28 +461,29 @@ func (c *Coordinator) consume(ctx context.Context) {
 	}
 }
 
-// ingest decodes one report and gives it to the planner; a bad one is
-// logged, counted and skipped.
-func (c *Coordinator) ingest(value []byte) {
+// decode returns the report in value, or nil, logged and counted, when
+// value is not one.
+func (c *Coordinator) decode(value []byte) *weirv1.UsageReport {
 	if len(value) > MaxReportBytes {
 		c.stats.badMessages.Add(1)
 		c.log.Warn("usage report skipped", "reason", "oversized", "bytes", len(value))
-		return
+		return nil
 	}
 	var r weirv1.UsageReport
 	if err := proto.Unmarshal(value, &r); err != nil {
 		c.stats.badMessages.Add(1)
 		c.log.Warn("usage report skipped", "reason", "undecodable", "err", err)
-		return
+		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan == nil {
-		return
-	}
-	if err := c.plan.Ingest(&r, c.now()); err != nil {
+	return &r
+}
+
+// ingest gives one received report to the planner; a refused one is
+// logged, counted and skipped.
+func (c *Coordinator) ingest(p *planner.Planner, in received) {
+	if err := p.Ingest(in.r, in.at); err != nil {
 		c.stats.badMessages.Add(1)
-		c.log.Warn("usage report skipped", "dc", r.GetDc(), "instance", r.GetInstance(), "err", err)
+		c.log.Warn("usage report skipped", "dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
 	}
 }
 

@@ -7,16 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	"github.com/segmentio/kafka-go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
+
+var simDCs = []string{"a", "b", "c"}
+
+func simRule() rule.Rule {
+	return rule.Rule{Domain: "api", ID: "r", Limit: 1000, WindowSeconds: 1, Scope: rule.ScopeGlobal, Enabled: true}
+}
 
 // harness runs coordinators against a real embedded etcd and an in-process
 // Kafka-protocol broker, and plays the limiters' reports.
@@ -31,9 +40,9 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, etcd: etcdtest.Start(t), broker: kafkatest.Start(t, DefaultTopic)}
+	h := &harness{t: t, etcd: etcdtest.Start(t), broker: kafkatest.Start(t, usagetopic.Name)}
 	h.cli = h.etcd.Client(t)
-	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: DefaultTopic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
+	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: usagetopic.Name, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
 	t.Cleanup(func() { h.w.Close() })
 	return h
 }
@@ -47,10 +56,10 @@ type running struct {
 func (h *harness) start(name string) *running {
 	c, err := New(Config{
 		Etcd: h.etcd.Client(h.t), Layout: h.layout, Name: name,
-		Planner: PlannerConfig{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
+		Planner: planner.Config{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
 		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
 		NewSource: func(context.Context) (Source, error) {
-			return NewKafkaSource(KafkaConfig{Brokers: []string{h.broker.Addr()}})
+			return usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{h.broker.Addr()}})
 		},
 		SessionTTL: 1,
 		Logger:     slog.New(slog.DiscardHandler),

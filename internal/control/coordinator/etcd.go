@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
@@ -16,7 +17,7 @@ import (
 
 // load gives a new leader's planner what etcd holds: the documents, the
 // leases and the instances' acknowledgements.
-func (c *Coordinator) load(ctx context.Context, p *Planner, acks *ackTracker) error {
+func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTracker) error {
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Quotas(), clientv3.WithPrefix())
@@ -74,18 +75,21 @@ func checkDoc(d *weirv1.RuleAssignment, dc, domain, ruleID string) error {
 	if s := d.GetShare(); !(s >= 0 && s <= 1) {
 		return fmt.Errorf("share %v out of [0, 1]", s)
 	}
-	if len(d.GetKeys()) > MaxKeysPerRule {
-		return fmt.Errorf("%d keys; at most %d", len(d.GetKeys()), MaxKeysPerRule)
+	if len(d.GetKeys()) > planner.MaxKeysPerRule {
+		return fmt.Errorf("%d keys; at most %d", len(d.GetKeys()), planner.MaxKeysPerRule)
 	}
 	seen := make(map[string]bool, len(d.GetKeys()))
 	for _, k := range d.GetKeys() {
-		if s := k.GetShare(); !(s >= 0 && s <= 1) || k.GetKey() == "" || len(k.GetKey()) > MaxKeyLen || seen[k.GetKey()] {
+		if s := k.GetShare(); !(s >= 0 && s <= 1) || k.GetKey() == "" || len(k.GetKey()) > planner.MaxKeyLen || seen[k.GetKey()] {
 			return fmt.Errorf("bad key share %q: %v", truncate(k.GetKey()), k.GetShare())
 		}
 		seen[k.GetKey()] = true
 	}
 	return nil
 }
+
+// ruleRef names a rule.
+type ruleRef struct{ domain, id string }
 
 func truncate(s string) string {
 	if len(s) > 64 {
@@ -96,7 +100,7 @@ func truncate(s string) string {
 
 // loadPolicies reads the operators' share settings; an invalid one is
 // logged, counted and ignored (the rule keeps its previous settings).
-func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
+func (c *Coordinator) loadPolicies(ctx context.Context, p *planner.Planner) {
 	gctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Policies(), clientv3.WithPrefix())
@@ -112,7 +116,7 @@ func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
 			pol, err = sharepolicy.Decode(kv.Value)
 		}
 		if err == nil {
-			if _, known := p.rules[ruleRef{domain, id}]; !known {
+			if !p.HasRule(domain, id) {
 				continue // a policy for a rule not (yet) loaded
 			}
 			err = p.SetPolicy(domain, id, pol)
@@ -127,11 +131,11 @@ func (c *Coordinator) loadPolicies(ctx context.Context, p *Planner) {
 		}
 		seen[ruleRef{domain, id}] = true
 	}
-	for ref := range p.rules {
-		if !seen[ref] {
-			_ = p.SetPolicy(ref.domain, ref.id, sharepolicy.Policy{})
+	p.EachRule(func(domain, id string) {
+		if !seen[ruleRef{domain, id}] {
+			_ = p.SetPolicy(domain, id, sharepolicy.Policy{})
 		}
-	}
+	})
 }
 
 // listInstances replaces the tracker's instances by those in etcd.

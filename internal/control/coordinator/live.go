@@ -12,42 +12,36 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
-// ErrNotLeader is returned by the live views of a coordinator that does not
-// lead: only the leader hears the usage reports.
-var ErrNotLeader = errors.New("coordinator: not the leader")
-
 // Stats returns a rule's recent usage, top hot keys first; ErrNotLeader on
 // a standby, and a zero RuleStats for a rule no report mentioned yet.
-func (c *Coordinator) Stats(domain, ruleID string, top int) (RuleStats, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan == nil {
-		return RuleStats{}, ErrNotLeader
+func (c *Coordinator) Stats(domain, ruleID string, top int) (planner.RuleStats, error) {
+	var st planner.RuleStats
+	if err := c.view(func(p *planner.Planner) { st, _ = p.RuleStats(domain, ruleID, top) }); err != nil {
+		return planner.RuleStats{}, err
 	}
-	st, _ := c.plan.RuleStats(domain, ruleID, top)
 	if st.DCs == nil {
-		st.DCs = map[string]DCStats{}
+		st.DCs = map[string]planner.DCStats{}
 	}
 	return st, nil
 }
 
 // RuleShares returns the leader's view of one global rule, and false when
 // the planner has no such rule; ErrNotLeader on a standby.
-func (c *Coordinator) RuleShares(domain, ruleID string) (RuleView, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.plan == nil {
-		return RuleView{}, false, ErrNotLeader
+func (c *Coordinator) RuleShares(domain, ruleID string) (planner.RuleView, bool, error) {
+	var views []planner.RuleView
+	if err := c.view(func(p *planner.Planner) { views = p.Snapshot() }); err != nil {
+		return planner.RuleView{}, false, err
 	}
-	for _, v := range c.plan.Snapshot() {
+	for _, v := range views {
 		if v.Domain == domain && v.RuleID == ruleID {
 			return v, true, nil
 		}
 	}
-	return RuleView{}, false, nil
+	return planner.RuleView{}, false, nil
 }
 
 // KeyStatus asks one live limiter instance of each DC — at the scheme and

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/platform/auth"
@@ -140,7 +143,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
 	}
-	kcfg := coordinator.KafkaConfig{Brokers: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group}
+	kcfg := usagetopic.ConsumerConfig{Brokers: cfg.Kafka, Topic: cfg.Topic, Group: cfg.Group}
 	tlsCfg, err := cfg.TLS.Server()
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
@@ -171,10 +174,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	co, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Layout: layout, Name: cfg.Name, AdminURL: cfg.AdvertiseURL,
-		Planner: coordinator.PlannerConfig{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
+		Planner: planner.Config{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
 		Rules:   rules.get,
 		NewSource: func(context.Context) (coordinator.Source, error) {
-			return coordinator.NewKafkaSource(kcfg)
+			return usagetopic.NewConsumer(kcfg)
 		},
 		Logger:        log,
 		LimiterClient: limiters,
@@ -245,7 +248,7 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 	}
 	topic := cfg.Topic
 	if topic == "" {
-		topic = coordinator.DefaultTopic
+		topic = usagetopic.Name
 	}
 	broker, err := embedkafka.Start(embedkafka.Config{Addr: DevKafkaAddr, Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/dc/usage"
-	"github.com/weirhq/weir/internal/dc/usage/kafkapub"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
@@ -38,7 +38,7 @@ type global struct {
 	agent    *etcdquota.Agent
 	etcd     *clientv3.Client
 	reporter *usage.Reporter
-	pub      *kafkapub.Publisher
+	pub      *usagetopic.Publisher
 	rules    *rulestore.Watcher
 }
 
@@ -87,12 +87,12 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 			g.close()
 			return nil, fmt.Errorf("limiterd: %w", err)
 		}
-		g.pub, err = kafkapub.New(kafkapub.Config{Brokers: cfg.Kafka, Topic: cfg.UsageTopic})
+		g.pub, err = usagetopic.NewPublisher(usagetopic.PublisherConfig{Brokers: cfg.Kafka, Topic: cfg.UsageTopic})
 		if err != nil {
 			g.close()
 			return nil, fmt.Errorf("limiterd: %w", err)
 		}
-		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: g.pub, Interval: cfg.ReportInterval, Logger: cfg.Logger} // names the DC itself
+		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: kafkaPublisher{g.pub}, Interval: cfg.ReportInterval, Logger: cfg.Logger} // names the DC itself
 		if g.table != nil {
 			rcfg.Progress = g.table
 		}
@@ -213,4 +213,18 @@ func checkDCs(cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// kafkaPublisher publishes the reporter's messages to the usage topic.
+type kafkaPublisher struct{ pub *usagetopic.Publisher }
+
+var _ usage.Publisher = kafkaPublisher{}
+
+// Publish implements usage.Publisher.
+func (k kafkaPublisher) Publish(ctx context.Context, msgs []usage.Message) error {
+	out := make([]usagetopic.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = usagetopic.Message{Key: m.Key, Value: m.Value}
+	}
+	return k.pub.Publish(ctx, out)
 }

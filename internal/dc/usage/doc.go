@@ -14,7 +14,8 @@
 //   - Reporter owns the goroutines that flush the Aggregator at every
 //     multiple of the interval (on an injected Clock), build the reports,
 //     keep them in a bounded buffer and publish them through a Publisher
-//     (package kafkapub over Kafka). The decision path never waits on it.
+//     (internal/kafka/usagetopic over Kafka, wired by limiterd). The
+//     decision path never waits on it.
 //
 // # What is counted
 //

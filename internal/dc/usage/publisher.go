@@ -13,8 +13,8 @@ type Message struct {
 	Key, Value []byte
 }
 
-// Publisher sends messages to the usage topic; package kafkapub has the
-// Kafka one.
+// Publisher sends messages to the usage topic; limiterd adapts the Kafka
+// one of internal/kafka/usagetopic.
 type Publisher interface {
 	// Publish writes msgs, in order, and returns nil only once all of them
 	// are stored. After an error the Reporter calls it again with the same

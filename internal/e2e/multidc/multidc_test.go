@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/weirhq/weir/internal/control/coordinator"
+	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
@@ -74,7 +77,7 @@ type coord struct {
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, clients: map[string]weirv1.LimiterClient{}, admitted: map[int64]int{}}
 	etcd := etcdtest.Start(t)
-	w.broker = kafkatest.Start(t, coordinator.DefaultTopic)
+	w.broker = kafkatest.Start(t, usagetopic.Name)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(path, []byte(rulesYAML), 0o644); err != nil {
@@ -134,10 +137,10 @@ func (w *world) startCoordinator(etcd *etcdtest.Cluster, name string, log *slog.
 	cli := etcd.Client(w.t)
 	c, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Name: name,
-		Planner: coordinator.PlannerConfig{DCs: dcs, Interval: interval, TTL: ttl},
+		Planner: planner.Config{DCs: dcs, Interval: interval, TTL: ttl},
 		Rules:   func() []rule.Rule { return w.rules },
 		NewSource: func(context.Context) (coordinator.Source, error) {
-			return coordinator.NewKafkaSource(coordinator.KafkaConfig{Brokers: []string{w.broker.Addr()}})
+			return usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{w.broker.Addr()}})
 		},
 		SessionTTL: 1, Logger: log.With("c", name),
 	})

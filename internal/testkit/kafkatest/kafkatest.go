@@ -3,8 +3,12 @@
 package kafkatest
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/weirhq/weir/internal/platform/embedkafka"
 )
@@ -59,4 +63,26 @@ func (b *Broker) Restart() {
 	b.t.Helper()
 	b.Close()
 	b.start()
+}
+
+// Read reads the first n messages of topic from the broker, as a consumer
+// group of its own starting at the topic's beginning; it fails t after 30s.
+func (b *Broker) Read(t testing.TB, topic string, n int) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: []string{b.Addr()}, GroupID: "kafkatest-read", Topic: topic, StartOffset: kafka.FirstOffset,
+		MaxWait: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second,
+	})
+	defer r.Close()
+	var out []kafka.Message
+	for len(out) < n {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read message %d of %d: %v", len(out)+1, n, err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package coordinator
+package planner
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // with shares of their own each (100,100 entries), 5 DCs.
 func BenchmarkPlannerRound100k(b *testing.B) {
 	dcs := []string{"a", "b", "c", "d", "e"}
-	p, err := NewPlanner(PlannerConfig{DCs: dcs, Interval: time.Second, Warmup: 1})
+	p, err := New(Config{DCs: dcs, Interval: time.Second, Warmup: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package planner
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func FuzzReports(f *testing.F) {
 	f.Add(good, good)
 	f.Add([]byte{0x0a, 0x01, 'a'}, []byte{0xff})
 	f.Fuzz(func(t *testing.T, m1, m2 []byte) {
-		p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second, Warmup: 1})
+		p, err := New(Config{DCs: simDCs, Interval: time.Second, Warmup: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package coordinator
+package planner
 
 import (
 	"errors"
@@ -66,7 +66,7 @@ type delivery struct {
 }
 
 func newSim(t *testing.T, maxLag time.Duration) *sim {
-	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestPlannerHotKeyInOneDC(t *testing.T) {
 }
 
 func TestPlannerRefusesHostileReports(t *testing.T) {
-	p, err := NewPlanner(PlannerConfig{DCs: simDCs})
+	p, err := New(Config{DCs: simDCs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func phase(a, b, c uint64) func(int) map[string]map[string]uint64 {
 func TestPlannerTakeover(t *testing.T) {
 	s := newSim(t, time.Second)
 	s.run(10, nil, phase(900, 50, 50))
-	p2, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	p2, err := New(Config{DCs: simDCs, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestPlannerPartition(t *testing.T) {
 // for the rule's window: until then the DC may have admitted up to its old
 // limit within the window.
 func TestPlannerQuarantine(t *testing.T) {
-	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestPlannerQuarantine(t *testing.T) {
 }
 
 func TestPlannerRuleStats(t *testing.T) {
-	p, err := NewPlanner(PlannerConfig{DCs: simDCs, Interval: time.Second})
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,4 @@
-// Package kafkapub publishes usage reports (package usage) to Kafka with
-// segmentio/kafka-go: a usage.Publisher over a kafka.Writer that hashes
-// the message key (the reporting instance) to pick the partition, so that
-// an instance's reports stay in order, and waits for the partition
-// leader's acknowledgement.
-package kafkapub
+package usagetopic
 
 import (
 	"context"
@@ -14,14 +9,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/weirhq/weir/internal/dc/usage"
 )
 
-// DefaultTopic is the usage topic.
-const DefaultTopic = "weir.usage"
-
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of PublisherConfig.
 const (
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultBatchTimeout = 10 * time.Millisecond
@@ -30,12 +20,12 @@ const (
 	DefaultClientID     = "weir-limiter"
 )
 
-// Config configures a Publisher. Brokers is required.
-type Config struct {
+// PublisherConfig configures a Publisher. Brokers is required.
+type PublisherConfig struct {
 	// Brokers are the host:port addresses of bootstrap brokers. Required.
 	Brokers []string
 	// Topic is the topic written to; it is created if missing and the
-	// cluster allows it. Default DefaultTopic ("weir.usage").
+	// cluster allows it. Default Name ("weir.usage").
 	Topic string
 	// WriteTimeout bounds each produce request and each wait for its
 	// response. Default DefaultWriteTimeout (5s).
@@ -47,7 +37,8 @@ type Config struct {
 	// DefaultDialTimeout (3s).
 	DialTimeout time.Duration
 	// MaxAttempts is how many times one Publish tries each batch before
-	// failing; the usage.Reporter retries failed Publish calls itself.
+	// failing; the limiter's usage reporter retries failed Publish calls
+	// itself.
 	// Default DefaultMaxAttempts (3).
 	MaxAttempts int
 	// ClientID names the client to the brokers. Default DefaultClientID.
@@ -57,25 +48,25 @@ type Config struct {
 }
 
 // Validate reports whether c is usable.
-func (c Config) Validate() error {
+func (c PublisherConfig) Validate() error {
 	switch {
 	case len(c.Brokers) == 0:
-		return errors.New("kafkapub: Config.Brokers is required")
+		return errors.New("usagetopic: PublisherConfig.Brokers is required")
 	case c.WriteTimeout < 0 || c.BatchTimeout < 0 || c.DialTimeout < 0:
-		return errors.New("kafkapub: negative WriteTimeout, BatchTimeout or DialTimeout")
+		return errors.New("usagetopic: negative WriteTimeout, BatchTimeout or DialTimeout")
 	case c.MaxAttempts < 0:
-		return fmt.Errorf("kafkapub: negative MaxAttempts %d", c.MaxAttempts)
+		return fmt.Errorf("usagetopic: negative MaxAttempts %d", c.MaxAttempts)
 	}
 	for _, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("kafkapub: broker address %q: %w", b, err)
+			return fmt.Errorf("usagetopic: broker address %q: %w", b, err)
 		}
 	}
 	return nil
 }
 
 // Publisher writes usage messages to a Kafka topic. Safe for concurrent
-// use; create it with New and release it with Close.
+// use; create it with NewPublisher and release it with Close.
 type Publisher struct {
 	topic     string
 	w         *kafka.Writer
@@ -83,15 +74,17 @@ type Publisher struct {
 	cancel    context.CancelFunc
 }
 
-var _ usage.Publisher = (*Publisher)(nil)
+// maxBatchBytes bounds a produce request: twice the limiter's largest
+// report message (512 KiB), and at least 1 MiB.
+const maxBatchBytes = 1 << 20
 
-// New returns a Publisher; it connects on the first Publish.
-func New(cfg Config) (*Publisher, error) {
+// NewPublisher returns a Publisher; it connects on the first Publish.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Topic == "" {
-		cfg.Topic = DefaultTopic
+		cfg.Topic = Name
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
@@ -123,7 +116,7 @@ func New(cfg Config) (*Publisher, error) {
 		Balancer:               &kafka.Hash{},
 		MaxAttempts:            cfg.MaxAttempts,
 		BatchTimeout:           cfg.BatchTimeout,
-		BatchBytes:             max(1<<20, int64(usage.DefaultMaxMessageBytes)*2),
+		BatchBytes:             maxBatchBytes,
 		ReadTimeout:            cfg.WriteTimeout,
 		WriteTimeout:           cfg.WriteTimeout,
 		RequiredAcks:           kafka.RequireOne,
@@ -133,10 +126,11 @@ func New(cfg Config) (*Publisher, error) {
 	return &Publisher{topic: cfg.Topic, w: w, transport: t, cancel: cancel}, nil
 }
 
-// Publish implements usage.Publisher: it writes msgs to the topic and
-// returns once the partition leaders have acknowledged all of them, or the
-// first error. On an error some messages may have been written.
-func (p *Publisher) Publish(ctx context.Context, msgs []usage.Message) error {
+// Publish writes msgs to the topic, in order, and returns once the
+// partition leaders have acknowledged all of them, or the first error. On
+// an error some messages may have been written. It neither modifies msgs
+// nor keeps them.
+func (p *Publisher) Publish(ctx context.Context, msgs []Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -145,7 +139,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []usage.Message) error {
 		km[i] = kafka.Message{Key: m.Key, Value: m.Value}
 	}
 	if err := p.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("kafkapub: write %d messages to topic %q: %w", len(msgs), p.topic, err)
+		return fmt.Errorf("usagetopic: write %d messages to topic %q: %w", len(msgs), p.topic, err)
 	}
 	return nil
 }
@@ -157,7 +151,7 @@ func (p *Publisher) Close() error {
 	p.transport.CloseIdleConnections()
 	p.cancel()
 	if err != nil {
-		return fmt.Errorf("kafkapub: close writer: %w", err)
+		return fmt.Errorf("usagetopic: close writer: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,290 @@
+package planner
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/weirhq/weir/pkg/allocate"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Write is one document to write: a DC's assignment of a rule.
+type Write struct {
+	DC, Domain, RuleID string
+	Doc                *weirv1.RuleAssignment
+}
+
+// Plan applies the acknowledgements and computes the next grants of every
+// entry (two-phase: shrinks at once; grows only into quota no other DC may
+// still hold), and returns the documents that change, marked in flight.
+// The caller writes them and reports each outcome with Written. Plan with
+// writes in flight returns nothing.
+func (p *Planner) Plan(now time.Time) []Write {
+	p.now = now
+	if p.inFlight() {
+		return nil
+	}
+	for _, rs := range p.rules {
+		p.step(rs, rs.entry)
+		for _, e := range rs.keys {
+			p.step(rs, e)
+		}
+	}
+	p.epoch++
+	var ws []Write
+	refs := make([]ruleRef, 0, len(p.rules))
+	for ref := range p.rules {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		return refs[i].domain < refs[j].domain || refs[i].domain == refs[j].domain && refs[i].id < refs[j].id
+	})
+	for _, ref := range refs {
+		rs := p.rules[ref]
+		for d, dc := range p.dcs {
+			if !rs.dirty[d] && !p.changed(rs, d) {
+				continue
+			}
+			ws = append(ws, Write{DC: dc, Domain: ref.domain, RuleID: ref.id, Doc: p.doc(rs, d, now)})
+		}
+	}
+	if len(ws) == 0 {
+		p.epoch--
+	}
+	return ws
+}
+
+func (p *Planner) inFlight() bool {
+	for _, rs := range p.rules {
+		if rs.entry.next != nil {
+			return true
+		}
+		for _, e := range rs.keys {
+			if e.next != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// changed reports whether DC d's document of rs must change.
+func (p *Planner) changed(rs *ruleState, d int) bool {
+	if rs.entry.next[d] != rs.entry.grant[d] || !rs.hasDoc[d] && rs.entry.next[d] != rs.static[d] {
+		return true
+	}
+	for _, e := range rs.keys {
+		if e.next[d] != e.grant[d] || !rs.hasDoc[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// step applies the acknowledgements to e and sets e.next.
+func (p *Planner) step(rs *ruleState, e *entry) {
+	n := len(p.dcs)
+	if p.settled(rs, e) {
+		e.next = e.grant // nothing to move: most entries, most rounds
+		return
+	}
+	var heldBuf [allocate.MaxStackDCs]float64
+	held := heldBuf[:n]
+	for d := range n {
+		held[d] = p.held(rs, e, d)
+	}
+	next := make([]float64, n)
+	for d := range n {
+		// Shrinks at once, and grows free of charge up to what the DC may
+		// hold already. A DC whose lease ran out only shrinks: it must fit
+		// in what it holds before its lease is renewed.
+		next[d] = min(e.target[d], e.grant[d])
+		if p.dc[d].expired {
+			next[d] = min(next[d], held[d])
+		} else {
+			next[d] = max(next[d], min(e.target[d], held[d]))
+		}
+	}
+	// Grows: into the room no DC may hold, shared in proportion to what
+	// each DC still wants.
+	sum, want := 0.0, 0.0
+	for d := range n {
+		sum += p.bound(rs, d, held[d], next[d])
+		if !p.dc[d].expired {
+			want += max(0, e.target[d]-max(held[d], next[d]))
+		}
+	}
+	if room := 1 - sum; room > 0 && want > 0 {
+		f := min(1, room/want)
+		for d := range n {
+			if w := e.target[d] - max(held[d], next[d]); w > 0 && !p.dc[d].expired {
+				next[d] = min(e.target[d], max(held[d], next[d])+w*f)
+			}
+		}
+	}
+	// Float rounding must not take the sum above 1: trim the grows.
+	for range 4 {
+		s := 0.0
+		for d := range n {
+			s += p.bound(rs, d, held[d], next[d])
+		}
+		if s <= 1 {
+			break
+		}
+		over := s - 1
+		for d := n - 1; d >= 0 && over > 0; d-- {
+			if floor := max(held[d], min(e.target[d], e.grant[d])); next[d] > floor {
+				cut := min(over*(1+1e-9)+1e-15, next[d]-floor)
+				next[d] -= cut
+				over -= cut
+			}
+		}
+	}
+	e.next = next
+}
+
+// settled reports whether e is at its targets with nothing unacknowledged
+// in any DC, so that a round has nothing to do for it.
+func (p *Planner) settled(rs *ruleState, e *entry) bool {
+	for d := range p.dcs {
+		if e.target[d] != e.grant[d] || p.dc[d].expired {
+			return false
+		}
+		if len(e.hist[d]) > 1 {
+			p.held(rs, e, d) // prune what was acknowledged
+			if len(e.hist[d]) > 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// bound is the most DC d may enforce of an entry of rs that it may hold
+// up to held, once next is written.
+func (p *Planner) bound(rs *ruleState, d int, held, next float64) float64 {
+	if p.dc[d].expired {
+		return max(held, min(rs.static[d], next))
+	}
+	return max(held, next)
+}
+
+// held prunes e's writes in DC d to those the DC may still enforce, given
+// its acknowledgement, and returns the most it may enforce: the largest of
+// them, or, while its lease has run out, no more than its static share.
+func (p *Planner) held(rs *ruleState, e *entry, d int) float64 {
+	h := e.hist[d]
+	// Released quota counts as held until the release has been in force
+	// for the rule's quarantine.
+	ack := p.ackSince(d, rs.wait)
+	i := 0
+	for j := range h {
+		if h[j].rev <= ack {
+			i = j
+		}
+	}
+	if i > 0 {
+		h = append(h[:0], h[i:]...)
+		e.hist[d] = h
+	}
+	m := 0.0
+	for _, w := range h {
+		m = max(m, w.share)
+	}
+	if p.dc[d].expired {
+		return min(rs.static[d], m)
+	}
+	return m
+}
+
+// doc builds DC d's document of rs from the grants in flight.
+func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignment {
+	doc := &weirv1.RuleAssignment{
+		Dc: p.dcs[d], Domain: rs.ref.domain, RuleId: rs.ref.id,
+		Epoch: p.epoch, Share: rs.entry.next[d], IssuedMs: now.UnixMilli(),
+	}
+	keys := make([]string, 0, len(rs.keys))
+	for k := range rs.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		doc.Keys = append(doc.Keys, &weirv1.KeyShare{Key: k, Share: rs.keys[k].next[d]})
+	}
+	return doc
+}
+
+// Written reports the outcome of writing ws (a part of what Plan returned):
+// ok with the revision of the write, or not ok when the write failed or
+// its outcome is unknown. Call it for every Write Plan returned, then
+// Settle.
+func (p *Planner) Written(ws []Write, rev int64, ok bool) {
+	if ok {
+		p.stats.Writes += uint64(len(ws))
+	} else {
+		p.stats.WriteFailures += uint64(len(ws))
+	}
+	for _, w := range ws {
+		rs := p.rules[ruleRef{w.Domain, w.RuleID}]
+		d, known := p.dcIndex[w.DC]
+		if rs == nil || !known {
+			continue
+		}
+		apply := func(e *entry, share float64) {
+			h := e.hist[d]
+			if ok {
+				for j := range h {
+					if h[j].rev == math.MaxInt64 {
+						h[j].rev = rev - 1 // it happened, if at all, before rev
+					}
+				}
+				if share != e.grant[d] || len(h) == 0 || !rs.hasDoc[d] {
+					h = append(h, write{rev, share})
+				}
+				e.grant[d] = share
+			} else {
+				// It may or may not be in force; only a later successful
+				// write can be acknowledged.
+				h = append(h, write{math.MaxInt64, share})
+			}
+			if len(h) > maxHist {
+				h[1] = write{h[0].rev, max(h[0].share, h[1].share)}
+				h = h[1:]
+			}
+			e.hist[d] = h
+		}
+		apply(rs.entry, w.Doc.GetShare())
+		for _, k := range w.Doc.GetKeys() {
+			if e := rs.keys[k.GetKey()]; e != nil {
+				apply(e, k.GetShare())
+			}
+		}
+		if ok {
+			rs.hasDoc[d], rs.dirty[d], rs.docEpoch[d] = true, false, w.Doc.GetEpoch()
+		} else {
+			rs.dirty[d] = true
+		}
+	}
+}
+
+// Settle ends the round Plan started: the grants not written stay as they
+// were.
+func (p *Planner) Settle() {
+	for _, rs := range p.rules {
+		rs.entry.next = nil
+		for _, e := range rs.keys {
+			e.next = nil
+		}
+	}
+}
+
+type write struct {
+	rev   int64 // math.MaxInt64 while unknown (a write whose outcome is unknown)
+	share float64
+}
+
+// maxHist bounds the writes remembered per (entry, DC); older ones merge,
+// conservatively, into the first.
+const maxHist = 16

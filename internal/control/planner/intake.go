@@ -1,0 +1,231 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weirhq/weir/pkg/algorithm"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// Ingest accounts for one usage report received at now. A refused report
+// changes nothing and returns an error wrapping ErrReport; a duplicate
+// returns nil and changes nothing.
+func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
+	d, ok := p.dcIndex[r.GetDc()]
+	switch {
+	case !ok:
+		return p.refuse("unknown DC %q", r.GetDc())
+	case r.GetInstance() == "" || len(r.GetInstance()) > 256:
+		return p.refuse("instance id of %d bytes", len(r.GetInstance()))
+	case r.GetSequence() == 0:
+		return p.refuse("sequence 0")
+	case r.GetIntervalMs() <= 0 || r.GetIntervalMs() > 3600_000:
+		return p.refuse("interval of %d ms", r.GetIntervalMs())
+	}
+	idx := r.GetIntervalStartMs() / p.intervalMs
+	nowIdx := now.UnixMilli() / p.intervalMs
+	if skew := p.cfg.Skew.Milliseconds()/p.intervalMs + 1; idx > nowIdx+skew {
+		return p.refuse("interval starting %d ms from now", r.GetIntervalStartMs()-now.UnixMilli())
+	}
+	if p.duplicate(r.GetInstance(), r.GetSequence(), nowIdx) {
+		p.stats.Duplicates++
+		return nil
+	}
+	p.stats.Reports++
+	ds := &p.dc[d]
+	ds.heardAt = now
+	// Reports of intervals already closed still prove the DC alive and
+	// count in the statistics. When reports lag (Kafka behind, a consumer
+	// catching up) every report may come after its interval closed: late
+	// reports are summed per interval, and the newest late interval whose
+	// reports have had lateSettle to gather (the DC's other instances, a
+	// report split in parts) stands in for the DC in the next interval to
+	// close, unless the estimates have seen a later interval of the DC.
+	// So estimates follow lagging demand a few intervals behind instead of
+	// freezing.
+	late := idx <= p.closed && p.started >= 0
+	stale := false
+	switch {
+	case !late:
+		ds.heard[idx%heardLen] = idx
+	case idx <= ds.observed:
+		p.stats.LateReports++
+		stale = true
+	default:
+		p.stats.LateReports++
+		ds.lateAt = now
+		switch l := &ds.late[idx%2]; {
+		case l.idx < idx:
+			*l = lateInterval{idx: idx, first: now}
+		case l.idx > idx:
+			stale = true // two newer late intervals are already gathering
+		}
+	}
+	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
+	for _, ru := range r.GetRules() {
+		ref := ruleRef{ru.GetDomain(), ru.GetRuleId()}
+		rs := p.rules[ref]
+		if rs == nil {
+			p.stats.UnknownRules++
+			continue
+		}
+		if !countsOK(ru.GetOffered(), ru.GetAdmitted(), ru.GetRejected()) {
+			p.stats.Refused++
+			continue
+		}
+		p.usage.add(ref, r.GetDc(), idx, ru, now)
+		if stale {
+			continue
+		}
+		put := add
+		if late {
+			put = addLate
+		}
+		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
+		for _, k := range ru.GetKeys() {
+			p.ingestKey(rs, d, idx, k, scale, put)
+		}
+	}
+	return nil
+}
+
+func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64, put func(*entry, int, int64, float64)) {
+	key, limit := k.GetKey(), k.GetLimit()
+	if key == "" || len(key) > MaxKeyLen || limit <= 0 || limit > algorithm.MaxLimit || !countsOK(k.GetOffered(), k.GetAdmitted(), k.GetRejected()) {
+		p.stats.Refused++
+		return
+	}
+	f := p.fraction(float64(k.GetOffered())*scale, limit, rs.spec.WindowSeconds)
+	e := rs.keys[key]
+	if e == nil {
+		// A key earns a share of its own when it uses at least half of
+		// what the rule's share gives it here, or is rejected.
+		if (f < rs.entry.grant[d]/2 && k.GetRejected() == 0) || len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
+			p.stats.KeysUntracked++
+			return
+		}
+		e = p.newEntry(key, limit)
+		for i := range p.dcs {
+			// Until its own shares are written, each DC enforces the
+			// rule's for the key.
+			e.grant[i], e.hist[i] = rs.entry.grant[i], slices.Clone(rs.entry.hist[i])
+			e.target[i] = rs.entry.grant[i]
+		}
+		rs.keys[key] = e
+	}
+	e.limit = limit
+	put(e, d, idx, f)
+}
+
+// fraction converts an offered count per interval into a fraction of limit
+// per window.
+func (p *Planner) fraction(offered float64, limit, windowSeconds int64) float64 {
+	if limit <= 0 || windowSeconds <= 0 {
+		return 0
+	}
+	perInterval := float64(limit) * float64(p.intervalMs) / float64(windowSeconds*1000)
+	return offered / perInterval
+}
+
+func add(e *entry, d int, idx int64, f float64) {
+	slot := &e.pend[d][idx%ring]
+	if slot.idx != idx {
+		*slot = pending{idx: idx}
+	}
+	slot.sum += f
+}
+
+// addLate adds f, from a late report of interval idx, to the entry's late
+// sum of that interval for DC d.
+func addLate(e *entry, d int, idx int64, f float64) {
+	l := &e.late[d][idx%2]
+	switch {
+	case idx > l.idx:
+		*l = pending{idx: idx, sum: f}
+	case idx == l.idx:
+		l.sum += f
+	}
+}
+
+func countsOK(offered, admitted, rejected uint64) bool {
+	return offered <= maxCount && admitted <= offered && rejected <= offered && admitted+rejected <= offered+offered/100+1
+}
+
+func (p *Planner) refuse(format string, args ...any) error {
+	p.stats.Refused++
+	return fmt.Errorf("%w: %s", ErrReport, fmt.Sprintf(format, args...))
+}
+
+// duplicate reports whether (instance, seq) was seen, remembering it. It
+// remembers the last 64 sequences of each instance; older ones count as
+// duplicates.
+func (p *Planner) duplicate(instance string, seq uint64, nowIdx int64) bool {
+	w := p.seqs[instance]
+	if w == nil {
+		if len(p.seqs) >= MaxInstances {
+			p.forgetInstances(nowIdx)
+		}
+		w = &seqWindow{}
+		p.seqs[instance] = w
+	}
+	w.seen = nowIdx
+	switch {
+	case seq > w.max:
+		shift := seq - w.max
+		if shift >= 64 {
+			w.bits = 0
+		} else {
+			w.bits <<= shift
+		}
+		w.bits |= 1
+		w.max = seq
+		return false
+	case w.max-seq >= 64:
+		return true
+	default:
+		bit := uint64(1) << (w.max - seq)
+		if w.bits&bit != 0 {
+			return true
+		}
+		w.bits |= bit
+		return false
+	}
+}
+
+// forgetInstances drops the instances not heard from for an hour, or the
+// oldest half when none is that old.
+func (p *Planner) forgetInstances(nowIdx int64) {
+	hour := int64(time.Hour/time.Millisecond) / p.intervalMs
+	for k, w := range p.seqs {
+		if nowIdx-w.seen > hour {
+			delete(p.seqs, k)
+		}
+	}
+	if len(p.seqs) < MaxInstances {
+		return
+	}
+	seen := make([]int64, 0, len(p.seqs))
+	for _, w := range p.seqs {
+		seen = append(seen, w.seen)
+	}
+	slices.Sort(seen)
+	cut := seen[len(seen)/2]
+	for k, w := range p.seqs {
+		if w.seen <= cut {
+			delete(p.seqs, k)
+		}
+	}
+}
+
+type pending struct {
+	idx int64
+	sum float64
+}
+
+type seqWindow struct {
+	max  uint64
+	bits uint64 // bit i: max-i seen
+	seen int64  // interval of the last report
+}

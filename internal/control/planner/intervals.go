@@ -1,0 +1,144 @@
+package planner
+
+import "time"
+
+// Tick closes the intervals that ended before now (minus a grace of
+// 40% of an interval for reports in flight), updates the estimates and the
+// targets, and notices DCs whose lease ran out. Call it about every
+// interval; the first call after Load starts the warm-up.
+func (p *Planner) Tick(now time.Time) {
+	p.now = now
+	ms := now.UnixMilli() - p.intervalMs*4/10
+	last := ms/p.intervalMs - 1 // the last interval that ended before ms
+	if p.started < 0 {
+		p.started, p.closed = last, last
+		p.expire(now)
+		return
+	}
+	for idx := p.closed + 1; idx <= last; idx++ {
+		p.close(idx)
+	}
+	if last > p.closed {
+		p.closed = last
+	}
+	p.expire(now)
+	p.retarget()
+}
+
+func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }
+
+// lostGrace is how many intervals before a silent one are looked at: when
+// DC d was heard in one of them, its report for this interval was lost
+// (Kafka drops, a consumer rebalance) and the interval is skipped, not
+// counted as no demand. Lost reports are then merely unseen, and the
+// estimate stays unbiased under random loss; a DC silent for longer
+// decays as before, and one silent past its lease is expired.
+const lostGrace = 2
+
+// heardWithin reports whether DC d was heard in one of the n intervals
+// before idx.
+func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
+	for i := idx - n; i < idx; i++ {
+		if p.heard(d, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// close feeds interval idx's sums to the estimates. An interval no DC
+// was heard from is blind: the usage pipeline (Kafka, or this coordinator's
+// consumer) failed, not every DC's demand at once, so the estimates hold
+// instead of decaying as they do for one silent DC.
+func (p *Planner) close(idx int64) {
+	blind := true
+	// ready[d]: the late interval standing in for DC d, or -1.
+	ready := make([]int64, len(p.dcs))
+	for d := range p.dcs {
+		ready[d] = -1
+		if !p.heard(d, idx) {
+			ready[d] = p.lateReady(d)
+		}
+		if p.heard(d, idx) || ready[d] >= 0 {
+			blind = false
+		}
+	}
+	if blind {
+		p.stats.BlindIntervals++
+	}
+	for _, rs := range p.rules {
+		p.closeEntry(rs.entry, idx, blind, ready)
+		for _, e := range rs.keys {
+			p.closeEntry(e, idx, blind, ready)
+		}
+	}
+	for d := range p.dc {
+		switch {
+		case p.heard(d, idx):
+			p.dc[d].observed = idx
+		case ready[d] >= 0:
+			p.dc[d].observed = ready[d]
+		}
+	}
+}
+
+// closeEntry feeds DC d's sum for interval idx to e's estimate: the
+// interval's own reports; else, when a late interval of the DC is ready
+// (ready[d], see lateReady), the entry's sum in it, or nothing; else a
+// hold or a decay, as the DC was last heard.
+func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
+	for d := range p.dcs {
+		slot := &e.pend[d][idx%ring]
+		switch {
+		case slot.idx == idx:
+			p.est.Observe(&e.est[d], idx, slot.sum)
+		case p.heard(d, idx):
+			p.est.Observe(&e.est[d], idx, 0)
+		case ready[d] >= 0:
+			sum := 0.0
+			if l := e.late[d][ready[d]%2]; l.idx == ready[d] {
+				sum = l.sum
+			}
+			p.est.Observe(&e.est[d], idx, sum)
+		case blind || p.heardWithin(d, idx, lostGrace) || p.heardLateWithin(d, lostGrace):
+			p.est.Hold(&e.est[d], idx)
+		default:
+			p.est.Advance(&e.est[d], idx)
+		}
+		if slot.idx <= idx {
+			slot.idx = -1
+		}
+	}
+}
+
+// heardLateWithin reports whether a late report of DC d came within the
+// last n intervals: its reports lag, they are not lost.
+func (p *Planner) heardLateWithin(d int, n int64) bool {
+	at := p.dc[d].lateAt
+	return !at.IsZero() && p.now.Sub(at) <= time.Duration(n*p.intervalMs)*time.Millisecond
+}
+
+// expire notices the DCs whose lease has run out for sure: their limiters
+
+// lateSettle is how long, as a fraction of an interval, the late reports
+// of an interval gather before they stand in for a DC.
+const lateSettle = 0.25
+
+// lateReady returns the newest late interval of DC d newer than what the
+// estimates have seen whose first report came lateSettle ago, or -1.
+func (p *Planner) lateReady(d int) int64 {
+	ds := &p.dc[d]
+	settle := time.Duration(lateSettle*float64(p.intervalMs)) * time.Millisecond
+	ready := int64(-1)
+	for _, l := range ds.late {
+		if l.idx > ds.observed && l.idx > ready && p.now.Sub(l.first) >= settle {
+			ready = l.idx
+		}
+	}
+	return ready
+}
+
+type lateInterval struct {
+	idx   int64
+	first time.Time
+}

@@ -1,0 +1,64 @@
+package planner
+
+import (
+	"time"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// enforce at most min(static, assigned) now, so that is all they may hold,
+// and the other DCs may grow into the rest.
+func (p *Planner) expire(now time.Time) {
+	for d := range p.dc {
+		ds := &p.dc[d]
+		if ds.leaseUntil.IsZero() || ds.expired || !now.After(ds.leaseUntil.Add(p.cfg.Skew)) {
+			continue
+		}
+		ds.expired = true
+	}
+}
+
+// Leases returns the lease to write for each DC heard from since `since`,
+// valid until now + TTL; the other DCs' leases run out. A DC whose lease
+// has run out is renewed only once its documents fit in what it may hold
+// and it has acknowledged them, so that renewing it cannot take the shares
+// in force above 1.
+func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv1.AssignmentLease {
+	var out []*weirv1.AssignmentLease
+	for d, dc := range p.dcs {
+		if p.dc[d].heardAt.Before(since) || p.dc[d].expired && !p.renewable(d) {
+			continue
+		}
+		out = append(out, &weirv1.AssignmentLease{
+			Dc: dc, Epoch: p.epoch, ValidUntilMs: now.Add(p.cfg.TTL).UnixMilli(),
+			TtlMs: p.cfg.TTL.Milliseconds(), Leader: leader,
+		})
+	}
+	return out
+}
+
+func (p *Planner) renewable(d int) bool {
+	ok := true
+	p.each(func(rs *ruleState, e *entry) {
+		p.held(rs, e, d)
+		for _, w := range e.hist[d] {
+			if w.share > rs.static[d] {
+				ok = false
+			}
+		}
+	})
+	return ok
+}
+
+// LeaseWritten records that l was written.
+func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease) {
+	d, ok := p.dcIndex[l.GetDc()]
+	if !ok {
+		return
+	}
+	ds := &p.dc[d]
+	ds.leaseUntil = time.UnixMilli(l.GetValidUntilMs())
+	if ds.expired {
+		ds.expired = false
+	}
+}

@@ -1,0 +1,267 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weirhq/weir/internal/control/demand"
+	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/rule"
+)
+
+// Bounds on what the planner keeps, so that no report can make it grow
+// without limit.
+const (
+	// MaxKeysPerRule caps the keys of one rule with shares of their own.
+	MaxKeysPerRule = 10_000
+	// MaxEntries caps rules plus keys.
+	MaxEntries = 200_000
+	// MaxKeyLen caps a key's length in bytes.
+	MaxKeyLen = 4096
+	// MaxInstances caps the instances whose sequences are remembered.
+	MaxInstances = 100_000
+	// maxCount bounds any count in a report: far more than any instance
+	// decides in an interval.
+	maxCount = 1e12
+	ring     = 4 // intervals of reports kept per (entry, DC)
+	heardLen = 8 // intervals remembered per DC
+)
+
+// ErrReport marks a report the planner refused; the caller logs it, counts
+// it and goes on.
+var ErrReport = errors.New("planner: report refused")
+
+// Config configures a Planner.
+type Config struct {
+	// DCs are every DC's name. Required; reports from others are refused.
+	DCs []string
+	// Interval is the reporting interval. Default 1s.
+	Interval time.Duration
+	// TTL is how long an assignment lease keeps a DC's shares in force.
+	// Default 5 × Interval.
+	TTL time.Duration
+	// Skew is the clock skew tolerated between coordinator and limiters.
+	// Default 1s.
+	Skew time.Duration
+	// Warmup is how many intervals a new leader observes before it moves
+	// any share. Default 3.
+	Warmup int
+	// Retire is how many intervals a key's own share outlives its
+	// pressure. Default 30.
+	Retire int
+	// MaxQuarantine caps how long quota a DC released stays unusable by
+	// the others after the release is in force. A rule's quarantine is its
+	// window, up to this cap: a DC may have admitted up to its old local
+	// limit within the last window, and another DC growing before the
+	// window has passed could admit that quota again (docs/architecture.md).
+	// Default 10 × Interval.
+	MaxQuarantine time.Duration
+	// TakeoverGrace is how long a new leader renews the leases of the DCs
+	// whose lease it found valid, before it hears from them through Kafka
+	// (joining the consumer group may take a session timeout). Default 10s.
+	TakeoverGrace time.Duration
+	// Estimator configures the demand estimates.
+	Estimator demand.Config
+}
+
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
+func (c *Config) setDefaults() {
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.TTL <= 0 {
+		c.TTL = 5 * c.Interval
+	}
+	if c.Skew <= 0 {
+		c.Skew = time.Second
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = 3
+	}
+	if c.Retire <= 0 {
+		c.Retire = 30
+	}
+	if c.MaxQuarantine <= 0 {
+		c.MaxQuarantine = 10 * c.Interval
+	}
+	if c.TakeoverGrace <= 0 {
+		c.TakeoverGrace = 10 * time.Second
+	}
+}
+
+// Planner is the coordinator's pure core: it turns usage reports into
+// demand estimates, shares, and the two-phase schedule of writes that keeps
+// the shares in force summing to at most 1 (docs/architecture.md). It does
+// no I/O and reads no clock: the caller passes times, feeds reports, acks
+// and write outcomes, and performs the writes it is given. Not safe for
+// concurrent use.
+type Planner struct {
+	cfg        Config
+	intervalMs int64
+	est        *demand.Estimator
+	dcs        []string
+	dcIndex    map[string]int
+	dc         []dcState
+	rules      map[ruleRef]*ruleState
+	entries    int
+	seqs       map[string]*seqWindow
+	epoch      uint64
+	started    int64 // first interval closed as leader; -1 until then
+	closed     int64 // last interval closed
+	now        time.Time
+	usage      *usageStats
+	stats      Stats
+}
+
+// Stats counts what the planner saw and refused.
+type Stats struct {
+	Reports      uint64 `json:"reports"`
+	Duplicates   uint64 `json:"duplicates"`
+	Refused      uint64 `json:"refused"`
+	UnknownRules uint64 `json:"unknown_rules"`
+	// LateReports counts reports that came after their interval was
+	// closed. The newest late interval of a DC still feeds the estimates,
+	// in the next interval to close (see Ingest), unless the estimates
+	// have seen a later interval of that DC.
+	LateReports uint64 `json:"late_reports"`
+	// BlindIntervals counts intervals closed without a report from any
+	// DC: the estimates held still through them.
+	BlindIntervals uint64 `json:"blind_intervals"`
+	KeysUntracked  uint64 `json:"keys_untracked"`
+	Writes         uint64 `json:"writes"`
+	WriteFailures  uint64 `json:"write_failures"`
+}
+
+type ruleRef struct{ domain, id string }
+
+type dcState struct {
+	heard   [heardLen]int64 // interval indexes heard from, by idx % heardLen
+	heardAt time.Time
+	// observed is the newest interval of the DC's the estimates have
+	// seen, on time or late; late reports of it or older are only counted.
+	observed int64
+	// late holds the two newest late intervals reported (by idx % 2) and
+	// when the first report of each came; lateAt is when the last one came.
+	late       [2]lateInterval
+	lateAt     time.Time
+	leaseUntil time.Time // valid_until of the last lease written
+	expired    bool
+	ack        int64 // every instance of the DC has applied up to here
+	acks       []ackSample
+}
+
+type ruleState struct {
+	ref      ruleRef
+	wait     time.Duration // quarantine of released quota
+	spec     rule.Rule
+	static   []float64
+	policy   []allocate.DC
+	entry    *entry
+	keys     map[string]*entry
+	dirty    []bool // the DC's document must be rewritten
+	hasDoc   []bool
+	docEpoch []uint64
+}
+
+// entry is a rule, or one key of it with shares of its own.
+type entry struct {
+	key    string // "" for the rule
+	limit  int64
+	est    []demand.State
+	pend   [][ring]pending
+	late   [][2]pending // per DC: the two newest late intervals' sums, by idx % 2
+	target []float64
+	grant  []float64 // in the DC's document (or static)
+	// hist holds, per DC, the writes the DC may not have applied yet: the
+	// first was in force at some revision the DC has acknowledged, the
+	// others came later. Whatever the DC enforces is one of them.
+	hist     [][]write
+	next     []float64 // grants of the write in flight
+	quiet    int       // intervals without pressure (keys)
+	retiring bool
+}
+
+// New returns a planner for the DCs of cfg.
+func New(cfg Config) (*Planner, error) {
+	cfg.setDefaults()
+	if len(cfg.DCs) == 0 {
+		return nil, errors.New("planner: no DCs configured")
+	}
+	if len(cfg.DCs) > allocate.MaxStackDCs {
+		return nil, fmt.Errorf("planner: %d DCs; at most %d", len(cfg.DCs), allocate.MaxStackDCs)
+	}
+	est, err := demand.New(cfg.Estimator)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	p := &Planner{
+		cfg: cfg, intervalMs: cfg.Interval.Milliseconds(), est: est,
+		dcs: slices.Clone(cfg.DCs), dcIndex: map[string]int{},
+		rules: map[ruleRef]*ruleState{}, seqs: map[string]*seqWindow{},
+		started: -1, usage: newUsageStats(),
+	}
+	if p.intervalMs <= 0 {
+		return nil, fmt.Errorf("planner: interval %v is under 1ms", cfg.Interval)
+	}
+	for i, d := range p.dcs {
+		if err := rule.CheckDC(d); err != nil {
+			return nil, fmt.Errorf("planner: %w", err)
+		}
+		if _, dup := p.dcIndex[d]; dup {
+			return nil, fmt.Errorf("planner: DC %q listed twice", d)
+		}
+		p.dcIndex[d] = i
+	}
+	p.dc = make([]dcState, len(p.dcs))
+	for i := range p.dc {
+		for j := range p.dc[i].heard {
+			p.dc[i].heard[j] = -1
+		}
+		p.dc[i].observed = -1
+		p.dc[i].late = [2]lateInterval{{idx: -1}, {idx: -1}}
+	}
+	return p, nil
+}
+
+// DCs returns the DCs' names, in the order of every per-DC slice.
+func (p *Planner) DCs() []string { return p.dcs }
+
+// Stats returns the counters.
+func (p *Planner) Stats() Stats { return p.stats }
+
+// Epoch returns the epoch of the last round.
+func (p *Planner) Epoch() uint64 { return p.epoch }
+
+func (p *Planner) newEntry(key string, limit int64) *entry {
+	n := len(p.dcs)
+	e := &entry{
+		key: key, limit: limit,
+		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
+		target: make([]float64, n), grant: make([]float64, n), hist: make([][]write, n),
+	}
+	for d := range e.pend {
+		for j := range e.pend[d] {
+			e.pend[d][j].idx = -1
+		}
+		e.late[d] = [2]pending{{idx: -1}, {idx: -1}}
+	}
+	p.entries++
+	return e
+}
+
+// each calls f for every entry.
+func (p *Planner) each(f func(rs *ruleState, e *entry)) {
+	for _, rs := range p.rules {
+		f(rs, rs.entry)
+		for _, e := range rs.keys {
+			f(rs, e)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/sharepolicy"
+)
+
+// SetRules sets the global rules to plan for; rules that are not global or
+// not enabled are ignored. A rule dropped from the set keeps its documents
+// in etcd until it returns (the limiters no longer match it).
+func (p *Planner) SetRules(rules []rule.Rule) {
+	keep := map[ruleRef]bool{}
+	for _, r := range rules {
+		if r.Scope != rule.ScopeGlobal || !r.Enabled || r.Unlimited {
+			continue
+		}
+		ref := ruleRef{r.Domain, r.ID}
+		keep[ref] = true
+		rs := p.rules[ref]
+		if rs == nil {
+			if p.entries >= MaxEntries {
+				continue
+			}
+			rs = &ruleState{ref: ref, keys: map[string]*entry{},
+				dirty: make([]bool, len(p.dcs)), hasDoc: make([]bool, len(p.dcs)), docEpoch: make([]uint64, len(p.dcs)),
+				policy: make([]allocate.DC, len(p.dcs)), static: make([]float64, len(p.dcs))}
+			rs.entry = p.newEntry("", r.Limit)
+			p.rules[ref] = rs
+		}
+		rs.spec = r
+		rs.wait = min(r.Window(), p.cfg.MaxQuarantine)
+		rs.entry.limit = r.Limit
+		for d, name := range p.dcs {
+			rs.static[d] = r.StaticShare(name, p.dcs)
+			if !rs.hasDoc[d] {
+				// Without a document the DC enforces its static share; it
+				// stays the target until the estimates say otherwise.
+				rs.entry.grant[d], rs.entry.target[d] = rs.static[d], rs.static[d]
+				rs.entry.hist[d] = []write{{0, rs.static[d]}}
+			}
+		}
+	}
+	for ref, rs := range p.rules {
+		if !keep[ref] {
+			p.entries -= 1 + len(rs.keys)
+			delete(p.rules, ref)
+		}
+	}
+}
+
+// SetPolicy sets the operator's settings of a rule's shares, by DC name;
+// nil clears them. It reports an error, and changes nothing, when the rule
+// is unknown or a setting is invalid.
+func (p *Planner) SetPolicy(domain, ruleID string, pol sharepolicy.Policy) error {
+	rs := p.rules[ruleRef{domain, ruleID}]
+	if rs == nil {
+		return fmt.Errorf("planner: policy for unknown global rule %s/%s", domain, ruleID)
+	}
+	dcs, err := pol.Settings(p.dcs)
+	if err != nil {
+		return err
+	}
+	copy(rs.policy, dcs)
+	return nil
+}
+
+// HasRule reports whether the rule is one the planner plans.
+func (p *Planner) HasRule(domain, ruleID string) bool {
+	return p.rules[ruleRef{domain, ruleID}] != nil
+}
+
+// EachRule calls f with every rule the planner plans, in no given order.
+// f may call SetPolicy.
+func (p *Planner) EachRule(f func(domain, ruleID string)) {
+	for ref := range p.rules {
+		f(ref.domain, ref.id)
+	}
+}

@@ -1,0 +1,91 @@
+package planner
+
+import "github.com/weirhq/weir/pkg/allocate"
+
+// retarget computes every entry's target shares from the estimates.
+func (p *Planner) retarget() {
+	if p.closed-p.started < int64(p.cfg.Warmup) {
+		return // a new leader first learns the demand
+	}
+	n := len(p.dcs)
+	in := make([]allocate.DC, n)
+	out := make([]float64, n)
+	for _, rs := range p.rules {
+		if len(rs.spec.KeyType) > 0 {
+			p.allocateKeyed(rs, in, out)
+		} else {
+			p.allocate(rs, rs.entry, in, out)
+		}
+		for key, e := range rs.keys {
+			pressured := false
+			for d := range p.dcs {
+				if e.est[d].Estimate() > rs.entry.grant[d]/2 {
+					pressured = true
+				}
+			}
+			if pressured {
+				e.quiet, e.retiring = 0, false
+			} else if e.quiet++; e.quiet > p.cfg.Retire {
+				e.retiring = true
+			}
+			if e.retiring {
+				copy(e.target, rs.entry.target)
+				if p.retired(rs, e) {
+					delete(rs.keys, key)
+					p.entries--
+					for d := range rs.dirty {
+						rs.dirty[d] = true
+					}
+				}
+				continue
+			}
+			p.allocate(rs, e, in, out)
+		}
+	}
+}
+
+func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []float64) {
+	copy(in, rs.policy)
+	for d := range in {
+		in[d].Demand = e.est[d].Estimate()
+	}
+	allocate.Allocate(in, out)
+	copy(e.target, out)
+}
+
+// keyedHeadroom is the part of a keyed rule's limit its DCs' shares leave
+// to headroom: a new key may start in any DC.
+const keyedHeadroom = 0.1
+
+// allocateKeyed sets the rule-level targets of a rule with keys. Its limit
+// applies to each key, so the rule's offered count over all keys says where
+// its traffic comes from, not how much of one key's limit is wanted: the
+// DCs' demands are their fractions of the traffic, scaled so that
+// keyedHeadroom is left for the headroom rules of package allocate. Keys
+// that need more than that get shares of their own.
+func (p *Planner) allocateKeyed(rs *ruleState, in []allocate.DC, out []float64) {
+	copy(in, rs.policy)
+	total := 0.0
+	for d := range in {
+		total += rs.entry.est[d].Estimate()
+	}
+	for d := range in {
+		in[d].Demand = 0
+		if total > 0 {
+			in[d].Demand = rs.entry.est[d].Estimate() / total * (1 - keyedHeadroom)
+		}
+	}
+	allocate.Allocate(in, out)
+	copy(rs.entry.target, out)
+}
+
+// retired reports whether key entry e can leave the documents: its shares
+// equal the rule's in every DC, and are the only ones that may be in force.
+func (p *Planner) retired(rs *ruleState, e *entry) bool {
+	for d := range p.dcs {
+		if e.grant[d] != rs.entry.grant[d] || len(e.hist[d]) != 1 || e.next != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,84 @@
+package planner
+
+import (
+	"sort"
+
+	"github.com/weirhq/weir/pkg/sharepolicy"
+)
+
+// RuleView is what the planner knows of one global rule, for operators.
+type RuleView struct {
+	Domain        string   `json:"domain"`
+	RuleID        string   `json:"rule_id"`
+	Limit         int64    `json:"limit"`
+	WindowSeconds int64    `json:"window_seconds"`
+	Keys          int      `json:"keys_with_shares"`
+	DCs           []DCView `json:"dcs"`
+}
+
+// DCView is one DC's part of a rule or key.
+type DCView struct {
+	DC string `json:"dc"`
+	// Demand is the estimated demand, a fraction of the limit.
+	Demand float64 `json:"demand"`
+	// Target is the share the allocation wants; Share is the share
+	// written (in force once acknowledged); Held bounds what may be in
+	// force meanwhile; Static is the safe static share.
+	Target  float64              `json:"target"`
+	Share   float64              `json:"share"`
+	Held    float64              `json:"held"`
+	Static  float64              `json:"static"`
+	Expired bool                 `json:"lease_expired,omitempty"`
+	Policy  sharepolicy.DCPolicy `json:"policy"`
+}
+
+// Snapshot returns every rule's state, sorted by domain and id.
+func (p *Planner) Snapshot() []RuleView {
+	out := make([]RuleView, 0, len(p.rules))
+	for _, rs := range p.rules {
+		v := RuleView{Domain: rs.ref.domain, RuleID: rs.ref.id, Limit: rs.spec.Limit, WindowSeconds: rs.spec.WindowSeconds, Keys: len(rs.keys)}
+		v.DCs = p.dcViews(rs, rs.entry)
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Domain < out[j].Domain || out[i].Domain == out[j].Domain && out[i].RuleID < out[j].RuleID
+	})
+	return out
+}
+
+// KeyView is one key with shares of its own.
+type KeyView struct {
+	Key      string   `json:"key"`
+	Limit    int64    `json:"limit"`
+	Retiring bool     `json:"retiring,omitempty"`
+	DCs      []DCView `json:"dcs"`
+}
+
+// Keys returns the keys of a rule that have shares of their own, sorted; nil
+// for an unknown rule.
+func (p *Planner) Keys(domain, ruleID string) []KeyView {
+	rs := p.rules[ruleRef{domain, ruleID}]
+	if rs == nil {
+		return nil
+	}
+	out := make([]KeyView, 0, len(rs.keys))
+	for k, e := range rs.keys {
+		out = append(out, KeyView{Key: k, Limit: e.limit, Retiring: e.retiring, DCs: p.dcViews(rs, e)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (p *Planner) dcViews(rs *ruleState, e *entry) []DCView {
+	out := make([]DCView, len(p.dcs))
+	for d, dc := range p.dcs {
+		pol := sharepolicy.DCPolicy{Floor: rs.policy[d].Floor, Ceiling: rs.policy[d].Ceiling, Drained: rs.policy[d].Drained}
+		if rs.policy[d].Pinned {
+			pin := rs.policy[d].Pin
+			pol.Pin = &pin
+		}
+		out[d] = DCView{DC: dc, Demand: e.est[d].Estimate(), Target: e.target[d], Share: e.grant[d], Held: p.held(rs, e, d),
+			Static: rs.static[d], Expired: p.dc[d].expired, Policy: pol}
+	}
+	return out
+}
