@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/grpctest"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -58,10 +58,6 @@ descriptors:
 // t0 is the fake clock's start: noon, half a day before a day window resets.
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
-
 // serve starts a real gRPC server on loopback with the service registered,
 // over a limiter on a memory store and a fake clock at t0, with the rule
 // files given, and returns a connection to it.
@@ -71,9 +67,8 @@ func serve(t testing.TB, files ...string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{}
-	c.ns.Store(t0.UnixNano())
-	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now, CacheKeys: -1})
+	c := fakeclock.New(t0)
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +85,7 @@ func serve(t testing.TB, files ...string) *grpc.ClientConn {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	envoyrls.Register(srv, envoyrls.NewService(lim, envoyrls.Config{Now: c.now}))
+	envoyrls.Register(srv, envoyrls.NewService(lim, envoyrls.Config{Now: c.Now}))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

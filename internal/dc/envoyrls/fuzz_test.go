@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/memstore"
@@ -35,9 +36,8 @@ func FuzzShouldRateLimit(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	c := &clock{}
-	c.ns.Store(t0.UnixNano())
-	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now})
+	c := fakeclock.New(t0)
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func FuzzShouldRateLimit(f *testing.F) {
 	if err := lim.SetRules(rulesettest.Compile(f, messaging), rulesettest.Compile(f, other)); err != nil {
 		f.Fatal(err)
 	}
-	svc := envoyrls.NewService(lim, envoyrls.Config{Now: c.now})
+	svc := envoyrls.NewService(lim, envoyrls.Config{Now: c.Now})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req rlsv3.RateLimitRequest
 		if proto.Unmarshal(data, &req) != nil {

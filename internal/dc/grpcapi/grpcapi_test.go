@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/grpctest"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -81,10 +81,6 @@ rules:
 // t0 is the fake clock's start, on a minute boundary.
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
-
 var compile = rulesettest.Compile
 
 // serve starts a real gRPC server on loopback with the service, health
@@ -96,9 +92,8 @@ func serve(t testing.TB, rules string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{}
-	c.ns.Store(t0.UnixNano())
-	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now, CacheKeys: -1})
+	c := fakeclock.New(t0)
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rulefile"
@@ -105,24 +105,13 @@ var noLimitHeaders = map[string]string{
 // at round times.
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(t0.UnixNano())
-	return c
-}
-
-func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
-
 var compile = rulesettest.Compile
 
 // fixture is an API server over a real limiter and memory store, on a
 // fake clock shared by the limiter and the server.
 type fixture struct {
 	lim   *limiter.Limiter
-	clock *clock
+	clock *fakeclock.Clock
 	url   string
 }
 
@@ -133,7 +122,7 @@ func newFixture(t testing.TB, rules string, mut ...func(*httpapi.Config)) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClock()
+	c := fakeclock.New(t0)
 	reg := prometheus.NewRegistry()
 	met, err := metrics.NewLimiter(reg)
 	if err != nil {
@@ -141,7 +130,7 @@ func newFixture(t testing.TB, rules string, mut ...func(*httpapi.Config)) *fixtu
 	}
 	// The hot-key cache fills asynchronously; without it every source is
 	// deterministic.
-	lim, err := limiter.New(limiter.Config{Store: store, Now: c.now, CacheKeys: -1, Observer: met})
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1, Observer: met})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +140,7 @@ func newFixture(t testing.TB, rules string, mut ...func(*httpapi.Config)) *fixtu
 			t.Fatal(err)
 		}
 	}
-	cfg := httpapi.Config{Limiter: lim, Now: c.now, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	cfg := httpapi.Config{Limiter: lim, Now: c.Now, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, m := range mut {
 		m(&cfg)
 	}
@@ -517,7 +506,7 @@ func TestCheckWindowPasses(t *testing.T) {
 			t.Fatalf("request %d: got %d, want %d", i, r.code, want)
 		}
 	}
-	f.clock.add(45 * time.Second)
+	f.clock.Advance(45 * time.Second)
 	r := f.post(t, "/v1/check", seed)
 	if r.code != http.StatusTooManyRequests {
 		t.Fatalf("45s later: got %d, want 429", r.code)
@@ -528,7 +517,7 @@ func TestCheckWindowPasses(t *testing.T) {
 	if got := r.header.Get("RateLimit"); got != `"seed";r=0;t=15` {
 		t.Errorf("RateLimit: got %q, want %q", got, `"seed";r=0;t=15`)
 	}
-	f.clock.add(15 * time.Second)
+	f.clock.Advance(15 * time.Second)
 	if r := f.post(t, "/v1/check", seed); r.code != http.StatusOK {
 		t.Fatalf("next window: got %d, want 200 (%s)", r.code, r.body)
 	}

@@ -1,8 +1,6 @@
 package usage_test
 
 import (
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -148,34 +146,4 @@ func byKey(ru *weirv1.RuleUsage) map[string]*weirv1.KeyUsage {
 		m[k.Key] = k
 	}
 	return m
-}
-
-// checkNoLeaks fails t if goroutines running code of the Reporter, or of
-// the given packages, are still running shortly after the test.
-func checkNoLeaks(t *testing.T, pkgs ...string) {
-	t.Helper()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			buf := make([]byte, 1<<20)
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			var leaked []string
-			for _, g := range strings.Split(stacks, "\n\n") {
-				for _, p := range append(pkgs, "weir/internal/dc/usage.(*Reporter)") {
-					if strings.Contains(g, p) && !strings.Contains(g, "checkNoLeaks") {
-						leaked = append(leaked, g)
-						break
-					}
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d goroutines leaked:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }

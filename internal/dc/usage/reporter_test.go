@@ -16,6 +16,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/internal/testkit/leakcheck"
+	"github.com/weirhq/weir/internal/testkit/wait"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -92,9 +95,9 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 300_000_000, time.UTC)
 // startReporter runs a Reporter on clock until the test ends; stop
 // cancels it, moving the clock on after a second if Run has not returned
 // by then, and returns Run's error.
-func startReporter(t *testing.T, clock *fakeClock, cfg usage.ReporterConfig) (rep *usage.Reporter, stop func() error) {
+func startReporter(t *testing.T, clock *fakeclock.Clock, cfg usage.ReporterConfig) (rep *usage.Reporter, stop func() error) {
 	t.Helper()
-	checkNoLeaks(t)
+	leakcheck.Check(t, "weir/internal/dc/usage.(*Reporter)")
 	cfg.Clock = clock
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if cfg.DC == "" {
@@ -178,15 +181,15 @@ func TestReporterConfigValidate(t *testing.T) {
 // TestReporterHeartbeats checks that a report goes out every interval,
 // aligned, even with nothing counted, and a last one at shutdown.
 func TestReporterHeartbeats(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	rep, stop := startReporter(t, clock, usage.ReporterConfig{
 		Source: newAggregator(t, usage.AggregatorConfig{}), Publisher: pub, Progress: progress{},
 	})
 	for i := 1; i <= 3; i++ {
-		clock.WaitFor(t, 1)
+		clock.WaitForTimers(t, 1)
 		clock.Advance(time.Second)
-		eventually(t, fmt.Sprintf("report %d", i), func() bool { return pub.count() == i })
+		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", i), func() bool { return pub.count() == i })
 	}
 	clock.Advance(250 * time.Millisecond)
 	if err := stop(); err != nil {
@@ -216,17 +219,17 @@ func TestReporterHeartbeats(t *testing.T) {
 func TestReporterCounts(t *testing.T) {
 	set := compile(t)
 	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Interval: 500 * time.Millisecond})
 	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "per-user", key: "a"})
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(200 * time.Millisecond) // to 12:00:00.500
-	eventually(t, "first report", func() bool { return pub.count() == 1 })
+	wait.For(t, 5*time.Second, "first report", func() bool { return pub.count() == 1 })
 	feed(t, agg, set, dec{rule: "site", allowed: true, remaining: 9})
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(500 * time.Millisecond)
-	eventually(t, "second report", func() bool { return pub.count() == 2 })
+	wait.For(t, 5*time.Second, "second report", func() bool { return pub.count() == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -254,15 +257,15 @@ func TestReporterCounts(t *testing.T) {
 // TestReporterLateTimer checks that a tick that comes late reports the
 // interval that just ended, with everything counted since the last one.
 func TestReporterLateTimer(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: newAggregator(t, usage.AggregatorConfig{}), Publisher: pub})
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(2500 * time.Millisecond) // 12:00:02.800
-	eventually(t, "a report", func() bool { return pub.count() == 1 })
-	clock.WaitFor(t, 1)
+	wait.For(t, 5*time.Second, "a report", func() bool { return pub.count() == 1 })
+	clock.WaitForTimers(t, 1)
 	clock.Advance(200 * time.Millisecond) // 12:00:03.000
-	eventually(t, "a second report", func() bool { return pub.count() == 2 })
+	wait.For(t, 5*time.Second, "a second report", func() bool { return pub.count() == 2 })
 	_ = stop()
 	got := pub.reports(t)
 	base := t0.UnixMilli() - 300
@@ -313,16 +316,16 @@ func TestReporterSplits(t *testing.T) {
 		{"keys of the longest size", []*weirv1.RuleUsage{bigRule("longest", 9, 4096)}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock(t0)
+			clock := fakeclock.New(t0)
 			pub := &recorder{}
 			_, stop := startReporter(t, clock, usage.ReporterConfig{
 				Source: bigSource{tc.rules}, Publisher: pub, MaxMessageBytes: limit,
 				Progress: progress{},
 			})
-			clock.WaitFor(t, 1)
+			clock.WaitForTimers(t, 1)
 			clock.Advance(time.Second)
-			eventually(t, "the first interval's messages", func() bool { return pub.count() >= tc.msgs })
-			clock.WaitFor(t, 1) // the interval is fully queued
+			wait.For(t, 5*time.Second, "the first interval's messages", func() bool { return pub.count() >= tc.msgs })
+			clock.WaitForTimers(t, 1) // the interval is fully queued
 			_ = stop()
 			pub.mu.Lock()
 			for i, m := range pub.msgs {
@@ -399,21 +402,21 @@ func TestReporterSplits(t *testing.T) {
 // keeps the newest reports, drops the oldest and counts them, and that
 // they go out in order once it is back.
 func TestReporterBufferOverflow(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	pub.setFail(func(int) bool { return true })
 	rep, stop := startReporter(t, clock, usage.ReporterConfig{
 		Source: newAggregator(t, usage.AggregatorConfig{}), Publisher: pub,
 		BufferReports: 3, MinBackoff: time.Hour, MaxBackoff: time.Hour,
 	})
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(time.Second)
-	clock.WaitFor(t, 2) // the next tick and the sender's backoff
+	clock.WaitForTimers(t, 2) // the next tick and the sender's backoff
 	for range 9 {
 		clock.Advance(time.Second)
-		clock.WaitFor(t, 2)
+		clock.WaitForTimers(t, 2)
 	}
-	eventually(t, "7 dropped", func() bool { return rep.Dropped() == 7 })
+	wait.For(t, 5*time.Second, "7 dropped", func() bool { return rep.Dropped() == 7 })
 	if s := rep.Stats(); s.Buffered != 3 || s.Sent != 0 || s.Sequence != 10 || s.PublishErrors != 1 {
 		t.Fatalf("Stats = %+v, want 3 buffered, 10 made, 1 error", s)
 	}
@@ -438,7 +441,7 @@ func TestReporterBufferOverflow(t *testing.T) {
 
 	pub.setFail(nil)
 	clock.Advance(time.Hour) // the backoff ends, and a tick comes
-	eventually(t, "the buffer published", func() bool { s := rep.Stats(); return s.Buffered == 0 && s.Sent >= 3 })
+	wait.For(t, 5*time.Second, "the buffer published", func() bool { s := rep.Stats(); return s.Buffered == 0 && s.Sent >= 3 })
 	_ = stop()
 	got := pub.reports(t)
 	// The tick's report (11) may have pushed 8 out before the sender
@@ -464,7 +467,7 @@ func TestReporterBufferOverflow(t *testing.T) {
 // TestReporterRetries checks that failed publications are retried with
 // backoff, in order, without loss.
 func TestReporterRetries(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	pub.setFail(func(call int) bool { return call <= 3 })
 	rep, stop := startReporter(t, clock, usage.ReporterConfig{
@@ -497,7 +500,7 @@ func TestReporterRetries(t *testing.T) {
 func TestReporterHungPublisher(t *testing.T) {
 	set := compile(t)
 	agg := newAggregator(t, usage.AggregatorConfig{})
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	pub.block.Store(true)
 	rep, stop := startReporter(t, clock, usage.ReporterConfig{
@@ -516,15 +519,15 @@ func TestReporterHungPublisher(t *testing.T) {
 			}
 		}()
 	}
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(time.Second)
-	eventually(t, "the first report stuck in Publish", func() bool { return pub.blocked.Load() == 1 })
+	wait.For(t, 5*time.Second, "the first report stuck in Publish", func() bool { return pub.blocked.Load() == 1 })
 	for range 19 {
-		clock.WaitFor(t, 1)
+		clock.WaitForTimers(t, 1)
 		clock.Advance(time.Second)
 	}
 	wg.Wait()
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	if decided.Load() != 8000 {
 		t.Fatalf("%d decisions made, want 8000", decided.Load())
 	}
@@ -543,9 +546,9 @@ func TestReporterHungPublisher(t *testing.T) {
 }
 
 func TestReporterRunOnce(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	rep, stop := startReporter(t, clock, usage.ReporterConfig{Source: newAggregator(t, usage.AggregatorConfig{}), Publisher: &recorder{}})
-	clock.WaitFor(t, 1)
+	clock.WaitForTimers(t, 1)
 	if err := rep.Run(context.Background()); !errors.Is(err, usage.ErrStarted) {
 		t.Fatalf("second Run = %v, want ErrStarted", err)
 	}

@@ -3,13 +3,13 @@ package usagetopic_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/leakcheck"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -42,36 +42,10 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// checkNoLeaks fails t if goroutines of kafka-go are
-// still running shortly after the test's own deferred calls.
-func checkNoLeaks(t *testing.T) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			buf := make([]byte, 1<<20)
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			var leaked []string
-			for _, g := range strings.Split(stacks, "\n\n") {
-				if strings.Contains(g, "segmentio/kafka-go") {
-					leaked = append(leaked, g)
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d goroutines leaked:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
-
 // TestPublishOrder writes batches directly and reads them back in order.
 func TestPublishOrder(t *testing.T) {
 	b := kafkatest.Start(t, "usage-order")
-	checkNoLeaks(t)
+	leakcheck.Check(t, "segmentio/kafka-go", "weir/internal/kafka/usagetopic.(*Publisher)")
 	pub, err := usagetopic.NewPublisher(usagetopic.PublisherConfig{Brokers: []string{b.Addr()}, Topic: "usage-order"})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +78,7 @@ func TestPublishBrokerDown(t *testing.T) {
 	b := kafkatest.Start(t, usagetopic.Name)
 	addr := b.Addr()
 	b.Close()
-	checkNoLeaks(t)
+	leakcheck.Check(t, "segmentio/kafka-go", "weir/internal/kafka/usagetopic.(*Publisher)")
 	pub, err := usagetopic.NewPublisher(usagetopic.PublisherConfig{Brokers: []string{addr}, DialTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +101,7 @@ func TestPublishBrokerDown(t *testing.T) {
 // consumer did not fetch is refused.
 func TestConsumerReadsWhatWasPublished(t *testing.T) {
 	b := kafkatest.Start(t, usagetopic.Name)
-	checkNoLeaks(t)
+	leakcheck.Check(t, "segmentio/kafka-go", "weir/internal/kafka/usagetopic.(*Publisher)")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{b.Addr()}})

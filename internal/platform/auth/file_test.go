@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
 // syncBuffer is a log sink safe to read while Run writes to it.
@@ -37,18 +38,6 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually waits up to 5 s for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -80,7 +69,7 @@ func TestFileReloadsOnChange(t *testing.T) {
 
 	// A new token, and a changed mode for the old one.
 	writeFile(t, path, tokA+" ro alice\n"+tokB+" rw bob\n")
-	eventually(t, "bob's token", func() bool { _, ok := f.Lookup(tokB); return ok })
+	wait.For(t, 5*time.Second, "bob's token", func() bool { _, ok := f.Lookup(tokB); return ok })
 	if p, _ := f.Lookup(tokA); !p.ReadOnly {
 		t.Errorf("alice: got %+v, want read-only", p)
 	}
@@ -88,7 +77,7 @@ func TestFileReloadsOnChange(t *testing.T) {
 	// A bad file is refused; the tokens in force stay.
 	writeFile(t, path, tokC+" rw carol\nshort\n"+tokB+" rx bob\n")
 	// (Run may first see the file truncated, and refuse it as empty.)
-	eventually(t, "the refusal to be logged", func() bool {
+	wait.For(t, 5*time.Second, "the refusal to be logged", func() bool {
 		return strings.Contains(logs.String(), "line 2: token shorter than 16 characters; line 3:")
 	})
 	for _, tok := range []string{tokA, tokB} {
@@ -106,7 +95,7 @@ func TestFileReloadsOnChange(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "carl's token", func() bool { p, _ := f.Lookup(tokC); return p.Name == "carl" })
+	wait.For(t, 5*time.Second, "carl's token", func() bool { p, _ := f.Lookup(tokC); return p.Name == "carl" })
 	if _, ok := f.Lookup(tokA); ok {
 		t.Errorf("alice's token is still in force after its removal")
 	}
@@ -115,7 +104,7 @@ func TestFileReloadsOnChange(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the missing file to be logged", func() bool { return strings.Contains(logs.String(), "token file unreadable") })
+	wait.For(t, 5*time.Second, "the missing file to be logged", func() bool { return strings.Contains(logs.String(), "token file unreadable") })
 	if _, ok := f.Lookup(tokC); !ok {
 		t.Errorf("the tokens in force were dropped when the file disappeared")
 	}
@@ -141,7 +130,7 @@ func TestFileSameSizeRewrite(t *testing.T) {
 	if err := os.Chtimes(path, later, later); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new mode", func() bool { p, _ := f.Lookup(tokA); return p.ReadOnly })
+	wait.For(t, 5*time.Second, "the new mode", func() bool { p, _ := f.Lookup(tokA); return p.ReadOnly })
 }
 
 func TestFileReload(t *testing.T) {
