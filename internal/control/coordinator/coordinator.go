@@ -99,6 +99,8 @@ type Coordinator struct {
 	plan   *Planner    // while leading; guarded by mu
 	acks   *ackTracker // while leading; guarded by mu
 
+	policies *policyWatch // the share policies, watched while Run runs
+
 	stats struct {
 		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
 	}
@@ -129,7 +131,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}, nil
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}
+	c.policies = newPolicyWatch(c)
+	return c, nil
 }
 
 // Leader reports whether this coordinator leads now.
@@ -139,6 +143,11 @@ func (c *Coordinator) Leader() bool { return c.leader.Load() }
 // leadership (session expired, a fenced write refused) sends it back to
 // campaigning.
 func (c *Coordinator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { c.policies.run(ctx) })
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for ctx.Err() == nil {
 		err := c.term(ctx)
@@ -226,7 +235,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		return err
 	}
 	p.SetRules(c.cfg.Rules())
-	c.loadPolicies(ctx, p)
+	c.policies.wait(ctx, time.Second)
+	c.applyPolicies(p)
 	acks := newAckTracker(c.cfg.Planner.TTL + c.cfg.Planner.Skew)
 	if err := c.load(ctx, p, acks); err != nil {
 		return err
@@ -263,6 +273,10 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 			if err := c.tick(ctx, p, acks, fence); err != nil {
 				return err
 			}
+		case <-c.policies.changed:
+			c.mu.Lock()
+			c.applyPolicies(p)
+			c.mu.Unlock()
 		case <-acked:
 			// Acknowledgements free quota: grow into it now rather than at
 			// the next tick, at most every 20 ms.
@@ -284,14 +298,14 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	}
 }
 
-// tick is the planning step of every interval: rules and policies
-// refreshed, intervals closed, shares rebalanced and written, leases
+// tick is the planning step of every interval: rules refreshed, policies
+// applied to new rules, intervals closed, shares rebalanced and written, leases
 // renewed.
 func (c *Coordinator) tick(ctx context.Context, p *Planner, acks *ackTracker, fence clientv3.Cmp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p.SetRules(c.cfg.Rules())
-	c.loadPolicies(ctx, p)
+	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
 	if err := c.round(ctx, p, acks, fence); err != nil {
