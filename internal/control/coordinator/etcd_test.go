@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
 // A policy written to etcd reaches the leader's planner without waiting for
@@ -82,5 +86,50 @@ func TestPoliciesReachThePlannerWithoutATick(t *testing.T) {
 	}
 	if got := c.stats.badPolicies.Load(); got != 2 {
 		t.Errorf("bad policies: got %d, want 2", got)
+	}
+}
+
+// The leader's instance watch follows the records: each DC's
+// acknowledgement is the least revision its live instances applied.
+func TestInstanceRecordsReachTheLeader(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c1 := h.start("c1")
+	waitFor(t, 5*time.Second, "c1 leads", c1.c.Leader)
+	ack := func(dc string) (int64, map[string]int) {
+		c1.c.mu.Lock()
+		defer c1.c.mu.Unlock()
+		if c1.c.acks == nil {
+			return -1, nil
+		}
+		return c1.c.acks.ack(dc, time.Now()), c1.c.acks.counts()
+	}
+	steps := []struct {
+		name, dc, inst string
+		applied        int64
+		wantA, wantB   int64
+		wantCounts     map[string]int
+	}{
+		{"a's first instance", "a", "i1", 5, 5, 0, map[string]int{"a": 1}},
+		{"a's instance moves on", "a", "i1", 9, 9, 0, map[string]int{"a": 1}},
+		{"a's second instance, behind", "a", "i2", 7, 7, 0, map[string]int{"a": 2}},
+		{"b's instance", "b", "i1", 3, 7, 3, map[string]int{"a": 2, "b": 1}},
+	}
+	for _, st := range steps {
+		v, err := proto.Marshal(&weirv1.InstanceRecord{Dc: st.dc, Instance: st.inst, AppliedRevision: st.applied})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.cli.Put(ctx, h.layout.Instance(st.dc, st.inst), string(v)); err != nil {
+			t.Fatal(err)
+		}
+		var a, b int64
+		var counts map[string]int
+		waitFor(t, 5*time.Second, st.name, func() bool {
+			a, _ = ack("a")
+			b, counts = ack("b")
+			return a == st.wantA && b == st.wantB && maps.Equal(counts, st.wantCounts)
+		})
 	}
 }
