@@ -82,9 +82,10 @@ func (r *recorder) snapshot() map[string]string {
 	return maps.Clone(r.state)
 }
 
-// run starts a Loop over prefix into h and stops it when the test ends,
-// checking that Run returns soon, with nil, and leaves no goroutine.
-func run(t *testing.T, cli *clientv3.Client, h Handler, edit func(*Loop)) *Loop {
+// run starts a Loop over prefix into h. Its stop, also called when the
+// test ends, cancels Run and checks that Run returns soon, with nil, and
+// leaves no goroutine.
+func run(t *testing.T, cli *clientv3.Client, h Handler, edit func(*Loop)) (*Loop, func()) {
 	t.Helper()
 	l, err := New(Config{
 		Client: cli, Prefix: prefix, Handler: h, PageSize: 4,
@@ -100,19 +101,23 @@ func run(t *testing.T, cli *clientv3.Client, h Handler, edit func(*Loop)) *Loop 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: got %v, want nil", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: got %v, want nil", err)
+				}
+			case <-time.After(wait):
+				t.Fatal("Run did not return after its context was cancelled")
 			}
-		case <-time.After(wait):
-			t.Fatal("Run did not return after its context was cancelled")
-		}
-		checkNoGoroutines(t, l)
-	})
-	return l
+			checkNoGoroutines(t, l)
+		})
+	}
+	t.Cleanup(stop)
+	return l, stop
 }
 
 // checkNoGoroutines fails when a method of l is still on a stack.
@@ -231,7 +236,7 @@ func TestListsInPagesAtOneRevision(t *testing.T) {
 				written <- rev
 			}
 			r := &recorder{}
-			l := run(t, cli, r, func(l *Loop) { l.kv = kv })
+			l, _ := run(t, cli, r, func(l *Loop) { l.kv = kv })
 			later := <-written
 			waitRev(t, l, later)
 			r.mu.Lock()
@@ -277,7 +282,7 @@ func TestWatchFromTheListingsNextRevision(t *testing.T) {
 		}
 		written <- rev
 	}}
-	l := run(t, cli, r, nil)
+	l, _ := run(t, cli, r, nil)
 	last := <-written
 	waitRev(t, l, last)
 	r.mu.Lock()
@@ -319,7 +324,7 @@ func TestCompactionForcesRelist(t *testing.T) {
 		}
 		compacted <- rev
 	}}
-	l := run(t, cli, r, nil)
+	l, _ := run(t, cli, r, nil)
 	rev := <-compacted
 	waitRev(t, l, rev)
 	checkState(t, r, map[string]string{prefix + "changed": "2", prefix + "new": "1"})
@@ -370,7 +375,7 @@ func TestCancelledWatchRecovers(t *testing.T) {
 	mustDo(t, cli, clientv3.OpPut(prefix+"a", "1"), clientv3.OpPut(prefix+"b", "1"))
 	w := &cancellingWatcher{}
 	r := &recorder{}
-	l := run(t, cli, r, func(l *Loop) { w.Watcher = l.watcher; l.watcher = w })
+	l, _ := run(t, cli, r, func(l *Loop) { w.Watcher = l.watcher; l.watcher = w })
 	waitRev(t, l, 1)
 	w.cancelAll()
 	rev := mustDo(t, cli, clientv3.OpPut(prefix+"b", "2"), clientv3.OpDelete(prefix+"a"))
@@ -389,7 +394,7 @@ func TestProgressNotification(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := c.Client(t)
 	r := &recorder{}
-	l := run(t, cli, r, nil)
+	l, _ := run(t, cli, r, nil)
 	waitRev(t, l, 1)
 	rev := mustDo(t, cli, clientv3.OpPut("/elsewhere", "x"))
 	// The watch's stream is the one of a leader-requiring context.
@@ -422,16 +427,10 @@ func TestRunStopsWithItsContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := etcdtest.Start(t)
 			cli := c.Client(t)
-			l, err := New(Config{Client: cli, Prefix: prefix, Handler: &recorder{}, RequestTimeout: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if tt.stopEtcd {
 				c.Stop()
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- l.Run(ctx) }()
+			l, stop := run(t, cli, &recorder{}, nil)
 			if tt.stopEtcd {
 				deadline := time.Now().Add(wait)
 				for l.Stats().ListErrors < 2 && time.Now().Before(deadline) {
@@ -443,16 +442,7 @@ func TestRunStopsWithItsContext(t *testing.T) {
 			} else {
 				waitRev(t, l, 1)
 			}
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: got %v, want nil", err)
-				}
-			case <-time.After(wait):
-				t.Fatal("Run did not return after its context was cancelled")
-			}
-			checkNoGoroutines(t, l)
+			stop()
 			if err := l.Run(context.Background()); !errors.Is(err, ErrRunning) {
 				t.Errorf("second Run: got %v, want ErrRunning", err)
 			}
