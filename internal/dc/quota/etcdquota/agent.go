@@ -103,7 +103,7 @@ type Agent struct {
 	ack      chan struct{} // capacity 1: an acknowledgement to write
 	live     atomic.Int64
 	st       counters
-	docs     *listwatch.Loop // lists and watches the DC's documents
+	loop     *listwatch.Loop // lists and watches the DC's documents into a docs
 
 	// afterList, if set (by tests), is called after each listing, before
 	// the watch starts.
@@ -164,7 +164,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdquota: %w", err)
 	}
-	a.docs = loop
+	a.loop = loop
 	return a, nil
 }
 
@@ -212,7 +212,7 @@ type Stats struct {
 
 // Stats returns the Agent's counters.
 func (a *Agent) Stats() Stats {
-	lw := a.docs.Stats()
+	lw := a.loop.Stats()
 	return Stats{
 		Registered:     a.st.registered.Load(),
 		Registrations:  a.st.registrations.Load(),
@@ -251,7 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	}
 	wg.Go(func() { a.count(ctx) })
-	return a.docs.Run(ctx)
+	return a.loop.Run(ctx)
 }
 
 // notify asks for the acknowledgement to be written, without waiting.
