@@ -105,6 +105,8 @@ type Coordinator struct {
 	acks  *ackTracker
 	views *views
 
+	policies *policyWatch // the share policies, watched while Run runs
+
 	stats struct {
 		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
 	}
@@ -138,7 +140,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.LimiterClient == nil {
 		cfg.LimiterClient = &http.Client{Timeout: DefaultLimiterTimeout}
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}, nil
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}
+	c.policies = newPolicyWatch(c)
+	return c, nil
 }
 
 // Leader reports whether this coordinator leads now.
@@ -148,6 +152,11 @@ func (c *Coordinator) Leader() bool { return c.leader.Load() }
 // leadership (session expired, a fenced write refused) sends it back to
 // campaigning.
 func (c *Coordinator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { c.policies.run(ctx) })
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for ctx.Err() == nil {
 		err := c.term(ctx)
@@ -238,7 +247,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	p.SetRules(c.cfg.Rules())
-	c.loadPolicies(ctx, p)
+	c.policies.wait(ctx, time.Second)
+	c.applyPolicies(p)
 	acks := newAckTracker(c.cfg.Planner.TTL + c.cfg.Planner.Skew)
 	if err := c.load(ctx, p, acks); err != nil {
 		return err
@@ -298,6 +308,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 			if err := c.tick(ctx, p, acks, fence); err != nil {
 				return err
 			}
+		case <-c.policies.changed:
+			c.applyPolicies(p)
 		case <-acked:
 			if !growing {
 				growing = true
@@ -313,12 +325,12 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	}
 }
 
-// tick is the planning step of every interval: rules and policies
-// refreshed, intervals closed, shares rebalanced and written, leases
+// tick is the planning step of every interval: rules refreshed, policies
+// applied to new rules, intervals closed, shares rebalanced and written, leases
 // renewed.
 func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTracker, fence clientv3.Cmp) error {
 	p.SetRules(c.cfg.Rules())
-	c.loadPolicies(ctx, p)
+	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
 	if err := c.round(ctx, p, acks, fence); err != nil {

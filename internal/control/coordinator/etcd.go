@@ -3,13 +3,14 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/control/planner"
-	"github.com/weirhq/weir/internal/platform/backoff"
+	"github.com/weirhq/weir/internal/etcd/listwatch"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -88,9 +89,6 @@ func checkDoc(d *weirv1.RuleAssignment, dc, domain, ruleID string) error {
 	return nil
 }
 
-// ruleRef names a rule.
-type ruleRef struct{ domain, id string }
-
 func truncate(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
@@ -98,44 +96,135 @@ func truncate(s string) string {
 	return s
 }
 
-// loadPolicies reads the operators' share settings; an invalid one is
-// logged, counted and ignored (the rule keeps its previous settings).
-func (c *Coordinator) loadPolicies(ctx context.Context, p *planner.Planner) {
-	gctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Policies(), clientv3.WithPrefix())
+// ruleRef names a rule.
+type ruleRef struct{ domain, id string }
+
+// policyWatch follows the operators' share settings in etcd
+// (etcdlayout.Layout.Policies) for as long as the coordinator runs, leading
+// or not, so that a new leader has them at once and a change reaches the
+// leader's planner without waiting for a tick. Safe for concurrent use.
+type policyWatch struct {
+	c       *Coordinator
+	changed chan struct{} // capacity 1: the policies changed since the leader last took them
+	listed  chan struct{} // closed by the first listing
+	once    sync.Once
+
+	mu    sync.Mutex
+	rules map[ruleRef]sharepolicy.Policy // the last valid policy of each rule; guarded by mu
+}
+
+func newPolicyWatch(c *Coordinator) *policyWatch {
+	return &policyWatch{c: c, changed: make(chan struct{}, 1), listed: make(chan struct{}), rules: map[ruleRef]sharepolicy.Policy{}}
+}
+
+// run lists and watches the policies until ctx ends.
+func (w *policyWatch) run(ctx context.Context) {
+	loop, err := listwatch.New(listwatch.Config{Client: w.c.cfg.Etcd, Prefix: w.c.cfg.Layout.Policies(), Handler: (*policyHandler)(w), Logger: w.c.log})
 	if err != nil {
-		c.log.Warn("etcd", "op", "read policies", "err", err)
+		w.c.log.Error("share policies not watched", "err", err)
 		return
 	}
-	seen := map[ruleRef]bool{}
-	for _, kv := range resp.Kvs {
-		domain, id, err := c.cfg.Layout.ParsePolicy(string(kv.Key))
-		var pol sharepolicy.Policy
-		if err == nil {
-			pol, err = sharepolicy.Decode(kv.Value)
+	_ = loop.Run(ctx) // returns nil when ctx ends
+}
+
+// wait waits until the policies have been listed once, ctx ends, or d has
+// passed: a new leader plans without them rather than not at all.
+func (w *policyWatch) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.listed:
+	case <-ctx.Done():
+	case <-t.C:
+		w.c.log.Warn("share policies not listed yet; planning without them", "waited", d)
+	}
+}
+
+// applyPolicies gives the planner the share settings of every rule it plans:
+// the last valid policy read from etcd, or none. The caller owns p.
+func (c *Coordinator) applyPolicies(p *planner.Planner) {
+	w := c.policies
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p.EachRule(func(domain, id string) {
+		// Cannot fail: the rule is known, the policy was checked against
+		// the DCs when it was read.
+		_ = p.SetPolicy(domain, id, w.rules[ruleRef{domain, id}])
+	})
+}
+
+// policyHandler is the policyWatch as its loop sees it.
+type policyHandler policyWatch
+
+var _ listwatch.Handler = (*policyHandler)(nil)
+
+// Replace takes a listing of every policy.
+func (h *policyHandler) Replace(_ int64, kvs []listwatch.Event) {
+	w := (*policyWatch)(h)
+	w.mu.Lock()
+	old := w.rules
+	w.rules = make(map[ruleRef]sharepolicy.Policy, len(kvs))
+	for _, kv := range kvs {
+		ref, pol, ok := w.decode(kv)
+		if !ok {
+			pol, ok = old[ref] // an invalid policy: the rule keeps the previous one
 		}
-		if err == nil {
-			if !p.HasRule(domain, id) {
-				continue // a policy for a rule not (yet) loaded
-			}
-			err = p.SetPolicy(domain, id, pol)
+		if ok {
+			w.rules[ref] = pol
 		}
-		if err != nil {
-			c.stats.badPolicies.Add(1)
-			c.log.Warn("share policy ignored; the rule keeps its previous settings", "key", string(kv.Key), "err", err)
-			if domain != "" {
-				seen[ruleRef{domain, id}] = true
+	}
+	w.mu.Unlock()
+	w.once.Do(func() { close(w.listed) })
+	w.notify()
+}
+
+// Apply takes the watch's changes.
+func (h *policyHandler) Apply(_ int64, events []listwatch.Event) {
+	if len(events) == 0 {
+		return
+	}
+	w := (*policyWatch)(h)
+	w.mu.Lock()
+	for _, ev := range events {
+		if ev.Delete {
+			if domain, id, err := w.c.cfg.Layout.ParsePolicy(string(ev.Key)); err == nil {
+				delete(w.rules, ruleRef{domain, id})
 			}
 			continue
 		}
-		seen[ruleRef{domain, id}] = true
-	}
-	p.EachRule(func(domain, id string) {
-		if !seen[ruleRef{domain, id}] {
-			_ = p.SetPolicy(domain, id, sharepolicy.Policy{})
+		if ref, pol, ok := w.decode(ev); ok {
+			w.rules[ref] = pol
 		}
-	})
+	}
+	w.mu.Unlock()
+	w.notify()
+}
+
+// decode reads one policy and checks it against the DCs; an invalid one is
+// logged and counted, and the rule keeps its previous settings.
+func (w *policyWatch) decode(kv listwatch.Event) (ruleRef, sharepolicy.Policy, bool) {
+	domain, id, err := w.c.cfg.Layout.ParsePolicy(string(kv.Key))
+	var pol sharepolicy.Policy
+	if err == nil {
+		pol, err = sharepolicy.Decode(kv.Value)
+	}
+	if err == nil {
+		_, err = pol.Settings(w.c.cfg.Planner.DCs)
+	}
+	if err != nil {
+		w.c.stats.badPolicies.Add(1)
+		w.c.log.Warn("share policy ignored; the rule keeps its previous settings", "key", string(kv.Key), "err", err)
+		return ruleRef{domain, id}, sharepolicy.Policy{}, false
+	}
+	return ruleRef{domain, id}, pol, true
+}
+
+// notify tells the leader, if any, that the policies changed.
+func (w *policyWatch) notify() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
 }
 
 // listInstances replaces the tracker's instances by those in etcd.
@@ -144,13 +233,11 @@ func (c *Coordinator) listInstances(ctx context.Context, acks *ackTracker) error
 	if err != nil {
 		return fmt.Errorf("coordinator: list instances: %w", err)
 	}
-	live := map[string]instance{}
-	for _, kv := range resp.Kvs {
-		if in, ok := c.decodeInstance(kv.Key, kv.Value); ok {
-			live[string(kv.Key)] = in
-		}
+	kvs := make([]listwatch.Event, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		kvs[i] = listwatch.Event{Key: kv.Key, Value: kv.Value, Revision: kv.ModRevision}
 	}
-	acks.replace(live, c.now())
+	(&instanceHandler{c: c, acks: acks}).Replace(resp.Header.Revision, kvs)
 	return nil
 }
 
@@ -179,50 +266,60 @@ func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
 	return instance{dc: dc, applied: rec.GetAppliedRevision(), httpURL: httpURL(rec.GetHttpScheme(), rec.GetHttpAddr())}, true
 }
 
+// instanceHandler keeps an ackTracker in step with the instance records
+// and signals acked (when set) after every change.
+type instanceHandler struct {
+	c     *Coordinator
+	acks  *ackTracker
+	acked chan<- struct{}
+}
+
+var _ listwatch.Handler = (*instanceHandler)(nil)
+
+// Replace takes a listing of every instance record.
+func (h *instanceHandler) Replace(_ int64, kvs []listwatch.Event) {
+	live := make(map[string]instance, len(kvs))
+	for _, kv := range kvs {
+		if in, ok := h.c.decodeInstance(kv.Key, kv.Value); ok {
+			live[string(kv.Key)] = in
+		}
+	}
+	h.acks.replace(live, h.c.now())
+	h.signal()
+}
+
+// Apply takes the watch's changes.
+func (h *instanceHandler) Apply(_ int64, events []listwatch.Event) {
+	if len(events) == 0 {
+		return
+	}
+	for _, ev := range events {
+		if ev.Delete {
+			h.acks.remove(string(ev.Key), h.c.now())
+		} else if in, ok := h.c.decodeInstance(ev.Key, ev.Value); ok {
+			h.acks.set(string(ev.Key), in)
+		}
+	}
+	h.signal()
+}
+
+func (h *instanceHandler) signal() {
+	if h.acked == nil {
+		return
+	}
+	select {
+	case h.acked <- struct{}{}:
+	default:
+	}
+}
+
 // watchInstances keeps the tracker current and signals acked on every
 // change, until ctx is done.
 func (c *Coordinator) watchInstances(ctx context.Context, acks *ackTracker, acked chan<- struct{}) {
-	signal := func() {
-		select {
-		case acked <- struct{}{}:
-		default:
-		}
+	loop, err := listwatch.New(listwatch.Config{Client: c.cfg.Etcd, Prefix: c.cfg.Layout.Instances(), Handler: &instanceHandler{c: c, acks: acks, acked: acked}, Logger: c.log})
+	if err != nil {
+		c.log.Error("instances not watched", "err", err)
+		return
 	}
-	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
-	for ctx.Err() == nil {
-		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Instances(), clientv3.WithPrefix())
-		cancel()
-		if err != nil {
-			c.log.Warn("etcd", "op", "list instances", "err", err)
-			bo.Wait(ctx)
-			continue
-		}
-		live := map[string]instance{}
-		for _, kv := range resp.Kvs {
-			if in, ok := c.decodeInstance(kv.Key, kv.Value); ok {
-				live[string(kv.Key)] = in
-			}
-		}
-		acks.replace(live, c.now())
-		signal()
-		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range c.cfg.Etcd.Watch(wctx, c.cfg.Layout.Instances(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
-			if err := wr.Err(); err != nil {
-				c.log.Warn("etcd", "op", "watch instances", "err", err)
-				break
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					acks.remove(string(ev.Kv.Key), c.now())
-				} else if in, ok := c.decodeInstance(ev.Kv.Key, ev.Kv.Value); ok {
-					acks.set(string(ev.Kv.Key), in)
-				}
-			}
-			signal()
-			bo.Reset()
-		}
-		wcancel()
-		bo.Wait(ctx)
-	}
+	_ = loop.Run(ctx) // returns nil when ctx ends
 }

@@ -2,7 +2,7 @@
 // document per rule at etcdlayout.Layout.Rule(domain, rule_id), written by
 // the admin API. A Watcher lists them, then watches for changes from the
 // listing's revision (listing again after a compaction or a broken watch,
-// with backoff), and hands every change to its Apply callback as the full
+// with backoff: the loop of package listwatch), and hands every change to its Apply callback as the full
 // set of rules, per domain. Limiters and coordinators use it so that a rule
 // change reaches every one of them within about a second.
 //
@@ -20,14 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
-	"github.com/weirhq/weir/internal/platform/backoff"
+	"github.com/weirhq/weir/internal/etcd/listwatch"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
 )
@@ -45,23 +44,23 @@ type Config struct {
 	// domain and id, after the first listing and after every change. An
 	// error is logged; the next change is applied anyway. Required.
 	Apply func(sets []rule.Set) error
-	// MinBackoff and MaxBackoff pace retries. Defaults 100ms and 5s.
+	// MinBackoff and MaxBackoff pace retries (listwatch.Config). Defaults
+	// 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
 
 // Watcher follows the rules in etcd. Create it with New; Run drives it.
+// WaitSynced and Stats are safe for concurrent use.
 type Watcher struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	log  *slog.Logger
+	loop *listwatch.Loop
 
-	rules  map[string]map[string]rule.Rule // by domain, by id; Run's goroutine only
-	synced chan struct{}
-	once   sync.Once
+	rules map[string]map[string]rule.Rule // by domain, by id; the loop's goroutine only
 
 	invalid, applied atomic.Uint64
-	revision         atomic.Int64
 }
 
 // New returns a Watcher for cfg.
@@ -69,16 +68,23 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Client == nil || cfg.Apply == nil {
 		return nil, errors.New("rulestore: Config.Client and Config.Apply are required")
 	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 5 * time.Second
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Watcher{cfg: cfg, log: cfg.Logger, rules: map[string]map[string]rule.Rule{}, synced: make(chan struct{})}, nil
+	w := &Watcher{cfg: cfg, log: cfg.Logger, rules: map[string]map[string]rule.Rule{}}
+	loop, err := listwatch.New(listwatch.Config{
+		Client:     cfg.Client,
+		Prefix:     cfg.Layout.Rules(),
+		Handler:    (*handler)(w),
+		MinBackoff: max(cfg.MinBackoff, 0),
+		MaxBackoff: max(cfg.MaxBackoff, 0),
+		Logger:     cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rulestore: %w", err)
+	}
+	w.loop = loop
+	return w, nil
 }
 
 // Stats counts what the Watcher saw.
@@ -91,51 +97,32 @@ type Stats struct {
 
 // Stats returns the counters.
 func (w *Watcher) Stats() Stats {
-	return Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Revision: w.revision.Load()}
+	return Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Revision: w.loop.Revision()}
 }
 
 // WaitSynced waits for the first listing to be applied, or ctx.
 func (w *Watcher) WaitSynced(ctx context.Context) error {
-	select {
-	case <-w.synced:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("rulestore: rules not listed yet: %w", ctx.Err())
-	}
-}
-
-// Run lists and watches the rules until ctx is done; it returns nil then.
-func (w *Watcher) Run(ctx context.Context) error {
-	bo := backoff.Backoff{Min: w.cfg.MinBackoff, Max: w.cfg.MaxBackoff}
-	for ctx.Err() == nil {
-		rev, err := w.list(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.log.Warn("rulestore: list rules", "err", err)
-				bo.Wait(ctx)
-			}
-			continue
-		}
-		bo.Reset()
-		if err := w.follow(ctx, rev); err != nil && ctx.Err() == nil {
-			w.log.Warn("rulestore: watch rules; listing again", "err", err)
-			bo.Wait(ctx)
-		}
+	if err := w.loop.Wait(ctx, 1); err != nil {
+		return fmt.Errorf("rulestore: rules not listed yet: %w", err)
 	}
 	return nil
 }
 
-// list reads every rule and applies them; it returns the listing's revision.
-func (w *Watcher) list(ctx context.Context) (int64, error) {
-	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := w.cfg.Client.Get(gctx, w.cfg.Layout.Rules(), clientv3.WithPrefix())
-	if err != nil {
-		return 0, err
-	}
+// Run lists and watches the rules until ctx is done; it returns nil then.
+// A Watcher runs once.
+func (w *Watcher) Run(ctx context.Context) error { return w.loop.Run(ctx) }
+
+// handler is the Watcher as its loop sees it.
+type handler Watcher
+
+var _ listwatch.Handler = (*handler)(nil)
+
+// Replace puts a listing of every rule in force.
+func (h *handler) Replace(rev int64, kvs []listwatch.Event) {
+	w := (*Watcher)(h)
 	old := w.rules
 	w.rules = map[string]map[string]rule.Rule{}
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		domain, id, r, err := w.decode(kv.Key, kv.Value)
 		if err != nil {
 			// Keep what was in force for this rule, if anything.
@@ -146,42 +133,30 @@ func (w *Watcher) list(ctx context.Context) (int64, error) {
 		}
 		w.put(domain, id, r)
 	}
-	w.apply(resp.Header.Revision)
-	w.once.Do(func() { close(w.synced) })
-	return resp.Header.Revision, nil
+	w.apply(rev)
 }
 
-// follow watches from rev+1 until the watch breaks.
-func (w *Watcher) follow(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range w.cfg.Client.Watch(wctx, w.cfg.Layout.Rules(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == clientv3.EventTypeDelete {
-				if domain, id, err := w.cfg.Layout.ParseRule(string(ev.Kv.Key)); err == nil {
-					delete(w.rules[domain], id)
-					if len(w.rules[domain]) == 0 {
-						delete(w.rules, domain)
-					}
+// Apply puts the watch's changes in force.
+func (h *handler) Apply(rev int64, events []listwatch.Event) {
+	w := (*Watcher)(h)
+	for _, ev := range events {
+		if ev.Delete {
+			if domain, id, err := w.cfg.Layout.ParseRule(string(ev.Key)); err == nil {
+				delete(w.rules[domain], id)
+				if len(w.rules[domain]) == 0 {
+					delete(w.rules, domain)
 				}
-				continue
 			}
-			domain, id, r, err := w.decode(ev.Kv.Key, ev.Kv.Value)
-			if err == nil {
-				w.put(domain, id, r)
-			}
+			continue
 		}
-		if len(wr.Events) > 0 {
-			w.apply(wr.Header.Revision)
+		domain, id, r, err := w.decode(ev.Key, ev.Value)
+		if err == nil {
+			w.put(domain, id, r)
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
+	if len(events) > 0 {
+		w.apply(rev)
 	}
-	return errors.New("rulestore: watch channel closed")
 }
 
 func (w *Watcher) put(domain, id string, r rule.Rule) {
@@ -243,7 +218,6 @@ func (w *Watcher) apply(rev int64) {
 		sort.Slice(s.Rules, func(i, j int) bool { return s.Rules[i].ID < s.Rules[j].ID })
 		sets = append(sets, s)
 	}
-	w.revision.Store(rev)
 	w.applied.Add(1)
 	if err := w.cfg.Apply(sets); err != nil {
 		w.log.Error("rulestore: rules refused", "revision", rev, "err", err)

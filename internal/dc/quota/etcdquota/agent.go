@@ -11,13 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/listwatch"
 	"github.com/weirhq/weir/internal/platform/backoff"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -103,6 +103,7 @@ type Agent struct {
 	ack      chan struct{} // capacity 1: an acknowledgement to write
 	live     atomic.Int64
 	st       counters
+	loop     *listwatch.Loop // lists and watches the DC's documents into a docs
 
 	// afterList, if set (by tests), is called after each listing, before
 	// the watch starts.
@@ -110,12 +111,11 @@ type Agent struct {
 }
 
 type counters struct {
-	registered                              atomic.Bool
-	registrations, registerErrors, lost     atomic.Uint64
-	lists, listErrors, compactions, watches atomic.Uint64
-	watchErrors, acks, ackErrors, badKeys   atomic.Uint64
-	countErrors                             atomic.Uint64
-	ackRevision                             atomic.Int64
+	registered                          atomic.Bool
+	registrations, registerErrors, lost atomic.Uint64
+	acks, ackErrors, badKeys            atomic.Uint64
+	countErrors                         atomic.Uint64
+	ackRevision                         atomic.Int64
 }
 
 // New returns an Agent; Run starts it.
@@ -135,9 +135,6 @@ func New(cfg Config) (*Agent, error) {
 	def(&cfg.MaxBackoff, 5*time.Second)
 	def(&cfg.StopTimeout, 2*time.Second)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
-	if cfg.PageSize == 0 {
-		cfg.PageSize = 1000
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -154,6 +151,20 @@ func New(cfg Config) (*Agent, error) {
 		ack:     make(chan struct{}, 1),
 	}
 	a.live.Store(1)
+	loop, err := listwatch.New(listwatch.Config{
+		Client:         cfg.Client,
+		Prefix:         cfg.Layout.DCQuotas(a.dc),
+		Handler:        &docs{a: a},
+		PageSize:       cfg.PageSize,
+		RequestTimeout: cfg.RequestTimeout,
+		MinBackoff:     cfg.MinBackoff,
+		MaxBackoff:     cfg.MaxBackoff,
+		Logger:         a.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcdquota: %w", err)
+	}
+	a.loop = loop
 	return a, nil
 }
 
@@ -209,16 +220,17 @@ type Stats struct {
 
 // Stats returns the Agent's counters.
 func (a *Agent) Stats() Stats {
+	lw := a.loop.Stats()
 	return Stats{
 		Registered:     a.st.registered.Load(),
 		Registrations:  a.st.registrations.Load(),
 		RegisterErrors: a.st.registerErrors.Load(),
 		LeasesLost:     a.st.lost.Load(),
-		Lists:          a.st.lists.Load(),
-		ListErrors:     a.st.listErrors.Load(),
-		Compactions:    a.st.compactions.Load(),
-		Watches:        a.st.watches.Load(),
-		WatchErrors:    a.st.watchErrors.Load(),
+		Lists:          lw.Lists,
+		ListErrors:     lw.ListErrors,
+		Compactions:    lw.Compactions,
+		Watches:        lw.Watches,
+		WatchErrors:    lw.WatchErrors,
 		Acks:           a.st.acks.Load(),
 		AckErrors:      a.st.ackErrors.Load(),
 		AckRevision:    a.st.ackRevision.Load(),
@@ -247,8 +259,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	}
 	wg.Go(func() { a.count(ctx) })
-	a.watch(ctx)
-	return nil
+	return a.loop.Run(ctx)
 }
 
 // notify asks for the acknowledgement to be written, without waiting.
@@ -452,144 +463,56 @@ func (a *Agent) count(ctx context.Context) {
 	}
 }
 
-// errCompacted marks a watch ended by a compaction.
-var errCompacted = errors.New("watch revision compacted")
+// docs hands what the listing and the watch read of the DC's documents to
+// the Table; the Agent's loop calls it from one goroutine.
+type docs struct {
+	a       *Agent
+	changes []quota.Change // reused from one call to the next
+}
 
-// watch lists and watches the DC's documents until ctx ends, listing again
-// whenever a watch ends.
-func (a *Agent) watch(ctx context.Context) {
-	bo := backoff.Backoff{Min: a.cfg.MinBackoff, Max: a.cfg.MaxBackoff}
-	for {
-		rev, err := a.list(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			a.st.listErrors.Add(1)
-			a.log.Warn("etcdquota: listing failed; retrying", "err", err)
-			if !backoff.Sleep(ctx, bo.Next()) {
-				return
-			}
-			continue
-		}
-		if a.afterList != nil {
-			a.afterList(rev)
-		}
-		healthy, err := a.follow(ctx, rev)
-		if ctx.Err() != nil {
-			return
-		}
-		if healthy {
-			bo.Reset()
-		}
-		if errors.Is(err, errCompacted) {
-			a.st.compactions.Add(1)
-			a.log.Info("etcdquota: watch compacted; listing again", "err", err)
-			continue
-		}
-		a.st.watchErrors.Add(1)
-		a.log.Warn("etcdquota: watch ended; listing again", "err", err)
-		if !backoff.Sleep(ctx, bo.Next()) {
-			return
-		}
+var _ listwatch.Handler = (*docs)(nil)
+
+// Replace puts a listing of the DC's documents in force.
+func (d *docs) Replace(rev int64, kvs []listwatch.Event) {
+	d.a.table.Reset(rev, d.decode(kvs))
+	clear(d.changes) // drop the decoded documents until the next call
+	d.a.notify()
+	if d.a.afterList != nil {
+		d.a.afterList(rev)
 	}
 }
 
-// list reads the DC's documents, in pages at one revision, into the Table
-// and returns the revision.
-func (a *Agent) list(ctx context.Context) (int64, error) {
-	prefix := a.cfg.Layout.DCQuotas(a.dc)
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	var (
-		changes []quota.Change
-		rev     int64
-		key     = prefix
-	)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(a.cfg.PageSize)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-		resp, err := a.cli.Get(rctx, key, opts...)
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("list %s at revision %d: %w", prefix, rev, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			if c, ok := a.change(kv, false); ok {
-				changes = append(changes, c)
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
-	a.table.Reset(rev, changes)
-	a.st.lists.Add(1)
-	a.notify()
-	return rev, nil
+// Apply puts the watch's changes in force.
+func (d *docs) Apply(rev int64, events []listwatch.Event) {
+	d.a.table.Apply(rev, d.decode(events))
+	clear(d.changes)
+	d.a.notify()
 }
 
-// follow watches the DC's documents after revision rev into the Table until
-// the watch ends or ctx does. healthy tells whether the watch delivered
-// anything.
-func (a *Agent) follow(ctx context.Context, rev int64) (healthy bool, err error) {
-	prefix := a.cfg.Layout.DCQuotas(a.dc)
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	a.st.watches.Add(1)
-	wch := a.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
-	var changes []quota.Change
-	for resp := range wch {
-		if resp.CompactRevision != 0 {
-			return healthy, fmt.Errorf("%w: watch %s from revision %d: compacted at %d", errCompacted, prefix, rev+1, resp.CompactRevision)
+func (d *docs) decode(events []listwatch.Event) []quota.Change {
+	d.changes = d.changes[:0]
+	for _, ev := range events {
+		if c, ok := d.a.change(ev); ok {
+			d.changes = append(d.changes, c)
 		}
-		if err := resp.Err(); err != nil {
-			return healthy, fmt.Errorf("watch %s from revision %d: %w", prefix, rev+1, err)
-		}
-		healthy = true
-		if resp.IsProgressNotify() {
-			a.table.Apply(resp.Header.Revision, nil)
-			a.notify()
-			continue
-		}
-		changes = changes[:0]
-		applied := int64(0)
-		for _, ev := range resp.Events {
-			applied = max(applied, ev.Kv.ModRevision)
-			if c, ok := a.change(ev.Kv, ev.Type == clientv3.EventTypeDelete); ok {
-				changes = append(changes, c)
-			}
-		}
-		if applied == 0 {
-			continue
-		}
-		a.table.Apply(applied, changes)
-		clear(changes) // drop the decoded documents until the next batch
-		a.notify()
-		rev = applied
 	}
-	return healthy, fmt.Errorf("watch %s from revision %d: channel closed", prefix, rev+1)
+	return d.changes
 }
 
 // change decodes one key-value of the DC's prefix; false when the key
 // names neither a rule's assignment nor the DC's lease (counted, logged).
-func (a *Agent) change(kv *mvccpb.KeyValue, deleted bool) (quota.Change, bool) {
+func (a *Agent) change(kv listwatch.Event) (quota.Change, bool) {
 	k, err := a.cfg.Layout.ParseQuota(string(kv.Key))
 	if err == nil && k.DC != a.dc {
 		err = fmt.Errorf("%q is not of dc %q", kv.Key, a.dc)
 	}
 	if err != nil {
 		a.st.badKeys.Add(1)
-		a.log.Warn("etcdquota: skipping unexpected key", "revision", kv.ModRevision, "err", err)
+		a.log.Warn("etcdquota: skipping unexpected key", "revision", kv.Revision, "err", err)
 		return quota.Change{}, false
 	}
-	c := quota.Change{Domain: k.Domain, RuleID: k.RuleID, Revision: kv.ModRevision, Delete: deleted}
+	deleted := kv.Delete
+	c := quota.Change{Domain: k.Domain, RuleID: k.RuleID, Revision: kv.Revision, Delete: deleted}
 	switch {
 	case deleted:
 	case len(kv.Value) > quota.MaxDocumentSize:

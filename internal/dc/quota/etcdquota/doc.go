@@ -12,7 +12,7 @@
 // (etcdlayout.Layout.DCQuotas(dc), in pages, all at the revision of the
 // first page) into the Table (quota.Table.Reset), and watch them from the
 // next revision, with progress notifications and requiring a leader, into
-// the Table (quota.Table.Apply). Registering first means that the
+// the Table (quota.Table.Apply) — the loop of package listwatch. Registering first means that the
 // coordinator never takes a listing made before the instance was visible as
 // acknowledged: the record says 0 until the listing is in force.
 //

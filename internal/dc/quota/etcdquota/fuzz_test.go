@@ -5,11 +5,11 @@ import (
 	"math"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/listwatch"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -36,8 +36,8 @@ func FuzzDocument(f *testing.F) {
 		if asLease {
 			key = l.Lease("a")
 		}
-		c1, ok1 := a.change(&mvccpb.KeyValue{Key: []byte(key), Value: value, ModRevision: 2}, false)
-		c2, ok2 := a.change(&mvccpb.KeyValue{Key: []byte(l.Lease("a")), Value: leaseValue, ModRevision: 3}, false)
+		c1, ok1 := a.change(listwatch.Event{Key: []byte(key), Value: value, Revision: 2})
+		c2, ok2 := a.change(listwatch.Event{Key: []byte(l.Lease("a")), Value: leaseValue, Revision: 3})
 		var changes []quota.Change
 		if ok1 {
 			changes = append(changes, c1)
