@@ -23,6 +23,10 @@ type Server struct {
 	dir  string
 	bin  string
 	args []string
+	// busPort is the cluster bus port of a cluster node, 0 for a plain
+	// server; chosen free at the first start and kept on Restart.
+	busPort int
+	cluster bool
 }
 
 // Binary returns the path of redis-server, or "" when it is not installed.
@@ -54,6 +58,17 @@ func (s *Server) start(port int) error {
 			}
 		}
 		args := append([]string{"--port", strconv.Itoa(p)}, s.args...)
+		if s.cluster {
+			// Redis's default bus port (port+10000) may be taken or out of
+			// range: pick one as free as the client port.
+			if s.busPort == 0 || (port == 0 && attempt > 0) {
+				if s.busPort, err = freePort(); err != nil {
+					return err
+				}
+			}
+			args = append(args, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(s.busPort),
+				"--cluster-config-file", "nodes.conf")
+		}
 		cmd := exec.Command(s.bin, args...)
 		logf, ferr := os.Create(fmt.Sprintf("%s/redis-%d.log", s.dir, p))
 		if ferr != nil {
@@ -142,11 +157,16 @@ func (s *Server) signal(sig syscall.Signal) error {
 // free loopback port. Extra arguments go to redis-server. The process is
 // killed if this process dies.
 func Start(dir string, extra ...string) (*Server, error) {
+	return start(dir, false, extra)
+}
+
+// start starts a redis-server, in cluster mode when cluster is set.
+func start(dir string, cluster bool, extra []string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
 		return nil, fmt.Errorf("redisproc: redis-server not found (Debian: apt-get install -y redis-server, or set REDIS_SERVER)")
 	}
-	s := &Server{dir: dir, bin: bin}
+	s := &Server{dir: dir, bin: bin, cluster: cluster}
 	s.args = append([]string{
 		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
 		"--protected-mode", "no", "--dir", dir, "--daemonize", "no",
@@ -156,6 +176,9 @@ func Start(dir string, extra ...string) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Running reports whether the server was started and not stopped since.
+func (s *Server) Running() bool { return s.cmd != nil }
 
 // Restart starts the server again on the same port after Stop.
 func (s *Server) Restart() error {

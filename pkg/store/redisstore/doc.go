@@ -11,5 +11,11 @@
 // state would be as good as fresh.
 //
 // The store works with anything that runs scripts and pipelines:
-// *redis.Client, *redis.ClusterClient, *redis.Ring.
+// *redis.Client, *redis.ClusterClient, *redis.Ring. On Redis Cluster a
+// batch is one pipeline per node, sent at once; a node without the script
+// gets it by EVAL; a failed request makes the client reload its slot map,
+// so a promoted replica is found as soon as the cluster has promoted it.
+// A request Redis did not decide has an error wrapping a *NodeError that
+// names the node, and Store.Node names a request's node before the call:
+// what a caller needs to keep one circuit breaker per node.
 package redisstore

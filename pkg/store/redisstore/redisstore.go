@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,13 +61,13 @@ var (
 )
 
 type script struct {
-	src, sha string
-	shaArg   any // sha, boxed once rather than for every call
+	src, sha       string
+	shaArg, srcArg any // sha and src, boxed once rather than for every call
 }
 
 func newScript(src string) script {
 	sha := redis.NewScript(src).Hash()
-	return script{src: src, sha: sha, shaArg: sha}
+	return script{src: src, sha: sha, shaArg: sha, srcArg: src}
 }
 
 // Store is a Redis-backed rate-limit store, safe for concurrent use.
@@ -189,7 +190,18 @@ func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund b
 	c.argc = n + 2
 }
 
-// send returns a new EVALSHA command for c, which c keeps.
+// key returns the Redis key of c.
+func (c *call) key() string { return c.argv[3].(string) }
+
+// withSource makes c's next command an EVAL of the script's source rather
+// than an EVALSHA: for a node that does not have the script (NOSCRIPT).
+// EVAL is routed by its key like EVALSHA, so on Redis Cluster it reaches,
+// and leaves the script cached on, the node that lacked it.
+func (c *call) withSource() {
+	c.argv[0], c.argv[1] = "eval", c.sc.srcArg
+}
+
+// send returns a new EVALSHA (or EVAL) command for c, which c keeps.
 func (c *call) send(ctx context.Context) *redis.IntSliceCmd {
 	c.cmd = redis.NewIntSliceCmd(ctx, c.argv[:c.argc]...)
 	c.cmd.SetFirstKeyPos(3)
@@ -239,10 +251,13 @@ func (s *Store) prepareAll(reqs []algorithm.Request, out []algorithm.Result, ref
 }
 
 // Decide decides every request at now in one round trip: one EVALSHA, or a
-// pipeline of them for several requests. The error is non-nil only when no
-// request could be sent (for example, ctx is done); errors of single
-// requests, including a request that does not validate, are in their
-// Results. Each script is atomic; the batch as a whole is not.
+// pipeline of them for several requests (on Redis Cluster, one pipeline per
+// node, in parallel). The error is non-nil only when no request could be
+// sent (for example, ctx is done); errors of single requests, including a
+// request that does not validate, are in their Results. A request Redis
+// could not decide has an error that wraps a *NodeError naming the node
+// that failed it, so a caller can tell a dead node from a dead store. Each
+// script is atomic; the batch as a whole is not.
 func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	out := make([]algorithm.Result, len(reqs))
 	calls, _ := s.prepareAll(reqs, out, false, now.UnixMilli(), 0)
@@ -252,11 +267,12 @@ func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Requ
 	if err := s.run(ctx, calls); err != nil {
 		return nil, err
 	}
+	fail := failures{s: s}
 	for j := range calls {
 		c := &calls[j]
 		vals, err := c.cmd.Result()
 		if err != nil {
-			out[c.req].Err = replyError(err)
+			out[c.req].Err = fail.wrap(ctx, c, err)
 			continue
 		}
 		out[c.req].Decision, out[c.req].Err = describe(reqs[c.req], now, vals)
@@ -276,9 +292,10 @@ func (s *Store) Refund(ctx context.Context, at, now time.Time, reqs []algorithm.
 	if err := s.run(ctx, calls); err != nil {
 		return err
 	}
+	fail := failures{s: s}
 	for j := range calls {
 		if err := calls[j].cmd.Err(); err != nil {
-			first = firstErr(first, replyError(err))
+			first = firstErr(first, fail.wrap(ctx, &calls[j], err))
 		}
 	}
 	return first
@@ -292,62 +309,106 @@ func firstErr(first, err error) error {
 }
 
 // run sends calls in one round trip, and one more for those whose script
-// Redis did not have; each call's cmd then holds its reply.
+// Redis did not have; each call's cmd then holds its reply. On Redis
+// Cluster the round trip is one pipeline per node, sent in parallel by the
+// client, which follows MOVED and ASK redirections.
 func (s *Store) run(ctx context.Context, calls []call) error {
-	if len(calls) == 1 {
-		c := &calls[0]
-		err := s.c.Process(ctx, c.send(ctx))
-		if isNoScript(err) {
-			if err = s.c.ScriptLoad(ctx, c.sc.src).Err(); err != nil {
-				c.cmd.SetErr(err)
-			} else {
-				err = s.c.Process(ctx, c.send(ctx))
-			}
-		}
-		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("redisstore: %w", err)
-		}
-		return nil
-	}
-	err := s.pipeline(ctx, calls)
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("redisstore: %w", err)
+	if err := s.send(ctx, calls, nil); err != nil {
+		return err
 	}
 	var retry []int
-	var loaded []*script
 	for i := range calls {
-		c := &calls[i]
-		if !isNoScript(c.cmd.Err()) {
-			continue
-		}
-		retry = append(retry, i)
-		if !slices.Contains(loaded, c.sc) {
-			loaded = append(loaded, c.sc)
-			if err := s.c.ScriptLoad(ctx, c.sc.src).Err(); err != nil {
-				return fmt.Errorf("redisstore: load script: %w", err)
-			}
+		if isNoScript(calls[i].cmd.Err()) {
+			calls[i].withSource()
+			retry = append(retry, i)
 		}
 	}
-	if len(retry) > 0 {
-		pipe := s.c.Pipeline()
-		for _, i := range retry {
-			_ = pipe.Process(ctx, calls[i].send(ctx))
-		}
-		_, _ = pipe.Exec(ctx)
+	if len(retry) == 0 {
+		return nil
 	}
-	return nil
+	return s.send(ctx, calls, retry)
 }
 
-// pipeline sends a new command for each of calls in one pipeline.
-func (s *Store) pipeline(ctx context.Context, calls []call) error {
-	cmds := make([]redis.Cmder, len(calls))
-	for i := range calls {
-		cmds[i] = calls[i].send(ctx)
+// send sends a new command for each of calls (or for those at the indices
+// only, when not nil): one command alone, several in one pipeline. On
+// Redis Cluster, the commands are grouped by the primary of their slot and
+// each group is sent on its own, all groups at once: a group whose node is
+// dead or slow then fails alone, where one cluster pipeline would stamp
+// its error on every command once the context ends. send returns an error
+// only when ctx ended before any command had a reply; other errors are in
+// the commands.
+func (s *Store) send(ctx context.Context, calls []call, only []int) error {
+	if only == nil {
+		only = make([]int, len(calls))
+		for i := range only {
+			only[i] = i
+		}
+	}
+	if cc, ok := s.c.(clusterClient); ok && len(only) > 1 {
+		if groups := byNode(ctx, cc, calls, only); len(groups) > 1 {
+			var wg sync.WaitGroup
+			for _, g := range groups {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s.sendGroup(ctx, calls, g)
+				}()
+			}
+			wg.Wait()
+			return whole(ctx, calls, only)
+		}
+	}
+	s.sendGroup(ctx, calls, only)
+	return whole(ctx, calls, only)
+}
+
+// byNode groups the indices of calls by the primary of their key in the
+// client's slot map; a key whose node is unknown goes with the first.
+func byNode(ctx context.Context, cc clusterClient, calls []call, only []int) [][]int {
+	var nodes []*redis.Client
+	var groups [][]int
+	for _, i := range only {
+		n, _ := cc.MasterForKey(ctx, calls[i].key())
+		g := slices.Index(nodes, n)
+		if g < 0 {
+			g = len(nodes)
+			nodes, groups = append(nodes, n), append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// sendGroup sends the calls at the indices in one round trip.
+func (s *Store) sendGroup(ctx context.Context, calls []call, idx []int) {
+	if len(idx) == 1 {
+		_ = s.c.Process(ctx, calls[idx[0]].send(ctx))
+		return
+	}
+	cmds := make([]redis.Cmder, len(idx))
+	for j, i := range idx {
+		cmds[j] = calls[i].send(ctx)
 	}
 	pipe := s.c.Pipeline()
 	_ = pipe.BatchProcess(ctx, cmds...)
-	_, err := pipe.Exec(ctx)
-	return err
+	_, _ = pipe.Exec(ctx)
+}
+
+// whole returns the error of a call none of whose commands had a reply
+// because ctx ended.
+func whole(ctx context.Context, calls []call, idx []int) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	var first error
+	for _, i := range idx {
+		err := calls[i].cmd.Err()
+		if err == nil {
+			return nil
+		}
+		first = firstErr(first, err)
+	}
+	return fmt.Errorf("redisstore: %w", first)
 }
 
 func isNoScript(err error) bool {
@@ -357,11 +418,16 @@ func isNoScript(err error) bool {
 // replyError wraps the error of a script's command: a reply that is not a
 // list of integers wraps ErrReply.
 func replyError(err error) error {
-	var num *strconv.NumError
-	if errors.As(err, &num) || strings.HasPrefix(err.Error(), "redis: can't parse") {
+	if badShape(err) {
 		return fmt.Errorf("%w: %w", ErrReply, err)
 	}
 	return fmt.Errorf("redisstore: %w", err)
+}
+
+// badShape reports whether err says a reply could not be read as integers.
+func badShape(err error) bool {
+	var num *strconv.NumError
+	return errors.As(err, &num) || strings.HasPrefix(err.Error(), "redis: can't parse")
 }
 
 // describe builds the decision from a decide script's reply.

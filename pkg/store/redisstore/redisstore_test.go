@@ -35,6 +35,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestClusterConformance runs the suite against a Redis Cluster of three
+// primaries: each key's state lives on the primary of its hash slot.
+func TestClusterConformance(t *testing.T) {
+	c := cluster.Get(t).Client(t)
+	var n atomic.Int64
+	storetest.Run(t, "redis-cluster", func(t *testing.T) storetest.Store {
+		return newStore(t, c, fmt.Sprintf("c%d", n.Add(1)))
+	})
+}
+
 func TestKeysHaveHashTagAndTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)

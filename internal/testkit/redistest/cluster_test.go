@@ -1,0 +1,77 @@
+package redistest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+)
+
+// TestCluster checks the kit against Redis itself: the slot of a key, a
+// slot migration with its key, and a primary's failover, whose duration it
+// logs (docs/operations.md quotes it).
+func TestCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	rc := c.Client(t)
+	ctx := context.Background()
+
+	for _, key := range []string{"", "a", "weir:{rule/user}:fw", "{}x", "x{}{y}", "abc{def}ghi", "k%7B"} {
+		want, err := rc.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redistest.Slot(key); int64(got) != want {
+			t.Errorf("Slot(%q): got %d, want %d (CLUSTER KEYSLOT)", key, got, want)
+		}
+	}
+
+	primaries, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(primaries) != 3 {
+		t.Fatalf("got primaries %v, want 3", primaries)
+	}
+
+	t.Run("migrate", func(t *testing.T) {
+		key := "{m}"
+		slot := redistest.Slot(key)
+		if err := rc.Set(ctx, key, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		from, err := c.PrimaryOf(ctx, slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := primaries[0]
+		if to == from {
+			to = primaries[1]
+		}
+		if err := c.MigrateSlot(ctx, slot, to); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := c.PrimaryOf(ctx, slot); got != to {
+			t.Errorf("slot %d after migration: got primary %s, want %s", slot, got, to)
+		}
+		if got, err := rc.Get(ctx, key).Result(); err != nil || got != "v" {
+			t.Errorf("key after migration: got %q %v, want v", got, err)
+		}
+	})
+
+	t.Run("failover", func(t *testing.T) {
+		slot := redistest.Slot("{f}")
+		start := time.Now()
+		dead := c.KillPrimaryOf(t, slot)
+		promoted := c.WaitPromoted(t, slot, dead)
+		t.Logf("primary %s killed, replica %s promoted after %v (cluster-node-timeout %v)", dead, promoted, time.Since(start).Round(10*time.Millisecond), redistest.NodeTimeout)
+		if promoted == dead {
+			t.Fatalf("got primary %s, want another", promoted)
+		}
+		// A new client reads the new slot map (rc's is stale until its
+		// next reload).
+		if err := c.Client(t).Set(ctx, "{f}", "v", 0).Err(); err != nil {
+			t.Errorf("write to the promoted replica: %v", err)
+		}
+	})
+}
