@@ -25,6 +25,8 @@ import (
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rulefile"
+	"github.com/weirhq/weir/pkg/ruleset"
 	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
@@ -175,3 +177,40 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 // String describes l for test logs.
 func (l *Limiterd) String() string { return fmt.Sprintf("limiter grpc=%s http=%s", l.GRPC, l.HTTP) }
+
+// Run serves, on a loopback port, the weir.v1 API of a limiter over an
+// in-memory store with rules and the clock now (nil: time.Now), for
+// examples, which have no testing.TB: it returns the address and the
+// function that stops it all.
+func Run(rules string, now func() time.Time) (addr string, stop func(), err error) {
+	set, err := rulefile.Parse([]byte(rules))
+	if err != nil {
+		return "", nil, err
+	}
+	compiled, err := ruleset.Compile(set)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := memstore.New(memstore.Config{})
+	if err != nil {
+		return "", nil, err
+	}
+	lim, err := limiter.New(limiter.Config{Store: st, CacheKeys: -1, Now: now, Logger: discard()})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := lim.SetRules(compiled); err != nil {
+		lim.Close()
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		lim.Close()
+		return "", nil, err
+	}
+	s := grpc.NewServer()
+	grpcapi.Register(s, grpcapi.NewService(lim))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Serve(ln) })
+	return ln.Addr().String(), func() { s.Stop(); wg.Wait(); lim.Close() }, nil
+}
