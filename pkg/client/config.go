@@ -76,17 +76,17 @@ func (c Config) Validate() error {
 	var errs []error
 	switch {
 	case len(c.Addrs) == 0 && c.Target == "":
-		errs = append(errs, errors.New("one of Addrs and Target is required"))
+		errs = append(errs, errors.New("need one of Addrs and Target"))
 	case len(c.Addrs) > 0 && c.Target != "":
-		errs = append(errs, errors.New("Addrs and Target are exclusive"))
+		errs = append(errs, errors.New("both Addrs and Target set; they are exclusive"))
 	}
 	for i, a := range c.Addrs {
 		if a == "" {
-			errs = append(errs, fmt.Errorf("Addrs[%d] is empty", i))
+			errs = append(errs, fmt.Errorf("empty address: Addrs[%d] is empty", i))
 		}
 	}
 	if c.Timeout < 0 || c.Linger < 0 || c.KeepaliveTimeout < 0 || c.ReconnectMax < 0 {
-		errs = append(errs, errors.New("Timeout, Linger, KeepaliveTimeout and ReconnectMax must not be negative"))
+		errs = append(errs, errors.New("negative duration: Timeout, Linger, KeepaliveTimeout and ReconnectMax must not be negative"))
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > limiter.MaxItems {
 		errs = append(errs, fmt.Errorf("MaxBatch %d outside [0, %d]", c.MaxBatch, limiter.MaxItems))
