@@ -29,20 +29,6 @@ type Checker interface {
 	Check(ctx context.Context, req limiter.Request) (limiter.Response, error)
 }
 
-// OnError says what happens to a call the checker could not decide (no
-// rules loaded, an unknown domain, a remote checker out of reach and
-// failing by its policy). Calls that are themselves bad — metadata too
-// large to be an attribute — are answered INVALID_ARGUMENT whatever this
-// says.
-type OnError int
-
-const (
-	// Allow lets the call through, logged (the default).
-	Allow OnError = iota
-	// Reject answers UNAVAILABLE.
-	Reject
-)
-
 // Attribute names the interceptors set themselves.
 const (
 	// AttrPath is the call's full method, "/package.Service/Method".
@@ -64,8 +50,13 @@ type Config struct {
 	// Skip, if not nil, exempts the calls whose full method it returns
 	// true for (health checks, reflection).
 	Skip func(fullMethod string) bool
-	// OnError: Allow (default) or Reject.
-	OnError OnError
+	// OnError says what happens to a call the checker could not decide
+	// (no rules loaded, an unknown domain, a remote checker out of reach
+	// and failing by its policy): httplimit.Allow (the default: let
+	// through, logged) or httplimit.Reject (answered UNAVAILABLE). Calls
+	// that are themselves bad — metadata too large to be an attribute —
+	// are answered INVALID_ARGUMENT whatever it says.
+	OnError httplimit.OnError
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for relative fields; use the checker's. Default
@@ -87,7 +78,7 @@ func New(cfg Config) (*Interceptors, error) {
 	if cfg.Checker == nil {
 		return nil, errors.New("grpclimit: Config.Checker is required")
 	}
-	if cfg.OnError != Allow && cfg.OnError != Reject {
+	if cfg.OnError != httplimit.Allow && cfg.OnError != httplimit.Reject {
 		return nil, fmt.Errorf("grpclimit: unknown OnError %d", cfg.OnError)
 	}
 	if len(cfg.Metadata) > limiter.MaxAttributes-2 {
@@ -162,7 +153,7 @@ func (in *Interceptors) check(ctx context.Context, fullMethod string) (metadata.
 	}
 	if err != nil {
 		in.cfg.Logger.Warn("rate limit check failed", "err", err, "method", fullMethod, "on_error", in.cfg.OnError.String())
-		if in.cfg.OnError == Allow {
+		if in.cfg.OnError == httplimit.Allow {
 			return nil, nil
 		}
 		return nil, status.Error(codes.Unavailable, "rate limit check failed")
@@ -251,12 +242,4 @@ func peerIP(ctx context.Context) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
-}
-
-// String names the policy.
-func (o OnError) String() string {
-	if o == Reject {
-		return "reject"
-	}
-	return "allow"
 }

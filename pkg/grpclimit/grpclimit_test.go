@@ -24,6 +24,7 @@ import (
 	"github.com/weirhq/weir/internal/testkit/limitertest"
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/grpclimit"
+	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -200,8 +201,8 @@ func TestOnErrorAndSkip(t *testing.T) {
 		want codes.Code
 	}{
 		{"allow", grpclimit.Config{Checker: failing{}, Logger: quiet}, codes.OK},
-		{"reject", grpclimit.Config{Checker: failing{}, OnError: grpclimit.Reject, Logger: quiet}, codes.Unavailable},
-		{"skipped", grpclimit.Config{Checker: failing{}, OnError: grpclimit.Reject, Logger: quiet, Skip: func(m string) bool { return strings.HasPrefix(m, "/grpc.health.v1.") }}, codes.OK},
+		{"reject", grpclimit.Config{Checker: failing{}, OnError: httplimit.Reject, Logger: quiet}, codes.Unavailable},
+		{"skipped", grpclimit.Config{Checker: failing{}, OnError: httplimit.Reject, Logger: quiet, Skip: func(m string) bool { return strings.HasPrefix(m, "/grpc.health.v1.") }}, codes.OK},
 		{"metadata too long", grpclimit.Config{Checker: failing{}, Metadata: map[string]string{"x-big": "big"}, Logger: quiet}, codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

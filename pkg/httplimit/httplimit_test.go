@@ -16,11 +16,9 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/testkit/limitertest"
-	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
 const rulesYAML = `
@@ -48,21 +46,7 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 func newLimiter(t testing.TB, rules string) *limiter.Limiter {
 	t.Helper()
-	st, err := memstore.New(memstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := limiter.New(limiter.Config{Store: st, CacheKeys: -1, Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	if rules != "" {
-		if err := l.SetRules(rulesettest.Compile(t, rules)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return l
+	return limitertest.New(t, rules, func() time.Time { return t0 })
 }
 
 // checkers are the checkers the middleware must work alike with: an
