@@ -17,8 +17,8 @@ import (
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
-// Checker decides requests. *limiter.Limiter is one; a client of a remote
-// limiter can be another.
+// Checker decides requests. *limiter.Limiter is one; pkg/client's Client,
+// a client of a remote limiter, is another.
 type Checker interface {
 	Check(ctx context.Context, req limiter.Request) (limiter.Response, error)
 }

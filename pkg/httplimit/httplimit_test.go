@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -14,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/internal/testkit/rulesettest"
+	"github.com/weirhq/weir/internal/testkit/limitertest"
+	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
 const rulesYAML = `
@@ -45,21 +46,51 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 func newLimiter(t testing.TB, rules string) *limiter.Limiter {
 	t.Helper()
-	st, err := memstore.New(memstore.Config{})
+	return limitertest.New(t, rules, func() time.Time { return t0 })
+}
+
+// checkers are the checkers the middleware must work alike with: an
+// in-process limiter, and a client of a remote limiter over weir.v1 (the
+// same rules and clock behind a gRPC server). Each test below runs
+// against both; rules "" loads none.
+var checkers = []struct {
+	name string
+	new  func(t *testing.T, rules string) httplimit.Checker
+	// unreachable returns a checker whose limiter is out of reach.
+	unreachable func(t *testing.T) httplimit.Checker
+}{
+	{
+		name:        "in-process",
+		new:         func(t *testing.T, rules string) httplimit.Checker { return newLimiter(t, rules) },
+		unreachable: func(*testing.T) httplimit.Checker { return failing{} },
+	},
+	{
+		name: "remote",
+		new: func(t *testing.T, rules string) httplimit.Checker {
+			return newClient(t, limitertest.Serve(t, limitertest.New(t, rules, func() time.Time { return t0 })))
+		},
+		unreachable: func(t *testing.T) httplimit.Checker {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			return newClient(t, addr)
+		},
+	},
+}
+
+// newClient returns a client of the limiter at addr that leaves failures
+// to the middleware's OnError.
+func newClient(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := limiter.New(limiter.Config{Store: st, CacheKeys: -1, Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	if rules != "" {
-		if err := l.SetRules(rulesettest.Compile(t, rules)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return l
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // upstream counts the requests it served.
@@ -105,7 +136,12 @@ func run(t *testing.T, h http.Handler, up *upstream, calls []call) {
 }
 
 func TestMiddleware(t *testing.T) {
-	lim := newLimiter(t, rulesYAML)
+	for _, ck := range checkers {
+		t.Run(ck.name, func(t *testing.T) { testMiddleware(t, ck.new(t, rulesYAML)) })
+	}
+}
+
+func testMiddleware(t *testing.T, lim httplimit.Checker) {
 	up := &upstream{}
 	m, err := httplimit.New(httplimit.Config{
 		Checker: lim, Headers: map[string]string{"x-user-id": "user_id"},
@@ -156,6 +192,12 @@ func (failing) Check(context.Context, limiter.Request) (limiter.Response, error)
 }
 
 func TestOnError(t *testing.T) {
+	for _, ck := range checkers {
+		t.Run(ck.name, func(t *testing.T) { testOnError(t, ck.new, ck.unreachable) })
+	}
+}
+
+func testOnError(t *testing.T, newChecker func(*testing.T, string) httplimit.Checker, unreachable func(*testing.T) httplimit.Checker) {
 	for _, tc := range []struct {
 		name     string
 		checker  httplimit.Checker
@@ -164,12 +206,12 @@ func TestOnError(t *testing.T) {
 		wantCode int
 		served   bool
 	}{
-		{"no rules loaded, allow", newLimiter(t, ""), "", httplimit.Allow, 200, true},
-		{"no rules loaded, reject", newLimiter(t, ""), "", httplimit.Reject, 503, false},
-		{"unknown domain, allow", newLimiter(t, rulesYAML), "nope", httplimit.Allow, 200, true},
-		{"unknown domain, reject", newLimiter(t, rulesYAML), "nope", httplimit.Reject, 503, false},
-		{"checker unreachable, allow", failing{}, "", httplimit.Allow, 200, true},
-		{"checker unreachable, reject", failing{}, "", httplimit.Reject, 503, false},
+		{"no rules loaded, allow", newChecker(t, ""), "", httplimit.Allow, 200, true},
+		{"no rules loaded, reject", newChecker(t, ""), "", httplimit.Reject, 503, false},
+		{"unknown domain, allow", newChecker(t, rulesYAML), "nope", httplimit.Allow, 200, true},
+		{"unknown domain, reject", newChecker(t, rulesYAML), "nope", httplimit.Reject, 503, false},
+		{"checker unreachable, allow", unreachable(t), "", httplimit.Allow, 200, true},
+		{"checker unreachable, reject", unreachable(t), "", httplimit.Reject, 503, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := httplimit.New(httplimit.Config{Checker: tc.checker, Domain: tc.domain, OnError: tc.policy, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -210,7 +252,13 @@ func TestNewRefusesBadConfig(t *testing.T) {
 
 // TestRejectionBodyIsJSON decodes the 429 body as a client would.
 func TestRejectionBodyIsJSON(t *testing.T) {
-	m, err := httplimit.New(httplimit.Config{Checker: newLimiter(t, rulesYAML)})
+	for _, ck := range checkers {
+		t.Run(ck.name, func(t *testing.T) { testRejectionBodyIsJSON(t, ck.new(t, rulesYAML)) })
+	}
+}
+
+func testRejectionBodyIsJSON(t *testing.T, checker httplimit.Checker) {
+	m, err := httplimit.New(httplimit.Config{Checker: checker})
 	if err != nil {
 		t.Fatal(err)
 	}

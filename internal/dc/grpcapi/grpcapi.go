@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -99,24 +100,53 @@ var decodedMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalI
 	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 }}
 
+// ErrorDomain is the domain of the google.rpc.ErrorInfo that Status
+// attaches to the errors it maps; its Reason is one of the Reason*
+// constants, so that clients (pkg/client) can tell the limiter's errors
+// apart without reading messages.
+const ErrorDomain = "weir.v1"
+
+// Reasons of the ErrorInfo attached by Status.
+const (
+	ReasonInvalid       = "INVALID_REQUEST"
+	ReasonUnknownDomain = "UNKNOWN_DOMAIN"
+	ReasonUnknownRule   = "UNKNOWN_RULE"
+	ReasonNoRules       = "NO_RULES"
+	ReasonUnavailable   = "STORE_UNAVAILABLE"
+)
+
 // Status maps the limiter's errors to gRPC status errors: invalid input
 // and unknown domains to InvalidArgument, no rules or no store to
 // Unavailable, the caller's cancellation and deadline to theirs, anything
-// else to Internal. Every Weir gRPC service answers with it.
+// else to Internal. The limiter's own errors carry a google.rpc.ErrorInfo
+// (ErrorDomain, a Reason* constant). Every Weir gRPC service answers with
+// it.
 func Status(err error) error {
 	switch {
-	case errors.Is(err, limiter.ErrInvalid), errors.Is(err, limiter.ErrUnknownDomain):
-		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, limiter.ErrUnknownDomain):
+		return withReason(codes.InvalidArgument, err, ReasonUnknownDomain)
+	case errors.Is(err, limiter.ErrInvalid):
+		return withReason(codes.InvalidArgument, err, ReasonInvalid)
 	case errors.Is(err, limiter.ErrUnknownRule):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, limiter.ErrNoRules), errors.Is(err, limiter.ErrUnavailable):
-		return status.Error(codes.Unavailable, err.Error())
+		return withReason(codes.NotFound, err, ReasonUnknownRule)
+	case errors.Is(err, limiter.ErrNoRules):
+		return withReason(codes.Unavailable, err, ReasonNoRules)
+	case errors.Is(err, limiter.ErrUnavailable):
+		return withReason(codes.Unavailable, err, ReasonUnavailable)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
+}
+
+func withReason(code codes.Code, err error, reason string) error {
+	st := status.New(code, err.Error())
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); derr == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // Check implements weirv1.LimiterServer.

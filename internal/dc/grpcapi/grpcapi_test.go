@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -378,6 +379,36 @@ func TestNoRules(t *testing.T) {
 	_, err := client.Check(ctx(t), &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(1, "a", "b")}})
 	if got := status.Code(err); got != codes.Unavailable {
 		t.Errorf("check without rules: got %v, want Unavailable", got)
+	}
+}
+
+// TestErrorReasons checks the ErrorInfo that lets clients tell the
+// limiter's errors apart without reading messages.
+func TestErrorReasons(t *testing.T) {
+	withRules := weirv1.NewLimiterClient(serve(t, rulesYAML))
+	without := weirv1.NewLimiterClient(serve(t, ""))
+	for _, tt := range []struct {
+		name   string
+		client weirv1.LimiterClient
+		req    *weirv1.CheckRequest
+		want   string
+	}{
+		{"invalid", withRules, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(-1, "account", "a")}}, grpcapi.ReasonInvalid},
+		{"unknown domain", withRules, &weirv1.CheckRequest{Domain: "nope", Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonUnknownDomain},
+		{"no rules", without, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonNoRules},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.client.Check(ctx(t), tt.req)
+			var got string
+			for _, d := range status.Convert(err).Details() {
+				if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == grpcapi.ErrorDomain {
+					got = info.GetReason()
+				}
+			}
+			if got != tt.want {
+				t.Errorf("got reason %q (%v), want %q", got, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -43,6 +44,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	mux     *http.ServeMux
+	routes  []string
 }
 
 // New returns the API server for cfg.
@@ -65,21 +67,29 @@ func New(cfg Config) (*Server, error) {
 		s.now = time.Now
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/check", s.check)
-	mux.HandleFunc("POST /shouldAllowRequest", s.shouldAllow)
-	mux.HandleFunc("GET /v1/rate-limits/{rule_id}/{key...}", s.status)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	handle := func(pattern string, h http.HandlerFunc) {
+		mux.Handle(pattern, h)
+		s.routes = append(s.routes, pattern)
+	}
+	handle("POST /v1/check", s.check)
+	handle("POST /shouldAllowRequest", s.shouldAllow)
+	handle("GET /v1/rate-limits/{rule_id}/{key...}", s.status)
+	handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httplimit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
+	handle("GET /readyz", s.ready)
 	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.metrics)
+		handle("GET /metrics", s.metrics.ServeHTTP)
 	}
 	s.mux = mux
 	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
+// Routes returns the patterns the server serves, as http.ServeMux reads
+// them ("POST /v1/check"); docs/openapi/check.yaml must document each.
+func (s *Server) Routes() []string { return slices.Clone(s.routes) }
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // errorBody is every error's JSON.

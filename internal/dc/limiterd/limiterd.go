@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/grpcapi"
@@ -283,8 +284,12 @@ func Run(ctx context.Context, cfg Config) error {
 		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
 		httpLn = tls.NewListener(httpLn, tlsCfg)
 	}
+	// Clients (pkg/client) ping idle connections every 30s to notice a
+	// dead limiter before their next call; grpc-go's default policy
+	// (one ping per 5 minutes, none without calls) would close them.
 	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
-		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))))...)
+		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))...)
 	var proxySrv *http.Server
 	var proxyLn net.Listener
 	if cfg.Proxy.Upstream != "" {

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weirhq/weir/pkg/limiter"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// errAlone tells a caller whose batch was refused as invalid to send its
+// items on their own: one bad item must not fail the others' checks.
+var errAlone = errors.New("client: batch refused; send alone")
+
+// batcher gathers the Checks of each domain that arrive within the linger
+// into one RPC. A batch is sent when its linger ends (by its timer) or
+// when it is full (by the caller that filled it); every send is counted
+// in inflight, which close waits for.
+type batcher struct {
+	c *Client
+
+	mu       sync.Mutex
+	open     map[string]*batch // by domain: the batch taking items
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+// batch is one RPC's worth of items. results and err are written once,
+// before done is closed.
+type batch struct {
+	domain  string
+	items   []*weirv1.CheckItem
+	callers int
+	timer   *time.Timer
+	done    chan struct{}
+	results []*weirv1.ItemResult
+	err     error
+}
+
+func newBatcher(c *Client) *batcher {
+	return &batcher{c: c, open: make(map[string]*batch)}
+}
+
+// check adds items, at most MaxBatch, to the open batch of domain and
+// waits for their results.
+func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.CheckItem) ([]*weirv1.ItemResult, error) {
+	limit := b.c.cfg.MaxBatch
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	bt := b.open[domain]
+	var previous *batch
+	if bt != nil && len(bt.items)+len(items) > limit {
+		// No room: the open batch goes now, and these items start the
+		// next.
+		b.take(bt)
+		previous, bt = bt, nil
+	}
+	if bt == nil {
+		bt = &batch{domain: domain, items: make([]*weirv1.CheckItem, 0, min(limit, 32)), done: make(chan struct{})}
+		b.open[domain] = bt
+		bt.timer = time.AfterFunc(b.c.cfg.Linger, func() { b.expire(bt) })
+	}
+	off := len(bt.items)
+	bt.items = append(bt.items, items...)
+	bt.callers++
+	full := len(bt.items) == limit
+	if full {
+		b.take(bt)
+	}
+	b.mu.Unlock()
+	if previous != nil {
+		go b.flush(previous) // counted in inflight by take
+	}
+	if full {
+		b.flush(bt)
+	}
+	select {
+	case <-bt.done:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if bt.err != nil {
+		if bt.callers > 1 && status.Code(bt.err) == codes.InvalidArgument && !errors.Is(remoteError(bt.err), limiter.ErrUnknownDomain) {
+			return nil, errAlone
+		}
+		return nil, bt.err
+	}
+	return bt.results[off : off+len(items)], nil
+}
+
+// take removes bt from the open batches to be sent, counting the send in
+// inflight. b.mu must be held.
+func (b *batcher) take(bt *batch) {
+	delete(b.open, bt.domain)
+	bt.timer.Stop()
+	b.inflight.Add(1)
+}
+
+// expire sends bt at the end of its linger, unless it was sent already.
+func (b *batcher) expire(bt *batch) {
+	b.mu.Lock()
+	if b.open[bt.domain] != bt {
+		b.mu.Unlock()
+		return
+	}
+	b.take(bt)
+	b.mu.Unlock()
+	b.flush(bt)
+}
+
+// flush sends bt and hands its callers the answer. It runs whatever the
+// callers' contexts (their items are in the request, and those still
+// waiting need the answer), until the client closes.
+func (b *batcher) flush(bt *batch) {
+	defer b.inflight.Done()
+	bt.results, bt.err = b.c.rpc(b.c.base, bt.domain, bt.items)
+	if bt.err != nil && b.c.base.Err() != nil {
+		bt.err = ErrClosed
+	}
+	close(bt.done)
+}
+
+// close fails the open batches with ErrClosed and waits for those in
+// flight.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	open := b.open
+	b.open = nil
+	for _, bt := range open {
+		bt.timer.Stop()
+	}
+	b.mu.Unlock()
+	for _, bt := range open {
+		// A timer that fired already finds bt gone from open and returns.
+		bt.err = ErrClosed
+		close(bt.done)
+	}
+	b.inflight.Wait()
+}

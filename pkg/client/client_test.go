@@ -1,0 +1,540 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weirhq/weir/internal/testkit/limitertest"
+	"github.com/weirhq/weir/pkg/client"
+	"github.com/weirhq/weir/pkg/httplimit"
+	"github.com/weirhq/weir/pkg/limiter"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+var (
+	_ httplimit.Checker = (*client.Client)(nil)
+	_ httplimit.Checker = (*client.Site)(nil)
+)
+
+const rulesYAML = `
+domain: web
+rules:
+  - rule_id: per-user
+    key_type: user_id
+    limit: 2
+    window_seconds: 60
+    algorithm: FixedWindow
+  - rule_id: free-tier
+    conditions: {tier: free}
+    key_type: user_id
+    limit: 1
+    window_seconds: 10
+    algorithm: FixedWindow
+    rejection_message: Upgrade for more.
+    retry_advice: exponential_backoff
+  - rule_id: trial
+    conditions: {trial: "*"}
+    key_type: user_id
+    limit: 1
+    window_seconds: 60
+    shadow: true
+  - rule_id: health
+    path_pattern: /health
+    unlimited: true
+  - rule_id: wide
+    key_type: [a, b, c, d, e]
+    limit: 5
+    window_seconds: 60
+`
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func fixed() time.Time { return t0 }
+
+// counter counts the weir.v1 Check RPCs a server receives and the items
+// in them.
+type counter struct{ rpcs, items atomic.Int64 }
+
+func (c *counter) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if info.FullMethod == "/weir.v1.Limiter/Check" {
+		c.rpcs.Add(1)
+		c.items.Add(int64(len(req.(*weirv1.CheckRequest).GetItems())))
+	}
+	return h(ctx, req)
+}
+
+// serve starts a limiter with rules behind a weir.v1 server that counts
+// RPCs.
+func serve(t *testing.T, rules string) (string, *counter) {
+	t.Helper()
+	n := &counter{}
+	return limitertest.Serve(t, limitertest.New(t, rules, fixed), grpc.UnaryInterceptor(n.interceptor)), n
+}
+
+func newClient(t *testing.T, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func item(kv ...string) limiter.Item {
+	attrs := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		attrs[kv[i]] = kv[i+1]
+	}
+	return limiter.Item{Attributes: attrs}
+}
+
+// describe renders what a response says, as weir.v1 can carry it.
+func describe(resp limiter.Response) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "allowed=%v", resp.Allowed)
+	for i, it := range resp.Items {
+		fmt.Fprintf(&b, "\n item %d allowed=%v decisive=%d", i, it.Allowed, it.Decisive)
+		for _, r := range it.Results {
+			spec := r.Match.Rule.Spec
+			msg := ""
+			if !r.Allowed {
+				msg = spec.RejectionMessage
+			}
+			fmt.Fprintf(&b, "\n  %s key=%q allowed=%v limit=%d remaining=%d reset=%s retry=%v source=%v shadow=%v hits=%d window=%d advice=%s msg=%q",
+				spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining, r.ResetAt.UTC().Format(time.RFC3339Nano), r.RetryAfter,
+				r.Source, r.Shadow(), r.Hits, spec.WindowSeconds, spec.RetryAdvice, msg)
+		}
+	}
+	return b.String()
+}
+
+// TestCheckAnswersAsTheLimiter runs the same requests through the client,
+// against a remote limiter, and through an in-process limiter with the
+// same rules and clock: the answers must say the same.
+func TestCheckAnswersAsTheLimiter(t *testing.T) {
+	for _, linger := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("linger=%v", linger), func(t *testing.T) {
+			local := limitertest.New(t, rulesYAML, fixed)
+			addr, _ := serve(t, rulesYAML)
+			c := newClient(t, client.Config{Addrs: []string{addr}, Linger: linger, Timeout: 5 * time.Second})
+			long := strings.Repeat("v", 1000)
+			for i, req := range []limiter.Request{
+				{Items: []limiter.Item{item("user_id", "alice")}},
+				{Items: []limiter.Item{item("user_id", "alice"), item("user_id", "bob")}},
+				{Items: []limiter.Item{item("user_id", "alice")}},
+				{Domain: "web", Items: []limiter.Item{item("user_id", "carol", "tier", "free")}},
+				{Items: []limiter.Item{{Attributes: map[string]string{"user_id": "carol", "tier": "free"}, Hits: 3}}},
+				{Items: []limiter.Item{item("user_id", "dave", "trial", "yes"), item("user_id", "dave", "trial", "yes")}},
+				{Items: []limiter.Item{item("path", "/health"), item("other", "x")}},
+				{Items: []limiter.Item{item("a", long, "b", long, "c", "1", "d", "2", "e", "3")}},
+			} {
+				want, err := local.Check(ctx(t), req)
+				if err != nil {
+					t.Fatalf("request %d: in-process: %v", i, err)
+				}
+				got, err := c.Check(ctx(t), req)
+				if err != nil {
+					t.Fatalf("request %d: client: %v", i, err)
+				}
+				if g, w := describe(got), describe(want); g != w {
+					t.Errorf("request %d:\ngot  %s\nwant %s", i, g, w)
+				}
+			}
+			if s := c.Stats(); s.Checks != 8 || s.Items != 11 || s.RPCs != 8 || s.RPCErrors != 0 {
+				t.Errorf("stats: got %+v, want 8 checks, 11 items, 8 RPCs, no errors", s)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	noRules, _ := serve(t, "")
+	c := newClient(t, client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second})
+	bare := newClient(t, client.Config{Addrs: []string{noRules}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
+	huge := strings.Repeat("v", limiter.MaxValueLen)
+	for _, tc := range []struct {
+		name     string
+		c        *client.Client
+		req      limiter.Request
+		want     []error
+		wantRPCs int64
+	}{
+		{"no items", c, limiter.Request{}, []error{limiter.ErrInvalid}, 0},
+		{"negative hits", c, limiter.Request{Items: []limiter.Item{{Hits: -1}}}, []error{limiter.ErrInvalid}, 0},
+		{"value too long", c, limiter.Request{Items: []limiter.Item{item("user_id", huge+"x")}}, []error{limiter.ErrInvalid}, 0},
+		{"exact", c, limiter.Request{Items: []limiter.Item{{Exact: true}}}, []error{limiter.ErrInvalid}, 0},
+		{"key too long, found by the server", c, limiter.Request{Items: []limiter.Item{item("a", huge, "b", huge, "c", huge, "d", huge, "e", huge)}}, []error{limiter.ErrInvalid}, 1},
+		{"unknown domain", c, limiter.Request{Domain: "nope", Items: []limiter.Item{item("user_id", "a")}}, []error{limiter.ErrUnknownDomain}, 1},
+		{"no rules, policy fail", bare, limiter.Request{Items: []limiter.Item{item("user_id", "a")}}, []error{client.ErrUnavailable, limiter.ErrNoRules}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.rpcs.Load()
+			_, err := tc.c.Check(ctx(t), tc.req)
+			for _, w := range tc.want {
+				if !errors.Is(err, w) {
+					t.Errorf("got %v, want an error matching %v", err, w)
+				}
+			}
+			if got := n.rpcs.Load() - before; got != tc.wantRPCs {
+				t.Errorf("got %d RPCs, want %d", got, tc.wantRPCs)
+			}
+		})
+	}
+	_, err := c.Check(ctx(t), limiter.Request{Domain: "nope", Items: []limiter.Item{item("user_id", "a")}})
+	if st, ok := status.FromError(err); !ok || st.Code() != codes.InvalidArgument {
+		t.Errorf("unknown domain: got status %v, want InvalidArgument carried", st)
+	}
+}
+
+// blackhole returns the address of a weir.v1 server whose Checks never
+// answer (until the caller gives up).
+func blackhole(t *testing.T) string {
+	return limitertest.Serve(t, limitertest.New(t, rulesYAML, fixed), grpc.UnaryInterceptor(
+		func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}))
+}
+
+// refused returns a loopback address nothing listens on.
+func refused(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestFailurePolicies(t *testing.T) {
+	local := limitertest.New(t, `
+domain: web
+rules:
+  - rule_id: conservative
+    key_type: user_id
+    limit: 1
+    window_seconds: 60
+`, fixed)
+	noRules, _ := serve(t, "")
+	targets := []struct{ name, addr string }{
+		{"unreachable", refused(t)},
+		{"too slow", blackhole(t)},
+		{"unavailable (no rules)", noRules},
+	}
+	for _, target := range targets {
+		for _, tc := range []struct {
+			policy client.Policy
+			check  func(t *testing.T, first, second limiter.Response, err error)
+		}{
+			{client.Policy{}, func(t *testing.T, first, second limiter.Response, err error) {
+				if err != nil || !first.Allowed || first.Items[0].Decisive != -1 || !second.Allowed {
+					t.Errorf("allow: got %s, %v; want allowed, no rule", describe(first), err)
+				}
+			}},
+			{client.Policy{OnFailure: client.Reject, RetryAfter: 3 * time.Second}, func(t *testing.T, first, _ limiter.Response, err error) {
+				if err != nil || first.Allowed || len(first.Items[0].Results) != 1 {
+					t.Fatalf("reject: got %s, %v; want rejected", describe(first), err)
+				}
+				r := first.Items[0].Results[0]
+				if r.Match.Rule.Spec.ID != client.UnavailableRuleID || r.RetryAfter != 3*time.Second || r.Source != limiter.SourceFailureClosed {
+					t.Errorf("reject: got %s, want rule %s, retry 3s, source failure_closed", describe(first), client.UnavailableRuleID)
+				}
+			}},
+			{client.Policy{OnFailure: client.Local, Local: local}, func(t *testing.T, first, second limiter.Response, err error) {
+				if err != nil || !first.Allowed || second.Allowed || first.Items[0].Results[0].Match.Rule.Spec.ID != "conservative" {
+					t.Errorf("local: got %s then %s, %v; want the local limiter's allow then reject", describe(first), describe(second), err)
+				}
+			}},
+			{client.Policy{OnFailure: client.Fail}, func(t *testing.T, _, _ limiter.Response, err error) {
+				if !errors.Is(err, client.ErrUnavailable) {
+					t.Errorf("fail: got %v, want ErrUnavailable", err)
+				}
+			}},
+		} {
+			t.Run(target.name+"/"+tc.policy.OnFailure.String(), func(t *testing.T) {
+				c := newClient(t, client.Config{Addrs: []string{target.addr}, Timeout: 30 * time.Millisecond})
+				site, err := c.Site(tc.policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				user := target.name + tc.policy.OnFailure.String()
+				req := limiter.Request{Items: []limiter.Item{item("user_id", user)}}
+				first, err := site.Check(ctx(t), req)
+				second, err2 := site.Check(ctx(t), req)
+				tc.check(t, first, second, errors.Join(err, err2))
+				if got := c.Stats().Fallbacks[tc.policy.OnFailure]; got != 2 {
+					t.Errorf("fallbacks %s: got %d, want 2", tc.policy.OnFailure, got)
+				}
+			})
+		}
+	}
+}
+
+// TestCallerDeadline: a caller whose own context ends gets its error, not
+// the policy.
+func TestCallerDeadline(t *testing.T) {
+	for _, linger := range []time.Duration{0, time.Millisecond} {
+		c := newClient(t, client.Config{Addrs: []string{blackhole(t)}, Timeout: time.Minute, Linger: linger})
+		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := c.Check(cctx, limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("linger %v: got %v, want the caller's deadline", linger, err)
+		}
+		if s := c.Stats(); s.Fallbacks[client.Allow] != 0 {
+			t.Errorf("linger %v: got %d fallbacks, want none", linger, s.Fallbacks[client.Allow])
+		}
+	}
+}
+
+// TestSplit: a request of more items than an RPC may carry is split, and
+// its results come back in order.
+func TestSplit(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	for _, tc := range []struct {
+		name     string
+		maxBatch int
+		items    int
+		wantRPCs int64
+	}{
+		{"default, 600 items", 0, 600, 3},
+		{"max batch 10, 25 items", 10, 25, 3},
+		{"exactly one batch", 10, 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, client.Config{Addrs: []string{addr}, MaxBatch: tc.maxBatch, Timeout: 5 * time.Second})
+			req := limiter.Request{}
+			for i := range tc.items {
+				req.Items = append(req.Items, item("user_id", fmt.Sprintf("%s-%d", tc.name, i)))
+			}
+			before := n.rpcs.Load()
+			resp, err := c.Check(ctx(t), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.rpcs.Load() - before; got != tc.wantRPCs {
+				t.Errorf("got %d RPCs, want %d", got, tc.wantRPCs)
+			}
+			for i, it := range resp.Items {
+				if want := fmt.Sprintf("%s-%d", tc.name, i); len(it.Results) != 1 || it.Results[0].Match.Key != want {
+					t.Fatalf("item %d: got %s, want key %s", i, describe(resp), want)
+				}
+			}
+		})
+	}
+}
+
+// TestBatching: concurrent checks within the linger share RPCs, and each
+// gets its own items' results.
+func TestBatching(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, MaxBatch: 64, Timeout: 5 * time.Second})
+	const callers = 100
+	errs := checkConcurrently(t, c, callers, -1)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	// 200 items in batches of at most 64: 4 RPCs when every caller comes
+	// within one linger; a few more when the linger ends first.
+	if got := n.rpcs.Load(); got < 4 || got > 10 {
+		t.Errorf("got %d RPCs for %d checks of 2 items, want 4 to 10", got, callers)
+	}
+	if got := n.items.Load(); got != 2*callers {
+		t.Errorf("got %d items sent, want %d", got, 2*callers)
+	}
+	if s := c.Stats(); s.Checks != callers || s.RPCs != uint64(n.rpcs.Load()) {
+		t.Errorf("stats: got %+v, want %d checks and %d RPCs", s, callers, n.rpcs.Load())
+	}
+}
+
+// TestBatchWithABadItem: an item only the server finds invalid fails its
+// own check, not those it shared a batch with.
+func TestBatchWithABadItem(t *testing.T) {
+	addr, _ := serve(t, rulesYAML)
+	c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, Timeout: 5 * time.Second})
+	if err := errors.Join(checkConcurrently(t, c, 10, 7)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkConcurrently has callers check two items each of their own key at
+// once (caller bad with a key too long) and returns what went wrong.
+func checkConcurrently(t *testing.T, c *client.Client, callers, bad int) []error {
+	huge := strings.Repeat("v", limiter.MaxValueLen)
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			req := limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint(i)), item("user_id", fmt.Sprint(i))}}
+			if i == bad { // a key too long: refused by the server alone
+				req.Items[1] = item("a", huge, "b", huge, "c", huge, "d", huge, "e", huge)
+			}
+			resp, err := c.Check(ctx(t), req)
+			switch {
+			case i == bad && !errors.Is(err, limiter.ErrInvalid):
+				errs[i] = fmt.Errorf("caller %d: got %v, want ErrInvalid", i, err)
+			case i == bad:
+			case err != nil:
+				errs[i] = fmt.Errorf("caller %d: %w", i, err)
+			case len(resp.Items) != 2 || resp.Items[0].Results[0].Match.Key != fmt.Sprint(i) || resp.Items[1].Results[0].Remaining != 0:
+				errs[i] = fmt.Errorf("caller %d: got %s, want its own two items", i, describe(resp))
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+func TestRoundRobin(t *testing.T) {
+	a, na := serve(t, rulesYAML)
+	b, nb := serve(t, rulesYAML)
+	c := newClient(t, client.Config{Addrs: []string{a, b}, Timeout: 5 * time.Second})
+	check := func(i int) {
+		t.Helper()
+		if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint(i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until both connections are up, calls go to the one that is.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; na.rpcs.Load() == 0 || nb.rpcs.Load() == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d and %d RPCs after 10s, want both limiters used", na.rpcs.Load(), nb.rpcs.Load())
+		}
+		check(i)
+	}
+	ba, bb := na.rpcs.Load(), nb.rpcs.Load()
+	for i := range 40 {
+		check(i)
+	}
+	if da, db := na.rpcs.Load()-ba, nb.rpcs.Load()-bb; da < 18 || db < 18 {
+		t.Errorf("got %d and %d of 40 RPCs, want them alternate", da, db)
+	}
+	// A limiter that is down is skipped: no check takes the policy.
+	d := newClient(t, client.Config{Addrs: []string{refused(t), a}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
+	for i := range 20 {
+		if _, err := d.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint(i))}}); err != nil {
+			t.Fatalf("check %d with one limiter down: %v", i, err)
+		}
+	}
+}
+
+func TestTarget(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	c := newClient(t, client.Config{Target: "dns:///" + addr, Timeout: 5 * time.Second})
+	if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n.rpcs.Load() != 1 {
+		t.Errorf("got %d RPCs, want 1", n.rpcs.Load())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  client.Config
+		want string // "" for valid
+	}{
+		{"addrs", client.Config{Addrs: []string{"a:1"}}, ""},
+		{"target", client.Config{Target: "dns:///a:1"}, ""},
+		{"neither", client.Config{}, "one of Addrs and Target"},
+		{"both", client.Config{Addrs: []string{"a:1"}, Target: "dns:///a:1"}, "exclusive"},
+		{"empty addr", client.Config{Addrs: []string{""}}, "Addrs[0] is empty"},
+		{"negative timeout", client.Config{Addrs: []string{"a:1"}, Timeout: -1}, "must not be negative"},
+		{"batch too large", client.Config{Addrs: []string{"a:1"}, MaxBatch: limiter.MaxItems + 1}, "MaxBatch"},
+		{"local without limiter", client.Config{Addrs: []string{"a:1"}, Policy: client.Policy{OnFailure: client.Local}}, "needs Policy.Local"},
+		{"unknown action", client.Config{Addrs: []string{"a:1"}, Policy: client.Policy{OnFailure: 9}}, "unknown failure action"},
+	} {
+		err := tc.cfg.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestCollector(t *testing.T) {
+	c := newClient(t, client.Config{Addrs: []string{refused(t)}, Timeout: 20 * time.Millisecond})
+	for range 3 {
+		if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c.Collector(prometheus.Labels{"limiter": "test"})); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "action" {
+					name += "/" + l.GetValue()
+				}
+			}
+			got[name] = m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{
+		"weir_client_checks_total": 3, "weir_client_rpcs_total": 3, "weir_client_rpc_errors_total": 3,
+		"weir_client_fallbacks_total/allow": 3, "weir_client_fallbacks_total/reject": 0,
+	} {
+		if got[name] != want {
+			t.Errorf("%s: got %v, want %v", name, got[name], want)
+		}
+	}
+}
+
+func TestClose(t *testing.T) {
+	c, err := client.New(client.Config{Addrs: []string{blackhole(t)}, Linger: time.Hour, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
+		errc <- err
+	}()
+	// Wait until the check is in its batch.
+	for c.Stats().Checks == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, client.ErrClosed) {
+		t.Errorf("check waiting in a batch: got %v, want ErrClosed", err)
+	}
+	if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("check after Close: got %v, want ErrClosed", err)
+	}
+}
