@@ -30,6 +30,11 @@ rules:
     limit: 1
     window_seconds: 60
     algorithm: FixedWindow
+    overrides:
+      - key: banned
+        action: deny
+      - key: vip
+        action: allow
   - rule_id: seed
     key_type: client_id
     limit: 1
@@ -89,6 +94,9 @@ func TestOpenAPI(t *testing.T) {
 	calls := []call{
 		{"check allowed", srv, "POST", "/v1/check", "application/json", `{"attributes":{"user_id":"u1"}}`, false, 200},
 		{"check rejected", srv, "POST", "/v1/check", "application/json", `{"attributes":{"user_id":"u1"},"hits":1}`, false, 429},
+		{"check denied", srv, "POST", "/v1/check", "application/json", `{"attributes":{"user_id":"banned"}}`, false, 403},
+		{"check, allow override", srv, "POST", "/v1/check", "application/json", `{"attributes":{"user_id":"vip"}}`, false, 200},
+		{"status, deny override", srv, "GET", "/v1/rate-limits/per-user/banned", "", "", false, 200},
 		{"check, no rule", srv, "POST", "/v1/check", "application/json", `{"descriptors":[{"key":"other","value":"x"}]}`, false, 200},
 		{"check, unknown domain", srv, "POST", "/v1/check", "application/json", `{"domain":"nope","attributes":{"user_id":"u1"}}`, false, 400},
 		{"check, unknown field", srv, "POST", "/v1/check", "application/json", `{"user":"u1"}`, true, 400},
