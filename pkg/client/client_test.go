@@ -119,8 +119,13 @@ func describe(resp limiter.Response) string {
 			if !r.Allowed {
 				msg = spec.RejectionMessage
 			}
+			// A result without a limit has no reset: weir.v1 leaves it out.
+			reset := "-"
+			if r.Limited() {
+				reset = r.ResetAt.UTC().Format(time.RFC3339Nano)
+			}
 			fmt.Fprintf(&b, "\n  %s key=%q allowed=%v limit=%d remaining=%d reset=%s retry=%v source=%v shadow=%v hits=%d window=%d advice=%s msg=%q",
-				spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining, r.ResetAt.UTC().Format(time.RFC3339Nano), r.RetryAfter,
+				spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining, reset, r.RetryAfter,
 				r.Source, r.Shadow(), r.Hits, spec.WindowSeconds, spec.RetryAdvice, msg)
 		}
 	}
