@@ -42,8 +42,11 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, etcd: etcdtest.Start(t), broker: kafkatest.Start(t, usagetopic.Name)}
 	h.cli = h.etcd.Client(t)
-	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: usagetopic.Name, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
-	t.Cleanup(func() { h.w.Close() })
+	// A transport of its own, closed with the writer: kafka-go's default
+	// one keeps its connections (and their goroutines) for the process.
+	tr := &kafka.Transport{}
+	h.w = &kafka.Writer{Addr: kafka.TCP(h.broker.Addr()), Topic: usagetopic.Name, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne, Transport: tr}
+	t.Cleanup(func() { h.w.Close(); tr.CloseIdleConnections() })
 	return h
 }
 
