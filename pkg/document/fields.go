@@ -48,11 +48,12 @@ func NotOneOf(rep Reporter, path, s string, values ...string) {
 	for i, v := range values {
 		q[i] = strconv.Quote(v)
 	}
-	rep.Fail(path, "%q is not valid (want %s)", s, orList(q))
+	rep.Fail(path, "%q is not valid (want %s)", s, OrList(q))
 }
 
-// orList joins words as "a, b or c".
-func orList(words []string) string {
+// OrList joins words as "a, b or c", as the messages of this package
+// list what they want.
+func OrList(words []string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
@@ -261,7 +262,7 @@ func (o *Obj) Required(names ...string) {
 func (o *Obj) Done() {
 	hint := ""
 	if len(o.asked) > 0 && len(o.asked) <= maxListedFields {
-		hint = " (want " + orList(o.asked) + ")"
+		hint = " (want " + OrList(o.asked) + ")"
 	}
 	for i, f := range o.n.Fields {
 		if !o.used[i] {
