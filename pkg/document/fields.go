@@ -94,10 +94,10 @@ func AsInt(rep Reporter, path string, n *Node) (int64, bool) {
 	switch {
 	case err == nil && x == math.Trunc(x) && math.Abs(x) <= 1<<53:
 		return int64(x), true
-	case err == nil && x != math.Trunc(x), !isRange(err):
-		Mismatch(rep, path, "an integer", n)
-	default:
+	case err == nil && x == math.Trunc(x), isRange(err):
 		rep.Fail(path, msgRange, n.Text)
+	default: // a fraction, or YAML's .inf and .nan
+		Mismatch(rep, path, "an integer", n)
 	}
 	return 0, false
 }
@@ -247,10 +247,10 @@ func (o *Obj) Ignore(name string) {
 }
 
 // Required reports "required" at each of the named fields that is absent
-// or null.
+// or null, and marks them known.
 func (o *Obj) Required(names ...string) {
 	for _, name := range names {
-		if v, ok := o.n.Get(name); !ok || v.Kind == Null {
+		if v, ok := o.Lookup(name); !ok || v.Kind == Null {
 			o.rep.Fail(o.FieldPath(name), msgRequired)
 		}
 	}

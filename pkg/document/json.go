@@ -24,10 +24,11 @@ func ParseJSON(data []byte, lim Limits) (*Node, error) {
 	p.dec.UseNumber()
 	n, err := p.value(0)
 	if err == nil {
+		end := p.start()
 		if _, err = p.dec.Token(); err == io.EOF {
 			return n, nil
 		} else if err == nil {
-			return nil, p.errorAt(p.dec.InputOffset(), "data after the end of the document")
+			return nil, p.errorAt(int64(end), "data after the end of the document")
 		}
 	}
 	var de *Error
