@@ -1,24 +1,17 @@
 package rule
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/fielderr"
 )
 
-// maxDepth bounds the nesting of a document. Rule files nest six deep;
-// anything far deeper is hostile.
-const maxDepth = 64
+// Limits are the limits of a rule document: at most MaxDocumentSize
+// bytes, nested at most document.DefaultMaxDepth deep.
+var Limits = document.Limits{MaxSize: MaxDocumentSize}
 
 // ParseRule reads one rule from a JSON document such as
 //
@@ -28,16 +21,23 @@ const maxDepth = 64
 //
 // fills in the defaults of absent fields and validates the rule. A document
 // that is not well-formed JSON gives an error wrapping ErrSyntax; one
-// larger than MaxDocumentSize, ErrTooLarge. Any other problem gives a
-// *ValidationError that lists every problem: unknown or duplicate fields,
-// values of the wrong type or out of range, missing fields, and everything
-// Rule.Validate checks. On error the returned rule is the zero Rule.
+// larger than MaxDocumentSize or nested too deeply, ErrTooLarge. Any other
+// problem gives a *ValidationError that lists every problem: unknown or
+// repeated fields, values of the wrong type or out of range, missing
+// fields, and everything Rule.Validate checks. On error the returned rule
+// is the zero Rule.
 func ParseRule(data []byte) (Rule, error) {
-	tree, err := parseJSON(data)
+	tree, err := document.ParseJSON(data, Limits)
 	if err != nil {
-		return Rule{}, err
+		return Rule{}, document.Wrap(err, ErrSyntax, ErrTooLarge)
 	}
-	var rep report
+	return DecodeRule(tree)
+}
+
+// DecodeRule reads one rule from a parsed document (package yamldoc
+// parses YAML into one), as ParseRule reads it from JSON.
+func DecodeRule(tree *document.Node) (Rule, error) {
+	var rep Report
 	r := decodeRule(&rep, "", tree)
 	r.validate(&rep, "")
 	sortRuleErrors(&rep, 0, "")
@@ -53,11 +53,17 @@ func ParseRule(data []byte) (Rule, error) {
 // top of the document ("rules[3].limit"), and include everything
 // Set.Validate checks.
 func ParseSet(data []byte) (Set, error) {
-	tree, err := parseJSON(data)
+	tree, err := document.ParseJSON(data, Limits)
 	if err != nil {
-		return Set{}, err
+		return Set{}, document.Wrap(err, ErrSyntax, ErrTooLarge)
 	}
-	var rep report
+	return DecodeSet(tree)
+}
+
+// DecodeSet reads a rule file from a parsed document, as ParseSet reads
+// it from JSON.
+func DecodeSet(tree *document.Node) (Set, error) {
+	var rep Report
 	s := decodeSet(&rep, tree)
 	if err := rep.Err(); err != nil {
 		return Set{}, err
@@ -65,354 +71,17 @@ func ParseSet(data []byte) (Set, error) {
 	return s, nil
 }
 
-// object is a JSON object that remembers the order of its fields and the
-// names that appeared more than once.
-type object struct {
-	keys  []string
-	vals  []any
-	index map[string]int
-	dups  []string
-}
-
-// parseJSON reads data into a tree of *object, []any, string, json.Number,
-// bool and nil.
-func parseJSON(data []byte) (any, error) {
-	if len(data) > MaxDocumentSize {
-		return nil, fmt.Errorf("%w: %d bytes; at most %d", ErrTooLarge, len(data), MaxDocumentSize)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := readValue(dec, 0)
-	if err == nil {
-		if _, err = dec.Token(); err == io.EOF {
-			return v, nil
-		} else if err == nil {
-			return nil, fmt.Errorf("%w: %s: data after the end of the document", ErrSyntax, position(data, dec.InputOffset()))
-		}
-	}
-	if errors.Is(err, ErrTooLarge) {
-		return nil, err
-	}
-	var se *json.SyntaxError
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, fmt.Errorf("%w: empty document", ErrSyntax)
-		}
-		return nil, fmt.Errorf("%w: unexpected end of document", ErrSyntax)
-	case errors.As(err, &se):
-		// se.Offset is not always relative to the document; the input
-		// offset is, and points at the token that could not be read.
-		return nil, fmt.Errorf("%w: %s: %s", ErrSyntax, position(data, dec.InputOffset()), se.Error())
-	}
-	return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
-}
-
-// readValue reads one JSON value from dec.
-func readValue(dec *json.Decoder, depth int) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil // string, json.Number, bool or nil
-	}
-	if depth >= maxDepth {
-		return nil, fmt.Errorf("%w: nested deeper than %d", ErrTooLarge, maxDepth)
-	}
-	if delim == '[' {
-		list := []any{}
-		for dec.More() {
-			v, err := readValue(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, v)
-		}
-		_, err := dec.Token() // ']'
-		return list, err
-	}
-	o := &object{index: make(map[string]int)}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		k := tok.(string) // the decoder allows only strings here
-		v, err := readValue(dec, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := o.index[k]; dup {
-			o.dups = append(o.dups, k)
-			continue
-		}
-		o.index[k] = len(o.keys)
-		o.keys = append(o.keys, k)
-		o.vals = append(o.vals, v)
-	}
-	_, err = dec.Token() // '}'
-	return o, err
-}
-
-// position returns "line L, column C" for a byte offset into data.
-func position(data []byte, off int64) string {
-	off = min(max(off, 0), int64(len(data)))
-	before := data[:off]
-	line := bytes.Count(before, []byte{'\n'}) + 1
-	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return fmt.Sprintf("line %d, column %d", line, col)
-}
-
-// fields reads the fields of one JSON object, recording problems with their
-// paths; done reports the fields nobody asked for.
-type fields struct {
-	rep  *report
-	path string
-	o    *object
-	used []bool
-}
-
-// newFields returns a reader for v, the value at path, or nil (after
-// reporting it) if v is not an object.
-func newFields(rep *report, path string, v any) *fields {
-	o, ok := v.(*object)
-	if !ok {
-		rep.Fail(path, "want an object, got %s", describe(v))
-		return nil
-	}
-	reportDups(rep, path, o)
-	return &fields{rep: rep, path: path, o: o, used: make([]bool, len(o.keys))}
-}
-
-func reportDups(rep *report, path string, o *object) {
-	for _, k := range o.dups {
-		rep.Fail(fielderr.Key(path, k), "appears more than once")
-	}
-}
-
-// get returns the value of the named field, or ok false if it is absent or
-// null.
-func (f *fields) get(name string) (v any, ok bool) {
-	i, ok := f.o.index[name]
-	if !ok {
-		return nil, false
-	}
-	f.used[i] = true
-	return f.o.vals[i], f.o.vals[i] != nil
-}
-
-// ignore marks the named field as known without reading it.
-func (f *fields) ignore(name string) { f.get(name) }
-
-// done reports every field that was not read as unknown.
-func (f *fields) done() {
-	for i, k := range f.o.keys {
-		if !f.used[i] {
-			f.rep.Fail(fielderr.Key(f.path, k), "unknown field")
-		}
-	}
-}
-
-// string reads a string field.
-func (f *fields) string(name string) (string, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return "", false
-	}
-	return asString(f.rep, fielderr.Key(f.path, name), v)
-}
-
-// int reads an integer field.
-func (f *fields) int(name string) (int64, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return 0, false
-	}
-	return asInt(f.rep, fielderr.Key(f.path, name), v)
-}
-
-// bool reads a boolean field.
-func (f *fields) bool(name string) (bool, bool) {
-	v, ok := f.get(name)
-	if !ok {
-		return false, false
-	}
-	b, isBool := v.(bool)
-	if !isBool {
-		f.rep.Fail(fielderr.Key(f.path, name), "want true or false, got %s", describe(v))
-	}
-	return b, isBool
-}
-
-// time reads an RFC 3339 time field, in UTC.
-func (f *fields) time(name string) time.Time {
-	s, ok := f.string(name)
-	if !ok {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		f.rep.Fail(fielderr.Key(f.path, name), "%q is not an RFC 3339 time (want e.g. 2023-08-25T10:00:00Z)", s)
-		return time.Time{}
-	}
-	t = t.UTC()
-	if y := t.Year(); y < 0 || y > 9999 {
-		// It could not be written back as RFC 3339.
-		f.rep.Fail(fielderr.Key(f.path, name), "%q is out of range in UTC", s)
-		return time.Time{}
-	}
-	return t
-}
-
-// list reads a list field; path is the field's path.
-func (f *fields) list(name string) (l []any, path string, ok bool) {
-	path = fielderr.Key(f.path, name)
-	v, ok := f.get(name)
-	if !ok {
-		return nil, path, false
-	}
-	l, ok = v.([]any)
-	if !ok {
-		f.rep.Fail(path, "want a list, got %s", describe(v))
-	}
-	return l, path, ok
-}
-
-// strings reads a list of strings; nil if it is absent or empty.
-func (f *fields) strings(name string) []string {
-	l, path, ok := f.list(name)
-	if !ok || len(l) == 0 {
-		return nil
-	}
-	out := make([]string, len(l))
-	for i, v := range l {
-		out[i], _ = asString(f.rep, fielderr.Index(path, i), v)
-	}
-	return out
-}
-
-// stringMap reads an object of strings; nil if it is absent or empty.
-func (f *fields) stringMap(name string) map[string]string {
-	return objectOf(f, name, "strings", func(path string, v any) (string, bool) { return asString(f.rep, path, v) })
-}
-
-// floatMap reads an object of numbers; nil if it is absent or empty.
-func (f *fields) floatMap(name string) map[string]float64 {
-	return objectOf(f, name, "numbers", func(path string, v any) (float64, bool) {
-		n, ok := v.(json.Number)
-		if !ok {
-			f.rep.Fail(path, "want a number, got %s", describe(v))
-			return 0, false
-		}
-		x, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			f.rep.Fail(path, "%s is out of range", n)
-			return 0, false
-		}
-		return x, true
-	})
-}
-
-// objectOf reads the object field name of f whose values conv converts
-// (reporting its own errors); nil if it is absent or empty. Values conv
-// refuses are left out.
-func objectOf[T any](f *fields, name, what string, conv func(path string, v any) (T, bool)) map[string]T {
-	path := fielderr.Key(f.path, name)
-	v, ok := f.get(name)
-	if !ok {
-		return nil
-	}
-	o, ok := v.(*object)
-	if !ok {
-		f.rep.Fail(path, "want an object of %s, got %s", what, describe(v))
-		return nil
-	}
-	reportDups(f.rep, path, o)
-	if len(o.keys) == 0 {
-		return nil
-	}
-	m := make(map[string]T, len(o.keys))
-	for i, k := range o.keys {
-		if x, ok := conv(fielderr.Key(path, k), o.vals[i]); ok {
-			m[k] = x
-		}
-	}
-	return m
-}
-
-func asString(rep *report, path string, v any) (string, bool) {
-	s, ok := v.(string)
-	if ok {
-		return s, true
-	}
-	switch v.(type) {
-	case json.Number, bool:
-		rep.Fail(path, "want a string, got %s (quote it)", describe(v))
-	default:
-		rep.Fail(path, "want a string, got %s", describe(v))
-	}
-	return "", false
-}
-
-// asInt reads an integer. Numbers written with a fraction or an exponent
-// are accepted when their value is a whole number (5.0, 1e3), since YAML
-// and some JSON encoders write whole numbers that way.
-func asInt(rep *report, path string, v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		rep.Fail(path, "want an integer, got %s", describe(v))
-		return 0, false
-	}
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, true
-	}
-	x, err := strconv.ParseFloat(string(n), 64)
-	switch {
-	case err == nil && x == math.Trunc(x) && math.Abs(x) <= 1<<53:
-		return int64(x), true
-	case err == nil && x != math.Trunc(x):
-		rep.Fail(path, "want an integer, got %s", n)
-	default:
-		rep.Fail(path, "%s is out of range", n)
-	}
-	return 0, false
-}
-
-// describe names a JSON value for an error message.
-func describe(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		if len(v) > 40 {
-			return strconv.Quote(v[:37] + "...")
-		}
-		return strconv.Quote(v)
-	case json.Number:
-		return string(v)
-	case bool:
-		return strconv.FormatBool(v)
-	case []any:
-		return "a list"
-	case *object:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // decodeSet decodes and validates a rule file. Each rule is validated as
 // soon as it is decoded, so that its problems are listed together.
-func decodeSet(rep *report, v any) Set {
+func decodeSet(rep *Report, v *document.Node) Set {
 	var s Set
-	f := newFields(rep, "", v)
+	f := document.Open(rep, "", v)
 	if f == nil {
 		return s
 	}
-	s.Domain, _ = f.string("domain")
+	s.Domain, _ = f.String("domain")
 	s.checkDomain(rep)
-	rules, path, ok := f.list("rules")
+	rules, path, ok := f.List("rules")
 	switch {
 	case ok && len(rules) > MaxRules:
 		rep.Fail(path, "%d rules; a set holds at most %d", len(rules), MaxRules)
@@ -431,54 +100,54 @@ func decodeSet(rep *report, v any) Set {
 	case !rep.IsFailed(path):
 		rep.Fail(path, "required (a list of rules, possibly empty)")
 	}
-	f.done()
+	f.Done()
 	return s
 }
 
 // decodeRule decodes one rule and fills in the defaults of absent fields.
 // A field present but unreadable is left zero.
-func decodeRule(rep *report, path string, v any) Rule {
+func decodeRule(rep *Report, path string, v *document.Node) Rule {
 	r := Rule{Enabled: true}
-	f := newFields(rep, path, v)
+	f := document.Open(rep, path, v)
 	if f == nil {
 		return r
 	}
-	r.ID, _ = f.string("rule_id")
-	r.Domain, _ = f.string("domain")
-	r.Description, _ = f.string("description")
-	r.PathPattern, _ = f.string("path_pattern")
-	r.Methods = f.strings("methods")
-	r.Conditions = f.stringMap("conditions")
-	r.KeyType = f.dimensions("key_type")
-	r.Limit, _ = f.int("limit")
-	r.Unlimited, _ = f.bool("unlimited")
-	r.WindowSeconds, _ = f.int("window_seconds")
-	if name, ok := f.string("algorithm"); ok {
+	r.ID, _ = f.String("rule_id")
+	r.Domain, _ = f.String("domain")
+	r.Description, _ = f.String("description")
+	r.PathPattern, _ = f.String("path_pattern")
+	r.Methods = f.Strings("methods")
+	r.Conditions, _ = f.StringMap("conditions")
+	r.KeyType = dimensions(rep, f, "key_type")
+	r.Limit, _ = f.Int("limit")
+	r.Unlimited, _ = f.Bool("unlimited")
+	r.WindowSeconds, _ = f.Int("window_seconds")
+	if name, ok := f.String("algorithm"); ok {
 		a, err := algorithm.Parse(name)
 		if err != nil {
-			rep.Fail(fielderr.Key(path, "algorithm"), "%q is not an algorithm (want one of %s)", name, algorithmNames())
+			document.NotOneOf(rep, f.FieldPath("algorithm"), name, algorithmNames()...)
 		}
 		r.Algorithm = a
-	} else if !rep.IsFailed(fielderr.Key(path, "algorithm")) {
+	} else if !rep.IsFailed(f.FieldPath("algorithm")) {
 		r.Algorithm = algorithm.Default
 	}
-	r.Burst, _ = f.int("burst")
-	r.Scope = Scope(f.enum("scope", string(ScopeGlobal), string(ScopeGlobal), string(ScopeLocal)))
-	r.Shares = f.floatMap("shares")
-	r.Overrides = f.overrides("overrides")
-	r.Shadow, _ = f.bool("shadow")
-	r.FailureMode = FailureMode(f.enum("failure_mode", string(FailLocal), string(FailOpen), string(FailClosed), string(FailLocal)))
-	if b, ok := f.bool("enabled"); ok {
+	r.Burst, _ = f.Int("burst")
+	r.Scope = Scope(f.Enum("scope", string(ScopeGlobal), string(ScopeGlobal), string(ScopeLocal)))
+	r.Shares, _ = f.FloatMap("shares")
+	r.Overrides = overrides(rep, f, "overrides")
+	r.Shadow, _ = f.Bool("shadow")
+	r.FailureMode = FailureMode(f.Enum("failure_mode", string(FailLocal), string(FailOpen), string(FailClosed), string(FailLocal)))
+	if b, ok := f.Bool("enabled"); ok {
 		r.Enabled = b
 	}
-	r.RejectionMessage, _ = f.string("rejection_message")
-	r.RetryAdvice = RetryAdvice(f.enum("retry_advice", string(RetryAfter), string(RetryAfter), string(ExponentialBackoff), string(DailyLimitReached)))
-	r.CreatedAt = f.time("created_at")
-	r.UpdatedAt = f.time("updated_at")
+	r.RejectionMessage, _ = f.String("rejection_message")
+	r.RetryAdvice = RetryAdvice(f.Enum("retry_advice", string(RetryAfter), string(RetryAfter), string(ExponentialBackoff), string(DailyLimitReached)))
+	r.CreatedAt = f.Time("created_at")
+	r.UpdatedAt = f.Time("updated_at")
 	// The seed's MongoDB documents carry their store's "_id"; it means
 	// nothing to Weir.
-	f.ignore("_id")
-	f.done()
+	f.Ignore("_id")
+	f.Done()
 	return r
 }
 
@@ -494,7 +163,7 @@ var ruleFields = [...]string{
 // the from'th on (found partly while decoding, partly while validating), by
 // the field they concern, in the order of ruleFields, then unknown fields;
 // errors about the same field keep their order.
-func sortRuleErrors(rep *report, from int, p string) {
+func sortRuleErrors(rep *Report, from int, p string) {
 	rank := func(path string) int {
 		path = strings.TrimPrefix(path[len(p):], ".")
 		if path == "" {
@@ -511,103 +180,69 @@ func sortRuleErrors(rep *report, from int, p string) {
 	rep.Sort(from, func(a, b FieldError) int { return rank(a.Path) - rank(b.Path) })
 }
 
-// enum reads a string field that must be one of values, or def if absent.
-// A bad value reads as "".
-func (f *fields) enum(name, def string, values ...string) string {
-	s, ok := f.string(name)
-	if !ok {
-		if f.rep.IsFailed(fielderr.Key(f.path, name)) {
-			return ""
-		}
-		return def
-	}
-	for _, v := range values {
-		if s == v {
-			return s
-		}
-	}
-	want := ""
-	for i, v := range values {
-		switch {
-		case i == 0:
-		case i == len(values)-1:
-			want += " or "
-		default:
-			want += ", "
-		}
-		want += strconv.Quote(v)
-	}
-	f.rep.Fail(fielderr.Key(f.path, name), "%q is not valid (want %s)", s, want)
-	return ""
-}
-
 // dimensions reads key_type: a string or a list of strings.
-func (f *fields) dimensions(name string) Dimensions {
-	path := fielderr.Key(f.path, name)
-	v, ok := f.get(name)
+func dimensions(rep *Report, f *document.Obj, name string) Dimensions {
+	v, ok := f.Get(name)
 	if !ok {
 		return nil
 	}
-	switch v := v.(type) {
-	case string:
-		if v == "" {
+	switch v.Kind {
+	case document.String:
+		if v.Text == "" {
 			return nil // as in the seed's schema: no key, one shared counter
 		}
-		return Dimensions{v}
-	case []any:
-		if len(v) == 0 {
+		return Dimensions{v.Text}
+	case document.List:
+		if len(v.Items) == 0 {
 			return nil
 		}
-		d := make(Dimensions, len(v))
-		for i, e := range v {
-			d[i], _ = asString(f.rep, fielderr.Index(path, i), e)
+		d := make(Dimensions, len(v.Items))
+		for i, e := range v.Items {
+			d[i], _ = document.AsString(rep, fielderr.Index(f.FieldPath(name), i), e)
 		}
 		return d
 	}
-	f.rep.Fail(path, "want a dimension name or a list of them, got %s", describe(v))
+	document.Mismatch(rep, f.FieldPath(name), "a dimension name or a list of them", v)
 	return nil
 }
 
 // overrides reads the overrides list.
-func (f *fields) overrides(name string) []Override {
-	l, path, ok := f.list(name)
+func overrides(rep *Report, f *document.Obj, name string) []Override {
+	l, path, ok := f.List(name)
 	if !ok || len(l) == 0 {
 		return nil
 	}
 	if len(l) > MaxOverrides {
-		f.rep.Fail(path, "%d overrides; a rule holds at most %d", len(l), MaxOverrides)
+		rep.Fail(path, "%d overrides; a rule holds at most %d", len(l), MaxOverrides)
 		return nil
 	}
 	out := make([]Override, len(l))
 	for i, v := range l {
-		op := fielderr.Index(path, i)
-		of := newFields(f.rep, op, v)
+		of := document.Open(rep, fielderr.Index(path, i), v)
 		if of == nil {
 			continue
 		}
 		o := &out[i]
-		o.Key, _ = of.string("key")
-		if _, present := of.get("key"); present && o.Key == "" && !f.rep.IsFailed(fielderr.Key(op, "key")) {
-			f.rep.Fail(fielderr.Key(op, "key"), "empty")
+		o.Key, _ = of.String("key")
+		if of.Has("key") && o.Key == "" && !rep.IsFailed(of.FieldPath("key")) {
+			rep.Fail(of.FieldPath("key"), "empty")
 		}
-		o.Match = of.stringMap("match")
-		if mv, present := of.get("match"); present && o.Match == nil && !f.rep.IsFailed(fielderr.Key(op, "match")) {
-			if mo, isObject := mv.(*object); isObject && len(mo.keys) == 0 {
-				f.rep.Fail(fielderr.Key(op, "match"), "empty")
-			}
+		o.Match, _ = of.StringMap("match")
+		if mv, present := of.Get("match"); present && mv.Kind == document.Object && len(mv.Fields) == 0 {
+			rep.Fail(of.FieldPath("match"), "empty")
 		}
-		o.CIDR, _ = of.string("cidr")
-		if _, present := of.get("cidr"); present && o.CIDR == "" && !f.rep.IsFailed(fielderr.Key(op, "cidr")) {
-			f.rep.Fail(fielderr.Key(op, "cidr"), "empty")
+		o.CIDR, _ = of.String("cidr")
+		if of.Has("cidr") && o.CIDR == "" && !rep.IsFailed(of.FieldPath("cidr")) {
+			rep.Fail(of.FieldPath("cidr"), "empty")
 		}
-		o.Limit, _ = of.int("limit")
-		o.Burst, _ = of.int("burst")
+		o.Limit, _ = of.Int("limit")
+		o.Burst, _ = of.Int("burst")
 		def := ""
-		if _, present := of.get("limit"); present {
+		if of.Has("limit") {
 			def = string(ActionLimit)
 		}
-		o.Action = Action(of.enum("action", def, string(ActionLimit), string(ActionAllow), string(ActionDeny)))
-		of.done()
+		o.Action = Action(of.Enum("action", def, string(ActionLimit), string(ActionAllow), string(ActionDeny)))
+		of.Done()
 	}
 	return out
 }

@@ -12,10 +12,12 @@ var (
 	// that was read but breaks the rules of the format.
 	ErrInvalid = errors.New("rule: invalid")
 	// ErrSyntax is wrapped by the errors of documents that are not
-	// well-formed JSON (or, in package rulefile, YAML).
+	// well-formed JSON (or, in package rulefile, YAML), together with
+	// document.ErrSyntax.
 	ErrSyntax = errors.New("rule: malformed document")
 	// ErrTooLarge is wrapped by the errors of documents longer than
-	// MaxDocumentSize or nested too deeply.
+	// MaxDocumentSize or nested too deeply, together with
+	// document.ErrTooLarge.
 	ErrTooLarge = errors.New("rule: document too large")
 	// ErrPathPattern is wrapped by CompilePath's errors.
 	ErrPathPattern = errors.New("rule: invalid path pattern")
@@ -41,5 +43,9 @@ type invalid struct{}
 // Sentinel returns ErrInvalid.
 func (invalid) Sentinel() error { return ErrInvalid }
 
-// report collects the problems of one document; see fielderr.Report.
-type report = fielderr.Report[invalid]
+// Report collects the problems of one rule document, in the manner of
+// fielderr.Report; its Err is nil or a *ValidationError. Readers of other
+// formats that convert to rules (package rulefile's envoyproxy/ratelimit
+// converter) report their problems in one, so that they match ErrInvalid
+// as a rule file's do. The zero Report is empty and ready to use.
+type Report = fielderr.Report[invalid]

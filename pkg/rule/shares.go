@@ -6,7 +6,7 @@ import "math"
 // lower-case letters, digits and '-', starting with a letter or digit. Its
 // error is a *ValidationError.
 func CheckDC(name string) error {
-	var rep report
+	var rep Report
 	checkDC(&rep, "dc", name)
 	return rep.Err()
 }

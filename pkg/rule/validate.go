@@ -33,7 +33,7 @@ var methods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTI
 // nil or a *ValidationError listing every problem, with paths relative to
 // the rule ("limit", "overrides[0].cidr").
 func (r *Rule) Validate() error {
-	var rep report
+	var rep Report
 	r.validate(&rep, "")
 	return rep.Err()
 }
@@ -42,12 +42,12 @@ func (r *Rule) Validate() error {
 // *ValidationError listing every problem, with paths such as
 // "rules[2].limit".
 func (s *Set) Validate() error {
-	var rep report
+	var rep Report
 	s.validate(&rep)
 	return rep.Err()
 }
 
-func (s *Set) validate(rep *report) {
+func (s *Set) validate(rep *Report) {
 	s.checkDomain(rep)
 	if len(s.Rules) > MaxRules {
 		rep.Add("rules", "%d rules; a set holds at most %d", len(s.Rules), MaxRules)
@@ -60,10 +60,10 @@ func (s *Set) validate(rep *report) {
 }
 
 // checkDomain checks the set's domain.
-func (s *Set) checkDomain(rep *report) { checkName(rep, "domain", s.Domain, maxIDLen, true) }
+func (s *Set) checkDomain(rep *Report) { checkName(rep, "domain", s.Domain, maxIDLen, true) }
 
 // checkRule checks the i'th rule, and that its domain is the set's.
-func (s *Set) checkRule(rep *report, i int) {
+func (s *Set) checkRule(rep *Report, i int) {
 	r := &s.Rules[i]
 	p := fielderr.Index("rules", i)
 	r.validate(rep, p)
@@ -73,7 +73,7 @@ func (s *Set) checkRule(rep *report, i int) {
 }
 
 // checkIDs checks that no two rules share an id.
-func (s *Set) checkIDs(rep *report) {
+func (s *Set) checkIDs(rep *Report) {
 	ids := make(map[string]int, len(s.Rules))
 	for i := range s.Rules {
 		id := s.Rules[i].ID
@@ -88,7 +88,7 @@ func (s *Set) checkIDs(rep *report) {
 	}
 }
 
-func (r *Rule) validate(rep *report, p string) {
+func (r *Rule) validate(rep *Report, p string) {
 	checkName(rep, fielderr.Field(p, "rule_id"), r.ID, maxIDLen, true)
 	if r.Domain != "" {
 		checkName(rep, fielderr.Field(p, "domain"), r.Domain, maxIDLen, true)
@@ -139,7 +139,7 @@ func (r *Rule) validate(rep *report, p string) {
 	// The limit.
 	algoOK := r.Algorithm.Valid()
 	if !algoOK {
-		rep.Add(fielderr.Field(p, "algorithm"), "required (want one of %s)", algorithmNames())
+		rep.Add(fielderr.Field(p, "algorithm"), "required (want one of %s)", strings.Join(algorithmNames(), ", "))
 	}
 	unlimitedOK := !rep.IsFailed(fielderr.Field(p, "unlimited"))
 	limitOK := false
@@ -238,7 +238,7 @@ func (r *Rule) validate(rep *report, p string) {
 // checkLimit checks a limit (the rule's or an override's) of a limited
 // rule at path lp and reports whether it is usable. required is false when
 // a missing limit must not be reported (decoding "unlimited" failed).
-func (r *Rule) checkLimit(rep *report, lp string, limit int64, required bool) bool {
+func (r *Rule) checkLimit(rep *Report, lp string, limit int64, required bool) bool {
 	switch {
 	case limit == 0:
 		if required {
@@ -256,7 +256,7 @@ func (r *Rule) checkLimit(rep *report, lp string, limit int64, required bool) bo
 }
 
 // checkBurst checks a non-zero burst at path bp, on its own.
-func (r *Rule) checkBurst(rep *report, bp string, burst int64, algoOK bool) {
+func (r *Rule) checkBurst(rep *Report, bp string, burst int64, algoOK bool) {
 	switch {
 	case r.Unlimited:
 		rep.Add(bp, "must be absent when unlimited is true")
@@ -271,7 +271,7 @@ func (r *Rule) checkBurst(rep *report, bp string, burst int64, algoOK bool) {
 // limit and window with the burst can break: that the bucket arithmetic
 // stays exact. The bound itself is algorithm.Params.Validate's. lp and bp
 // are the paths of the limit and the burst.
-func (r *Rule) checkParams(rep *report, lp, bp string, limit, burst int64) {
+func (r *Rule) checkParams(rep *Report, lp, bp string, limit, burst int64) {
 	if burst < 0 || burst > algorithm.MaxLimit || (burst != 0 && !r.Algorithm.IsBucket()) {
 		return // reported by checkBurst
 	}
@@ -289,7 +289,7 @@ func (r *Rule) checkParams(rep *report, lp, bp string, limit, burst int64) {
 
 // validateOverride checks the i'th override, at path op. seen maps the
 // canonical form of each selector checked so far to its index.
-func (r *Rule) validateOverride(rep *report, op string, i int, seen map[string]int, algoOK, windowOK bool) {
+func (r *Rule) validateOverride(rep *Report, op string, i int, seen map[string]int, algoOK, windowOK bool) {
 	o := &r.Overrides[i]
 	var kinds []string
 	if o.Key != "" {
@@ -388,7 +388,7 @@ func (r *Rule) validateOverride(rep *report, op string, i int, seen map[string]i
 }
 
 // checkKeyValue checks v, a value of the key dimension dim, at path vp.
-func checkKeyValue(rep *report, vp, dim, v string) bool {
+func checkKeyValue(rep *Report, vp, dim, v string) bool {
 	if !checkValue(rep, vp, v, "") {
 		return false
 	}
@@ -419,7 +419,7 @@ func canonicalMatch(m map[string]string) string {
 // checkName checks an identifier at path np: 1 to max characters of
 // letters, digits, '_', '-' and '.', starting with a letter or digit. It
 // reports whether the name is good.
-func checkName(rep *report, np, name string, max int, required bool) bool {
+func checkName(rep *Report, np, name string, max int, required bool) bool {
 	switch {
 	case name == "" && required:
 		rep.Add(np, "required")
@@ -445,7 +445,7 @@ func checkName(rep *report, np, name string, max int, required bool) bool {
 
 // checkDC checks a DC name at path dp: 1 to 64 characters of lower-case
 // letters, digits and '-', starting with a letter or digit.
-func checkDC(rep *report, dp, name string) {
+func checkDC(rep *Report, dp, name string) {
 	switch {
 	case name == "":
 		rep.Add(dp, "empty DC name")
@@ -468,7 +468,7 @@ func checkDC(rep *report, dp, name string) {
 // checkValue checks a condition or key value at path vp: not empty, at
 // most maxValueLen bytes. hint is added to the complaint about an empty
 // value.
-func checkValue(rep *report, vp, v, hint string) bool {
+func checkValue(rep *Report, vp, v, hint string) bool {
 	switch {
 	case v == "" && hint != "":
 		rep.Add(vp, "empty; %s", hint)
@@ -485,7 +485,7 @@ func checkValue(rep *report, vp, v, hint string) bool {
 }
 
 // checkText checks free text at path tp.
-func checkText(rep *report, tp, s string, max int) {
+func checkText(rep *Report, tp, s string, max int) {
 	switch {
 	case len(s) > max:
 		rep.Add(tp, "%d bytes; at most %d", len(s), max)
@@ -500,12 +500,12 @@ func isAlnum(c byte) bool {
 
 func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
-func algorithmNames() string {
+func algorithmNames() []string {
 	names := make([]string, len(algorithm.All))
 	for i, a := range algorithm.All {
 		names[i] = a.String()
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 func sortedKeys[V any](m map[string]V) []string {

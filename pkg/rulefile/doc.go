@@ -13,8 +13,9 @@
 //	    window_seconds: 300
 //	    algorithm: SlidingWindowLog
 //
-// YAML is converted to JSON (with sigs.k8s.io/yaml) and read by package
-// rule, which owns the format, the defaults and the validation; see
-// docs/rules.md. This package adds only the YAML syntax and file access,
+// YAML is parsed by package document/yamldoc into the same tree as JSON
+// and decoded by package rule, which owns the format, the defaults and the
+// validation; see docs/rules.md. This package adds only the YAML syntax,
+// the conversion of envoyproxy/ratelimit configurations and file access,
 // and keeps YAML's dependency out of the domain package.
 package rulefile

@@ -1,20 +1,19 @@
 package rulefile
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"maps"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/document"
+	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -59,22 +58,21 @@ import (
 // gives a *rule.ValidationError listing every problem with the path of
 // the descriptor, e.g. descriptors[0].descriptors[1].rate_limit.unit.
 func ParseEnvoy(data []byte) (rule.Set, error) {
-	j, err := toJSON(data)
+	tree, err := parse(data)
 	if err != nil {
 		return rule.Set{}, err
 	}
-	return parseEnvoyJSON(j)
+	return decodeEnvoy(tree)
 }
 
-// isEnvoy reports whether the JSON document j looks like a configuration
-// of envoyproxy/ratelimit: an object with descriptors and no rules.
-func isEnvoy(j []byte) bool {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(j, &top) != nil {
+// isEnvoy reports whether tree looks like a configuration of
+// envoyproxy/ratelimit: an object with descriptors and no rules.
+func isEnvoy(tree *document.Node) bool {
+	if tree.Kind != document.Object {
 		return false
 	}
-	_, descriptors := top["descriptors"]
-	_, rules := top["rules"]
+	_, descriptors := tree.Get("descriptors")
+	_, rules := tree.Get("rules")
 	return descriptors && !rules
 }
 
@@ -90,9 +88,11 @@ var envoyUnits = map[string]int64{
 	"year":   365 * 86400,
 }
 
+// envoyUnitNames are envoyUnits' names, shortest window first.
+var envoyUnitNames = []string{"second", "minute", "hour", "day", "week", "month", "year"}
+
 const (
-	maxEnvoyDepth  = 64   // descriptors nested deeper are refused
-	maxEnvoyErrors = 1000 // as rule.ValidationError
+	maxEnvoyDepth  = 64 // descriptors nested deeper are refused
 	maxRuleID      = 128
 	maxDescription = 4096
 )
@@ -118,50 +118,32 @@ type envoyLimit struct {
 	name      string
 }
 
-// envoyConverter collects the problems of one configuration.
+// envoyConverter collects the problems of one configuration. Each part of
+// the format is decoded by one method, which reads its object's fields
+// through package document, so that a field the format gains is one more
+// line in that method.
 type envoyConverter struct {
-	errs    []rule.FieldError
-	omitted int
+	rep rule.Report
 }
 
-func (c *envoyConverter) add(path, format string, args ...any) {
-	if len(c.errs) >= maxEnvoyErrors {
-		c.omitted++
-		return
-	}
-	c.errs = append(c.errs, rule.FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
-}
-
-func (c *envoyConverter) err() error {
-	if len(c.errs) == 0 {
-		return nil
-	}
-	return &rule.ValidationError{Errors: c.errs, Omitted: c.omitted}
-}
-
-func parseEnvoyJSON(j []byte) (rule.Set, error) {
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	doc, err := readJSON(dec)
-	if err != nil {
-		return rule.Set{}, fmt.Errorf("%w: %v", rule.ErrSyntax, err)
-	}
+// decodeEnvoy converts a parsed configuration, as ParseEnvoy.
+func decodeEnvoy(tree *document.Node) (rule.Set, error) {
 	var c envoyConverter
-	domain, nodes := c.root(doc)
-	if c.check(nodes, nil); len(c.errs) > 0 {
-		return rule.Set{}, c.err()
+	domain, nodes := c.root(tree)
+	if c.check(nodes, nil); c.rep.Len() > 0 {
+		return rule.Set{}, c.rep.Err()
 	}
 	s, origins := convertEnvoy(domain, nodes)
 	if err := s.Validate(); err != nil {
-		var ve *rule.ValidationError
-		if !errors.As(err, &ve) {
+		ve, ok := errors.AsType[*rule.ValidationError](err)
+		if !ok {
 			return rule.Set{}, err
 		}
 		for _, fe := range ve.Errors {
 			c.addRuleError(fe, s.Rules, origins)
 		}
-		c.omitted += ve.Omitted
-		return rule.Set{}, c.err()
+		c.rep.Omit(ve.Omitted)
+		return rule.Set{}, c.rep.Err()
 	}
 	return s, nil
 }
@@ -171,61 +153,47 @@ func parseEnvoyJSON(j []byte) (rule.Set, error) {
 func (c *envoyConverter) addRuleError(fe rule.FieldError, rules []rule.Rule, origins []string) {
 	var i int
 	if _, err := fmt.Sscanf(fe.Path, "rules[%d]", &i); err != nil || i < 0 || i >= len(rules) {
-		c.add(fe.Path, "%s", fe.Reason)
+		c.rep.Fail(fe.Path, "%s", fe.Reason)
 		return
 	}
 	field := strings.TrimPrefix(fe.Path[strings.IndexByte(fe.Path, ']')+1:], ".")
-	c.add(origins[i], "as Weir rule %q: %s: %s", rules[i].ID, field, fe.Reason)
+	c.rep.Fail(origins[i], "as Weir rule %q: %s: %s", rules[i].ID, field, fe.Reason)
 }
 
 // root decodes the top of the document.
-func (c *envoyConverter) root(v any) (domain string, nodes []*envoyNode) {
-	o, ok := v.(*jsonObject)
-	if !ok {
-		c.add("", "want an object with domain and descriptors, got %s", describeJSON(v))
+func (c *envoyConverter) root(v *document.Node) (domain string, nodes []*envoyNode) {
+	o := document.OpenAs(&c.rep, "", v, "an object with domain and descriptors")
+	if o == nil {
 		return "", nil
 	}
-	c.dups("", o)
-	hasDomain := false
-	for _, k := range fieldOrder(o, "domain", "descriptors") {
-		switch v := o.vals[k]; k {
-		case "domain":
-			hasDomain = true
-			if s, ok := c.string("domain", v); ok {
-				if s == "" {
-					c.add("domain", "required")
-				}
-				domain = s
-			}
-		case "descriptors":
-			nodes = c.descriptors("descriptors", v, 1)
-		default:
-			c.add(k, "unknown field (want domain or descriptors)")
+	if dv, ok := o.Lookup("domain"); !ok {
+		c.rep.Fail("domain", "required")
+	} else if s, ok := document.AsString(&c.rep, "domain", dv); ok {
+		if s == "" {
+			c.rep.Fail("domain", "required")
 		}
+		domain = s
 	}
-	if !hasDomain {
-		c.add("domain", "required")
+	if dv, ok := o.Get("descriptors"); ok {
+		nodes = c.descriptors("descriptors", dv, 1)
 	}
+	o.Done()
 	return domain, nodes
 }
 
 // descriptors decodes the list of descriptors at path, at the given depth.
-func (c *envoyConverter) descriptors(path string, v any, depth int) []*envoyNode {
-	if v == nil {
-		return nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		c.add(path, "want a list of descriptors, got %s", describeJSON(v))
+func (c *envoyConverter) descriptors(path string, v *document.Node, depth int) []*envoyNode {
+	if v.Kind != document.List {
+		document.Mismatch(&c.rep, path, "a list of descriptors", v)
 		return nil
 	}
 	if depth > maxEnvoyDepth {
-		c.add(path, "descriptors nested more than %d deep", maxEnvoyDepth)
+		c.rep.Fail(path, "descriptors nested more than %d deep", maxEnvoyDepth)
 		return nil
 	}
 	var nodes []*envoyNode
-	for i, e := range l {
-		if n := c.descriptor(fmt.Sprintf("%s[%d]", path, i), e, depth); n != nil {
+	for i, e := range v.Items {
+		if n := c.descriptor(fielderr.Index(path, i), e, depth); n != nil {
 			nodes = append(nodes, n)
 		}
 	}
@@ -233,104 +201,87 @@ func (c *envoyConverter) descriptors(path string, v any, depth int) []*envoyNode
 }
 
 // descriptor decodes one descriptor, or reports why it cannot.
-func (c *envoyConverter) descriptor(path string, v any, depth int) *envoyNode {
-	o, ok := v.(*jsonObject)
-	if !ok {
-		c.add(path, "want a descriptor (an object with a key), got %s", describeJSON(v))
+func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *envoyNode {
+	o := document.OpenAs(&c.rep, path, v, "a descriptor (an object with a key)")
+	if o == nil {
 		return nil
 	}
-	c.dups(path, o)
 	n := &envoyNode{path: path}
-	hasKey := false
-	for _, k := range fieldOrder(o, "key", "value", "rate_limit", "shadow_mode", "detailed_metric", "descriptors") {
-		p := path + "." + k
-		switch v := o.vals[k]; k {
-		case "key":
-			hasKey = true
-			if s, ok := c.string(p, v); ok {
-				if s == "" {
-					c.add(p, "empty")
-				}
-				n.key = s
-			}
-		case "value":
-			if v != nil { // null: no value, as in envoyproxy/ratelimit
-				n.value, _ = c.string(p, v)
-			}
-		case "rate_limit":
-			if v != nil { // null: no rate limit
-				n.limit = c.rateLimit(p, v)
-			}
-		case "descriptors":
-			n.children = c.descriptors(p, v, depth+1)
-		case "shadow_mode":
-			n.shadow, _ = c.bool(p, v)
-		case "detailed_metric":
-			c.bool(p, v) // statistics only: nothing to convert
-		default:
-			c.add(p, "unknown field (want key, value, rate_limit, descriptors, shadow_mode or detailed_metric)")
+	if kv, ok := o.Lookup("key"); !ok {
+		c.rep.Fail(o.FieldPath("key"), "required")
+	} else if s, ok := document.AsString(&c.rep, o.FieldPath("key"), kv); ok {
+		if s == "" {
+			c.rep.Fail(o.FieldPath("key"), "empty")
 		}
+		n.key = s
 	}
-	if !hasKey {
-		c.add(path+".key", "required")
+	n.value, _ = o.String("value")         // null: no value, as in envoyproxy/ratelimit
+	if lv, ok := o.Get("rate_limit"); ok { // null: no rate limit
+		n.limit = c.rateLimit(o.FieldPath("rate_limit"), lv)
 	}
+	if dv, ok := o.Get("descriptors"); ok {
+		n.children = c.descriptors(o.FieldPath("descriptors"), dv, depth+1)
+	}
+	n.shadow, _ = c.bool(o, "shadow_mode")
+	c.bool(o, "detailed_metric") // statistics only: nothing to convert
+	o.Done()
 	return n
 }
 
+// bool reads a boolean field of o that may be absent but not null.
+func (c *envoyConverter) bool(o *document.Obj, name string) (bool, bool) {
+	if v, ok := o.Lookup(name); ok {
+		return document.AsBool(&c.rep, o.FieldPath(name), v)
+	}
+	return false, false
+}
+
 // rateLimit decodes a descriptor's rate_limit at path.
-func (c *envoyConverter) rateLimit(path string, v any) *envoyLimit {
-	o, ok := v.(*jsonObject)
-	if !ok {
-		c.add(path, "want an object with unit and requests_per_unit, got %s", describeJSON(v))
+func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
+	o := document.OpenAs(&c.rep, path, v, "an object with unit and requests_per_unit")
+	if o == nil {
 		return nil
 	}
-	c.dups(path, o)
 	l := &envoyLimit{}
-	unit, hasUnit, hasPerUnit, unitOK, perUnitOK := "", false, false, true, true
-	for _, k := range fieldOrder(o, "unit", "requests_per_unit", "unlimited", "name", "replaces") {
-		p := path + "." + k
-		switch v := o.vals[k]; k {
-		case "unit":
-			hasUnit = true
-			if unit, unitOK = c.string(p, v); unitOK {
-				w, known := envoyUnits[strings.ToLower(unit)]
-				if !known {
-					c.add(p, "unknown unit %q (want second, minute, hour, day, week, month or year)", unit)
-					unitOK = false
-				}
-				l.window = w
+	unitOK, perUnitOK := true, true
+	uv, hasUnit := o.Lookup("unit")
+	if hasUnit {
+		var unit string
+		if unit, unitOK = document.AsString(&c.rep, o.FieldPath("unit"), uv); unitOK {
+			w, known := envoyUnits[strings.ToLower(unit)]
+			if !known {
+				document.NotOneOf(&c.rep, o.FieldPath("unit"), unit, envoyUnitNames...)
+				unitOK = false
 			}
-		case "requests_per_unit":
-			hasPerUnit = true
-			l.perUnit, perUnitOK = c.int(p, v)
-		case "unlimited":
-			l.unlimited, _ = c.bool(p, v)
-		case "name":
-			if v != nil {
-				l.name, _ = c.string(p, v)
-			}
-		case "replaces":
-			c.add(p, "not supported: Weir applies every rule a request matches, and no rule replaces another; "+
-				"narrow the rules' conditions instead, or give the keys concerned an override")
-		default:
-			c.add(p, "unknown field (want unit, requests_per_unit, unlimited, name or replaces)")
+			l.window = w
 		}
 	}
+	pv, hasPerUnit := o.Lookup("requests_per_unit")
+	if hasPerUnit {
+		l.perUnit, perUnitOK = document.AsInt(&c.rep, o.FieldPath("requests_per_unit"), pv)
+	}
+	l.unlimited, _ = c.bool(o, "unlimited")
+	l.name, _ = o.String("name")
+	if _, ok := o.Lookup("replaces"); ok {
+		c.rep.Fail(o.FieldPath("replaces"), "not supported: Weir applies every rule a request matches, and no rule replaces another; "+
+			"narrow the rules' conditions instead, or give the keys concerned an override")
+	}
+	o.Done()
 	switch {
 	case l.unlimited && hasUnit && unitOK:
-		c.add(path+".unit", "must be absent when unlimited is true")
+		c.rep.Fail(o.FieldPath("unit"), "must be absent when unlimited is true")
 	case l.unlimited:
 		// requests_per_unit means nothing; envoyproxy/ratelimit ignores it.
 	case !hasUnit:
-		c.add(path+".unit", "required (want second, minute, hour, day, week, month or year)")
+		c.rep.Fail(o.FieldPath("unit"), "required (want %s)", document.OrList(envoyUnitNames))
 	}
 	switch {
 	case l.unlimited || !perUnitOK:
 	case !hasPerUnit || l.perUnit == 0:
-		c.add(path+".requests_per_unit", "want a limit from 1 to %d; Weir has no limit of 0 (which rejects every request): "+
+		c.rep.Fail(o.FieldPath("requests_per_unit"), "want a limit from 1 to %d; Weir has no limit of 0 (which rejects every request): "+
 			"remove the rate_limit, or deny the keys with an override of a Weir rule", int64(algorithm.MaxLimit))
 	case l.perUnit < 0 || l.perUnit > algorithm.MaxLimit:
-		c.add(path+".requests_per_unit", "%d is out of range [1, %d]", l.perUnit, int64(algorithm.MaxLimit))
+		c.rep.Fail(o.FieldPath("requests_per_unit"), "%d is out of range [1, %d]", l.perUnit, int64(algorithm.MaxLimit))
 	}
 	return l
 }
@@ -345,7 +296,7 @@ func (c *envoyConverter) check(nodes []*envoyNode, outer []*envoyNode) {
 			continue // reported
 		}
 		if strings.HasSuffix(n.value, "*") && n.value != "*" {
-			c.add(n.path+".value", "%q is a prefix wildcard, which Weir's conditions cannot express (they take an exact value, or \"*\" for any)", n.value)
+			c.rep.Fail(n.path+".value", "%q is a prefix wildcard, which Weir's conditions cannot express (they take an exact value, or \"*\" for any)", n.value)
 		}
 		sel := [2]string{n.key, n.value}
 		if n.anyValue() {
@@ -354,17 +305,17 @@ func (c *envoyConverter) check(nodes []*envoyNode, outer []*envoyNode) {
 		if first, dup := seen[sel]; dup {
 			switch {
 			case n.value == first.value && n.value == "":
-				c.add(n.path, "repeats %s (key %q, no value)", first.path, n.key)
+				c.rep.Fail(n.path, "repeats %s (key %q, no value)", first.path, n.key)
 			case n.value == first.value:
-				c.add(n.path, "repeats %s (key %q, value %q)", first.path, n.key, n.value)
+				c.rep.Fail(n.path, "repeats %s (key %q, value %q)", first.path, n.key, n.value)
 			default:
-				c.add(n.path, "selects every value of %q, as %s does", n.key, first.path)
+				c.rep.Fail(n.path, "selects every value of %q, as %s does", n.key, first.path)
 			}
 		} else {
 			seen[sel] = n
 		}
 		if i := slices.IndexFunc(outer, func(o *envoyNode) bool { return o.key == n.key }); i >= 0 {
-			c.add(n.path+".key", "%q is also the key of the enclosing %s; a Weir request has one value for each attribute", n.key, outer[i].path)
+			c.rep.Fail(n.path+".key", "%q is also the key of the enclosing %s; a Weir request has one value for each attribute", n.key, outer[i].path)
 			continue
 		}
 		c.check(n.children, append(outer, n))
@@ -523,147 +474,4 @@ func uniqueID(id string, taken map[string]bool) string {
 
 func isIDChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-}
-
-// fieldOrder returns the fields of o in the order problems are reported:
-// the known ones present, in the given order, then the others. (YAML
-// documents reach here as JSON with their fields sorted.)
-func fieldOrder(o *jsonObject, known ...string) []string {
-	keys := make([]string, 0, len(o.keys))
-	for _, k := range known {
-		if _, ok := o.vals[k]; ok {
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range o.keys {
-		if !slices.Contains(known, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// dups reports the fields of o that appear more than once (JSON input;
-// YAML's are refused by the YAML parser).
-func (c *envoyConverter) dups(path string, o *jsonObject) {
-	for _, k := range o.dups {
-		c.add(joinPath(path, k), "repeated field")
-	}
-}
-
-func joinPath(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
-func (c *envoyConverter) string(path string, v any) (string, bool) {
-	s, ok := v.(string)
-	if !ok {
-		hint := ""
-		if _, num := v.(json.Number); num {
-			hint = " (quote it)"
-		} else if _, b := v.(bool); b {
-			hint = ` (quote it: YAML reads yes, no, on, off, true and false unquoted as booleans)`
-		}
-		c.add(path, "want a string, got %s%s", describeJSON(v), hint)
-	}
-	return s, ok
-}
-
-func (c *envoyConverter) bool(path string, v any) (bool, bool) {
-	b, ok := v.(bool)
-	if !ok {
-		c.add(path, "want true or false, got %s", describeJSON(v))
-	}
-	return b, ok
-}
-
-func (c *envoyConverter) int(path string, v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		c.add(path, "want an integer, got %s", describeJSON(v))
-		return 0, false
-	}
-	if i, err := n.Int64(); err == nil {
-		return i, true
-	}
-	f, err := n.Float64()
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		c.add(path, "want an integer, got %s", n)
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// describeJSON names a decoded JSON value for an error message.
-func describeJSON(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return strconv.Quote(v)
-	case json.Number:
-		return v.String()
-	case bool:
-		return strconv.FormatBool(v)
-	case []any:
-		return "a list"
-	case *jsonObject:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// jsonObject is a decoded JSON object that keeps the order of its fields
-// and the names that appeared more than once.
-type jsonObject struct {
-	keys []string
-	vals map[string]any
-	dups []string
-}
-
-// readJSON reads one JSON value from dec into *jsonObject, []any, string,
-// json.Number, bool and nil.
-func readJSON(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch tok {
-	case json.Delim('{'):
-		o := &jsonObject{vals: map[string]any{}}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := kt.(string)
-			v, err := readJSON(dec)
-			if err != nil {
-				return nil, err
-			}
-			if _, dup := o.vals[k]; dup {
-				o.dups = append(o.dups, k)
-				continue
-			}
-			o.keys = append(o.keys, k)
-			o.vals[k] = v
-		}
-		_, err := dec.Token() // '}'
-		return o, err
-	case json.Delim('['):
-		l := []any{}
-		for dec.More() {
-			v, err := readJSON(dec)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, v)
-		}
-		_, err := dec.Token() // ']'
-		return l, err
-	}
-	return tok, nil
 }

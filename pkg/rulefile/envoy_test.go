@@ -326,7 +326,7 @@ descriptors:
       - key: b
       - key: c
         rate_limit: {unit: fortnight, requests_per_unit: 5}
-`, `descriptors[0].descriptors[1].rate_limit.unit: unknown unit "fortnight" (want second, minute, hour, day, week, month or year)`},
+`, `descriptors[0].descriptors[1].rate_limit.unit: "fortnight" is not valid (want "second", "minute", "hour", "day", "week", "month" or "year")`},
 		{"no domain", "descriptors: []\n", "domain: required"},
 		{"empty domain", "domain: ''\ndescriptors: []\n", "domain: required"},
 		{"descriptors not a list", "domain: d\ndescriptors: {key: a}\n", "descriptors: want a list of descriptors, got an object"},
@@ -365,10 +365,11 @@ descriptors:
 			`descriptors[1]: selects every value of "a", as descriptors[0] does`},
 		{"key repeated on a path", "domain: d\ndescriptors:\n  - key: a\n    value: x\n    descriptors:\n      - key: a\n",
 			`descriptors[0].descriptors[0].key: "a" is also the key of the enclosing descriptors[0]; a Weir request has one value for each attribute`},
-		{"JSON duplicate field", `{"domain": "d", "descriptors": [{"key": "a", "key": "b"}]}`, "descriptors[0].key: repeated field"},
+		{"JSON duplicate field", `{"domain": "d", "descriptors": [{"key": "a", "key": "b"}]}`, "descriptors[0].key: appears more than once"},
+		{"YAML duplicate field", "domain: d\ndomain: e\ndescriptors: []\n", "domain: appears more than once"},
 		{"not an object", "- a\n", "want an object with domain and descriptors, got a list"},
 		{"several problems", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: weeks, requests_per_unit: x}\n  - {value: v}\n",
-			"descriptors[0].rate_limit.unit: unknown unit \"weeks\" (want second, minute, hour, day, week, month or year)\n" +
+			"descriptors[0].rate_limit.unit: \"weeks\" is not valid (want \"second\", \"minute\", \"hour\", \"day\", \"week\", \"month\" or \"year\")\n" +
 				"descriptors[0].rate_limit.requests_per_unit: want an integer, got \"x\"\n" +
 				"descriptors[1].key: required"},
 		{"a bad domain, found by rule validation", "domain: 'my domain'\ndescriptors: []\n",
@@ -406,7 +407,7 @@ func tooManyExceptions() string {
 }
 
 func TestParseEnvoySyntax(t *testing.T) {
-	for _, doc := range []string{"domain: d\ndomain: e\ndescriptors: []\n", "domain: d\ndescriptors: [\n", ""} {
+	for _, doc := range []string{"domain: d\ndescriptors: [\n", "", "domain: d\n---\ndescriptors: []\n"} {
 		if _, err := rulefile.ParseEnvoy([]byte(doc)); !errors.Is(err, rule.ErrSyntax) {
 			t.Errorf("%q: got %v, want an error wrapping rule.ErrSyntax", doc, err)
 		}
@@ -422,7 +423,7 @@ func TestParseTellsFormatsApart(t *testing.T) {
 		{"envoy", "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 1}}\n", 1, ""},
 		{"envoy without rules", "domain: d\ndescriptors: []\n", 0, ""},
 		{"weir", "domain: d\nrules: []\n", 0, ""},
-		{"both is weir's", "domain: d\nrules: []\ndescriptors: []\n", 0, "descriptors: unknown field"},
+		{"both is weir's", "domain: d\nrules: []\ndescriptors: []\n", 0, "descriptors: unknown field (want domain or rules)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

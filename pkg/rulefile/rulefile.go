@@ -1,25 +1,21 @@
 package rulefile
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
-
+	"github.com/weirhq/weir/pkg/document"
+	"github.com/weirhq/weir/pkg/document/yamldoc"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
 // Parse reads a rule file, in YAML or JSON, and returns its validated set.
-// JSON documents are read by rule.ParseSet directly; anything else is read
-// as YAML (1.1, as go.yaml.in/yaml/v2 reads it), converted to JSON and then
-// read by rule.ParseSet, so both formats take the same fields and give the
-// same errors. Duplicate keys and more than one YAML document are errors.
+// The document is parsed by package yamldoc (YAML 1.1, as
+// go.yaml.in/yaml/v2 reads it, or JSON) and decoded by rule.DecodeSet, so
+// both formats take the same fields and give the same errors. More than
+// one YAML document is an error; a key that appears more than once is
+// reported with its path.
 //
 // A configuration file of envoyproxy/ratelimit (a document with
 // descriptors and no rules) is recognised and converted, as ParseEnvoy
@@ -29,24 +25,36 @@ import (
 // (over rule.MaxDocumentSize), or are a *rule.ValidationError listing every
 // problem with its field path.
 func Parse(data []byte) (rule.Set, error) {
-	j, err := toJSON(data)
+	tree, err := parse(data)
 	if err != nil {
 		return rule.Set{}, err
 	}
-	if isEnvoy(j) {
-		return parseEnvoyJSON(j)
+	return Decode(tree)
+}
+
+// Decode reads a rule file, or a configuration of envoyproxy/ratelimit,
+// from a parsed document, as Parse reads it from YAML or JSON.
+func Decode(tree *document.Node) (rule.Set, error) {
+	if isEnvoy(tree) {
+		return decodeEnvoy(tree)
 	}
-	return rule.ParseSet(j)
+	return rule.DecodeSet(tree)
 }
 
 // ParseRule reads one rule, in YAML or JSON, as Parse reads a file; see
 // rule.ParseRule.
 func ParseRule(data []byte) (rule.Rule, error) {
-	j, err := toJSON(data)
+	tree, err := parse(data)
 	if err != nil {
 		return rule.Rule{}, err
 	}
-	return rule.ParseRule(j)
+	return rule.DecodeRule(tree)
+}
+
+// parse parses a YAML or JSON document within rule.Limits.
+func parse(data []byte) (*document.Node, error) {
+	tree, err := yamldoc.Parse(data, rule.Limits)
+	return tree, document.Wrap(err, rule.ErrSyntax, rule.ErrTooLarge)
 }
 
 // Load reads and parses the rule file at path. Errors are Parse's, or the
@@ -72,83 +80,4 @@ func load(path string) (rule.Set, error) {
 		return rule.Set{}, err
 	}
 	return Parse(data)
-}
-
-// toJSON returns data as JSON: unchanged if it is JSON already, converted
-// from YAML otherwise.
-func toJSON(data []byte) ([]byte, error) {
-	if len(data) > rule.MaxDocumentSize {
-		return nil, fmt.Errorf("%w: %d bytes; at most %d", rule.ErrTooLarge, len(data), rule.MaxDocumentSize)
-	}
-	if json.Valid(data) {
-		return data, nil
-	}
-	j, err := StrictYAMLToJSON(data, "a rule file")
-	if err != nil {
-		if looksLikeJSON(data) {
-			// Meant as JSON, most likely: the JSON parser's complaint,
-			// with its line and column, is the more useful one.
-			if _, jerr := rule.ParseSet(data); errors.Is(jerr, rule.ErrSyntax) {
-				return nil, jerr
-			}
-		}
-		return nil, fmt.Errorf("%w: %v", rule.ErrSyntax, err)
-	}
-	if bytes.Equal(j, []byte("null")) {
-		return nil, fmt.Errorf("%w: empty document", rule.ErrSyntax)
-	}
-	return j, nil
-}
-
-// StrictYAMLToJSON converts one YAML (or JSON) document to JSON. Duplicate
-// keys are errors, and so is a second document, which would otherwise be
-// silently ignored; what names the document in that complaint ("a rule
-// file"). Errors are one line without the YAML parser's prefixes, for the
-// caller to wrap in its own syntax sentinel.
-func StrictYAMLToJSON(data []byte, what string) ([]byte, error) {
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err == nil {
-		err = checkOneDocument(data, what)
-	}
-	if err != nil {
-		return nil, errors.New(yamlMessage(err))
-	}
-	return j, nil
-}
-
-// checkOneDocument reports an error if data, which holds one well-formed
-// YAML document, holds another after it.
-func checkOneDocument(data []byte, what string) error {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return err
-	}
-	switch err := dec.Decode(&v); {
-	case err == io.EOF:
-		return nil
-	case err != nil:
-		return err
-	}
-	return fmt.Errorf("more than one YAML document (%s is one document)", what)
-}
-
-// looksLikeJSON reports whether data starts like a JSON object.
-func looksLikeJSON(data []byte) bool {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	return len(data) > 0 && data[0] == '{'
-}
-
-// yamlMessage returns the message of a YAML error without the parser's
-// prefixes, on one line.
-func yamlMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
-	}
-	return strings.Join(lines, "; ")
 }

@@ -173,13 +173,14 @@ func TestParseBadFiles(t *testing.T) {
 		{"three problems", "domain: d\nrules:\n  - rule_id: a\n    limit: five\n    window_seconds: 1\n    algorithm: Sliding\n    scope: galactic\n", []string{"rules[0].limit", "rules[0].algorithm", "rules[0].scope"}},
 		{"no domain", "rules: []\n", []string{"domain"}},
 		{"a list at the top", "- rule_id: a\n", []string{""}},
-		{"duplicate key", "domain: d\ndomain: e\nrules: []\n", nil},
-		{"duplicate nested key", "domain: d\nrules:\n  - rule_id: a\n    limit: 5\n    limit: 6\n", nil},
+		{"duplicate key", "domain: d\ndomain: e\nrules: []\n", []string{"domain"}},
+		{"duplicate nested key", "domain: d\nrules:\n  - rule_id: a\n    limit: 5\n    limit: 6\n", []string{"rules[0].limit", "rules[0].window_seconds"}},
+		{"duplicate key in JSON", `{"domain": "d", "rules": [], "rules": []}`, []string{"rules"}},
 		{"two documents", "domain: d\nrules: []\n---\ndomain: e\nrules: []\n", nil},
 		{"empty second document", "domain: d\nrules: []\n---\n", nil},
 		{"bad indentation", "domain: d\nrules:\n  - rule_id: a\n   limit: 5\n", nil},
 		{"unclosed flow", "domain: d\nrules: [\n", nil},
-		{"infinity", "domain: d\nrules:\n  - {rule_id: a, limit: .inf, window_seconds: 1}\n", nil},
+		{"infinity", "domain: d\nrules:\n  - {rule_id: a, limit: .inf, window_seconds: 1}\n", []string{"rules[0].limit"}},
 		{"empty", "", nil},
 		{"comment only", "# nothing\n", nil},
 		{"broken JSON", "{\"domain\": \"d\",\n \"rules\": [}\n", nil},
@@ -215,8 +216,9 @@ func TestParseMessages(t *testing.T) {
 		doc  string
 		want string
 	}{
-		{"duplicate key", "domain: d\nrules:\n  - rule_id: a\n    limit: 5\n    limit: 6\n", `rule: malformed document: line 5: key "limit" already set in map`},
-		{"two documents", "domain: d\nrules: []\n---\nrules: []\n", "rule: malformed document: more than one YAML document (a rule file is one document)"},
+		{"duplicate key", "domain: d\nrules:\n  - rule_id: a\n    limit: 5\n    limit: 6\n", "rules[0].limit: appears more than once\nrules[0].window_seconds: required, from 1 to 31622400"},
+		{"not a finite number", "domain: d\nrules:\n  - {rule_id: a, limit: 1, window_seconds: 1, shares: {a: .nan}}\n", "rules[0].shares.a: want a finite number, got .nan"},
+		{"two documents", "domain: d\nrules: []\n---\nrules: []\n", "rule: malformed document: more than one YAML document (want one)"},
 		{"broken JSON keeps its position", "{\"domain\": \"d\",\n \"rules\": [}\n", "rule: malformed document: line 2, column 12: invalid character '}' looking for beginning of value"},
 		{"quote hint", "domain: d\nrules:\n  - {rule_id: a, key_type: user_id, limit: 5, window_seconds: 1, overrides: [{key: 42, action: allow}]}\n", "rules[0].overrides[0].key: want a string, got 42 (quote it)"},
 	}

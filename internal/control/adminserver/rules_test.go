@@ -269,7 +269,7 @@ func TestUpdateErrors(t *testing.T) {
 		{"rule_id not a string", "", `{"rule_id": 5}`, 422, "invalid rule", []adminapi.FieldError{{Field: "rule_id", Reason: "does not match the rule in the path ('api-global-default')"}}},
 		{"domain change", "", `{"domain": "shop"}`, 422, "invalid rule", []adminapi.FieldError{{Field: "domain", Reason: "cannot change (it is 'default'; create the rule in the other domain and delete this one)"}}},
 		{"duplicate field", "", `{"limit": 5, "limit": 6}`, 422, "invalid rule", []adminapi.FieldError{{Field: "limit", Reason: "appears more than once"}}},
-		{"bad time", "", `{"updated_at": "yesterday"}`, 422, "invalid rule", []adminapi.FieldError{{Field: "updated_at", Reason: `"yesterday" is not an RFC 3339 time (want e.g. 2023-08-25T10:00:00Z)`}}},
+		{"bad time", "", `{"updated_at": "yesterday"}`, 422, "invalid rule", []adminapi.FieldError{{Field: "updated_at", Reason: `want an RFC 3339 time such as 2023-08-25T10:00:00Z, got "yesterday"`}}},
 		{"malformed", "", `{"limit": }`, 400, "malformed JSON", nil},
 		{"not an object", "", `[{"limit": 5}]`, 400, "want a JSON object", nil},
 		{"a string", "", `"limit"`, 400, "want a JSON object", nil},

@@ -34,10 +34,11 @@
 //	goals:                         # each optional; SPEC §7 by default
 //	  max_overshoot: 0.01
 //
-// Unknown fields are errors, reported with their path
-// (traffic[0].stpes: unknown field), as are duplicate keys and a second
-// YAML document. Durations are strings in Go's syntax ("90s", "1m30s",
-// "250ms"). The rules are read by rulefile.Parse, so they are validated
+// The document is read with package document, as rule files are: unknown
+// fields and keys that appear more than once are errors reported with
+// their path (traffic[0].stpes: unknown field), and a second YAML document
+// is a syntax error. Durations are strings in Go's syntax ("90s", "1m30s",
+// "250ms"). The rules are read by rulefile.Decode, so they are validated
 // exactly as a rule file is, and their problems are reported under
 // "rules" (rules.rules[0].limit: ...). Each flow must be aimed at an
 // enabled global rule with a limit that applies to the flow's attributes

@@ -3,7 +3,9 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,7 +152,7 @@ func (s *Scenario) checkRules(r *report, dcs map[string]bool) *ruleset.Set {
 		return nil
 	}
 	for i, x := range s.Rules.Rules {
-		for _, dc := range sortedKeys(x.Shares) {
+		for _, dc := range slices.Sorted(maps.Keys(x.Shares)) {
 			if len(dcs) > 0 && !dcs[dc] {
 				r.Add(fielderr.Key(fmt.Sprintf("rules.rules[%d].shares", i), dc), "%q is not one of the scenario's dcs (%s)", dc, strings.Join(s.DCs, ", "))
 			}
@@ -228,7 +230,7 @@ func describeRule(x rule.Rule) string {
 	if len(x.Methods) > 0 {
 		parts = append(parts, "methods "+strings.Join(x.Methods, ","))
 	}
-	for _, k := range sortedKeys(x.Conditions) {
+	for _, k := range slices.Sorted(maps.Keys(x.Conditions)) {
 		parts = append(parts, fmt.Sprintf("condition %s=%q", k, x.Conditions[k]))
 	}
 	if len(x.KeyType) > 0 {
