@@ -2,6 +2,7 @@ package rule
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/weirhq/weir/pkg/allocate"
@@ -116,4 +117,36 @@ func (r *Rule) sharesSum() float64 {
 		sum += v
 	}
 	return sum
+}
+
+// LocalLimit returns the local limit a DC enforces of a global limit
+// `limit`, given its assignment: local (its integer limit) out of global
+// (the limit the coordinator apportioned), or, for an assignment without
+// integer limits (global 0, as written before they existed),
+// floor(share × limit). When limit differs from global — the rule was
+// edited since, or an override's limit applies to a key — local is scaled
+// to it and rounded down, so the DCs' local limits still sum to at most
+// limit. The result is in [0, limit].
+func LocalLimit(local, global int64, share float64, limit int64) int64 {
+	switch {
+	case limit <= 0:
+		return 0
+	case global <= 0:
+		if !(share > 0) {
+			return 0
+		}
+		if share >= 1 {
+			return limit
+		}
+		return min(limit, int64(math.Floor(float64(limit)*share)))
+	case local <= 0:
+		return 0
+	case local >= global:
+		return limit
+	case global == limit:
+		return local
+	}
+	hi, lo := bits.Mul64(uint64(local), uint64(limit))
+	q, _ := bits.Div64(hi, lo, uint64(global))
+	return int64(q)
 }
