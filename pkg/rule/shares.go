@@ -83,7 +83,8 @@ func (r *Rule) StaticLimit(dc string, dcs []string, limit int64) int64 {
 	n := len(names)
 	var shareBuf [allocate.MaxStackDCs]float64
 	var outBuf [allocate.MaxStackDCs]int64
-	shares, out := shareBuf[:0], outBuf[:0]
+	shares := shareBuf[:0]
+	var out []int64
 	if n > allocate.MaxStackDCs {
 		out = make([]int64, n)
 	} else {
