@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,12 +44,15 @@ type Bounded interface {
 	CallBound() time.Duration
 }
 
-// Quotas gives the share of a global rule's limit this DC enforces. The
+// Quotas gives the part of a global rule's limit this DC enforces. The
 // coordinator's assignments implement it; without one, every rule is
 // enforced whole (as local).
 type Quotas interface {
-	// Share returns this DC's share in [0, 1] of the rule's limit for key.
-	Share(domain string, r *ruleset.Rule, key string) float64
+	// Limits returns the limit and burst this DC enforces for key of r,
+	// whose key is allowed limit per window with the given burst across
+	// all DCs (the rule's, or an override's): each at most the one given,
+	// and the DCs' summing to at most it.
+	Limits(domain string, r *ruleset.Rule, key string, limit, burst int64) (int64, int64)
 }
 
 // Instances tells how many limiter instances the DC runs, for failure_mode
@@ -622,26 +624,9 @@ func (l *Limiter) params(domain string, m ruleset.Match) algorithm.Params {
 	spec := &m.Rule.Spec
 	limit, burst := m.Limit, m.Burst
 	if spec.Scope == rule.ScopeGlobal && l.cfg.Quotas != nil {
-		share := l.cfg.Quotas.Share(domain, m.Rule, m.Key)
-		limit = scale(limit, share)
-		burst = scale(burst, share)
+		limit, burst = l.cfg.Quotas.Limits(domain, m.Rule, m.Key, limit, burst)
 	}
 	return m.Rule.Spec.Params(limit, burst)
-}
-
-// scale returns floor(n*share), share clamped to [0, 1]: the floor keeps the
-// DCs' local limits summing to at most the global one.
-func scale(n int64, share float64) int64 {
-	if share >= 1 || math.IsNaN(share) {
-		if math.IsNaN(share) {
-			return 0
-		}
-		return n
-	}
-	if share <= 0 {
-		return 0
-	}
-	return int64(math.Floor(float64(n) * share))
 }
 
 // cached returns what the cache knows of m's key under p at now, if it

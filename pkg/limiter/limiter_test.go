@@ -14,6 +14,7 @@ import (
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 	"github.com/weirhq/weir/pkg/store/memstore"
 	"github.com/weirhq/weir/pkg/store/redisstore"
@@ -283,7 +284,9 @@ func replace(s, old, new string) string {
 
 type fixedShare float64
 
-func (f fixedShare) Share(string, *ruleset.Rule, string) float64 { return float64(f) }
+func (f fixedShare) Limits(_ string, _ *ruleset.Rule, _ string, limit, burst int64) (int64, int64) {
+	return rule.LocalLimit(0, 0, float64(f), limit), rule.LocalLimit(0, 0, float64(f), burst)
+}
 
 func TestGlobalRulesEnforceTheDCShare(t *testing.T) {
 	c := newClock()

@@ -3,7 +3,10 @@ package rule_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,4 +392,58 @@ func paths(t *testing.T, err error) []string {
 		t.Fatalf("got error %v, want a *ValidationError", err)
 	}
 	return ve.Paths()
+}
+
+// Static limits are integers that never sum above the limit, and sum to
+// exactly the limit when the static shares cover it; every DC computes
+// the same split whatever the order of its list.
+func TestStaticLimitProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	for i := range 5000 {
+		n := 1 + r.IntN(16)
+		dcs := make([]string, n)
+		for d := range dcs {
+			dcs[d] = fmt.Sprintf("dc-%d", d)
+		}
+		ru := rule.Rule{Scope: rule.ScopeGlobal}
+		if i%2 == 1 {
+			ru.Shares = map[string]float64{}
+			for _, d := range dcs {
+				if r.IntN(3) == 0 {
+					ru.Shares[d] = r.Float64() / float64(n)
+				}
+			}
+		}
+		limit := int64(1 + r.IntN(1_000_000_000))
+		if i%3 == 0 {
+			limit = int64(1 + r.IntN(10))
+		}
+		shuffled := slices.Clone(dcs)
+		r.Shuffle(n, func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
+		sum := int64(0)
+		for _, d := range dcs {
+			got := ru.StaticLimit(d, dcs, limit)
+			if again := ru.StaticLimit(d, shuffled, limit); again != got {
+				t.Fatalf("StaticLimit(%s) = %d with %v, %d with %v", d, got, dcs, again, shuffled)
+			}
+			sum += got
+		}
+		if sum > limit {
+			t.Fatalf("static limits of %v (shares %v) sum to %d > %d", dcs, ru.Shares, sum, limit)
+		}
+		if len(ru.Shares) == 0 && sum != limit {
+			t.Fatalf("equal split of %d over %d DCs sums to %d", limit, n, sum)
+		}
+	}
+	one := rule.Rule{Scope: rule.ScopeGlobal}
+	if got := one.StaticLimit("a", []string{"a"}, 3); got != 3 {
+		t.Errorf("lone DC's static limit of 3 = %d, want 3", got)
+	}
+	five := []int64{}
+	for _, d := range []string{"c", "a", "b"} {
+		five = append(five, one.StaticLimit(d, []string{"c", "b", "a"}, 5))
+	}
+	if !slices.Equal(five, []int64{1, 2, 2}) {
+		t.Errorf("5 over c, a, b = %v, want [1 2 2] (the remainder to a and b, first by name)", five)
+	}
 }

@@ -234,6 +234,12 @@ func TestCoordinatorFencing(t *testing.T) {
 	if _, err := h.cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
 		t.Fatal(err)
 	}
+	// Reports make the leader write: the DCs' leases, every interval.
+	fctx, stopFeed := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopFeed()
+	h.feed(fctx, &wg, func() map[string]uint64 { return map[string]uint64{"a": 10, "b": 10, "c": 10} })
 	waitFor(t, 5*time.Second, "c1 deposed by its next fenced write", func() bool { return c1.c.stats.deposed.Load() > 0 })
 	// It campaigns again and, alone, leads a new term.
 	waitFor(t, 5*time.Second, "c1 leads again", c1.c.Leader)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/listwatch"
+	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -76,17 +77,27 @@ func checkDoc(d *weirv1.RuleAssignment, dc, domain, ruleID string) error {
 	if s := d.GetShare(); !(s >= 0 && s <= 1) {
 		return fmt.Errorf("share %v out of [0, 1]", s)
 	}
+	if !validLimit(d.GetLimit(), d.GetGlobalLimit()) {
+		return fmt.Errorf("local limit %d of %d out of range", d.GetLimit(), d.GetGlobalLimit())
+	}
 	if len(d.GetKeys()) > planner.MaxKeysPerRule {
 		return fmt.Errorf("%d keys; at most %d", len(d.GetKeys()), planner.MaxKeysPerRule)
 	}
 	seen := make(map[string]bool, len(d.GetKeys()))
 	for _, k := range d.GetKeys() {
-		if s := k.GetShare(); !(s >= 0 && s <= 1) || k.GetKey() == "" || len(k.GetKey()) > planner.MaxKeyLen || seen[k.GetKey()] {
+		if s := k.GetShare(); !(s >= 0 && s <= 1) || !validLimit(k.GetLimit(), k.GetGlobalLimit()) || k.GetKey() == "" || len(k.GetKey()) > planner.MaxKeyLen || seen[k.GetKey()] {
 			return fmt.Errorf("bad key share %q: %v", truncate(k.GetKey()), k.GetShare())
 		}
 		seen[k.GetKey()] = true
 	}
 	return nil
+}
+
+// validLimit reports whether a document's integer limits are usable: a
+// local limit in [0, global], global in [0, algorithm.MaxLimit] (0: a
+// document written before integer limits, which has none).
+func validLimit(local, global int64) bool {
+	return global >= 0 && global <= algorithm.MaxLimit && local >= 0 && local <= global
 }
 
 func truncate(s string) string {

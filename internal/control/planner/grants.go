@@ -72,7 +72,7 @@ func (p *Planner) inFlight() bool {
 
 // changed reports whether DC d's document of rs must change.
 func (p *Planner) changed(rs *ruleState, d int) bool {
-	if rs.entry.next[d] != rs.entry.grant[d] || !rs.hasDoc[d] && rs.entry.next[d] != rs.static[d] {
+	if rs.entry.next[d] != rs.entry.grant[d] || !rs.hasDoc[d] && rs.entry.next[d] != rs.entry.static[d] {
 		return true
 	}
 	for _, e := range rs.keys {
@@ -83,19 +83,21 @@ func (p *Planner) changed(rs *ruleState, d int) bool {
 	return false
 }
 
-// step applies the acknowledgements to e and sets e.next.
+// step applies the acknowledgements to e and sets e.next, in integers:
+// after it, Σ over DCs of bound(held, next) ≤ e.limit whenever it was
+// before, or whenever every DC's held fits (docs/architecture.md, "Safety").
 func (p *Planner) step(rs *ruleState, e *entry) {
 	n := len(p.dcs)
 	if p.settled(rs, e) {
 		e.next = e.grant // nothing to move: most entries, most rounds
 		return
 	}
-	var heldBuf [allocate.MaxStackDCs]float64
-	held := heldBuf[:n]
+	var heldBuf, wantBuf [allocate.MaxStackDCs]int64
+	held, want := heldBuf[:n], wantBuf[:n]
 	for d := range n {
 		held[d] = p.held(rs, e, d)
 	}
-	next := make([]float64, n)
+	next := make([]int64, n)
 	for d := range n {
 		// Shrinks at once, and grows free of charge up to what the DC may
 		// hold already. A DC whose lease ran out only shrinks: it must fit
@@ -108,37 +110,33 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 		}
 	}
 	// Grows: into the room no DC may hold, shared in proportion to what
-	// each DC still wants.
-	sum, want := 0.0, 0.0
+	// each DC still wants, by largest remainder.
+	sum, wanted := int64(0), int64(0)
 	for d := range n {
-		sum += p.bound(rs, d, held[d], next[d])
+		sum += p.bound(e, d, held[d], next[d])
+		want[d] = 0
 		if !p.dc[d].expired {
-			want += max(0, e.target[d]-max(held[d], next[d]))
+			want[d] = max(0, e.target[d]-max(held[d], next[d]))
+			wanted += want[d]
 		}
 	}
-	if room := 1 - sum; room > 0 && want > 0 {
-		f := min(1, room/want)
-		for d := range n {
-			if w := e.target[d] - max(held[d], next[d]); w > 0 && !p.dc[d].expired {
-				next[d] = min(e.target[d], max(held[d], next[d])+w*f)
+	if room := e.limit - sum; room > 0 && wanted > 0 {
+		var fBuf [allocate.MaxStackDCs]float64
+		var gBuf [allocate.MaxStackDCs]int64
+		grow := gBuf[:n]
+		if room >= wanted {
+			copy(grow, want)
+		} else {
+			f := fBuf[:n]
+			for d := range n {
+				f[d] = float64(want[d]) / float64(wanted)
 			}
+			allocate.Apportion(f, room, grow)
 		}
-	}
-	// Float rounding must not take the sum above 1: trim the grows.
-	for range 4 {
-		s := 0.0
 		for d := range n {
-			s += p.bound(rs, d, held[d], next[d])
-		}
-		if s <= 1 {
-			break
-		}
-		over := s - 1
-		for d := n - 1; d >= 0 && over > 0; d-- {
-			if floor := max(held[d], min(e.target[d], e.grant[d])); next[d] > floor {
-				cut := min(over*(1+1e-9)+1e-15, next[d]-floor)
-				next[d] -= cut
-				over -= cut
+			if g := min(grow[d], want[d], room); g > 0 {
+				next[d] = max(held[d], next[d]) + g
+				room -= g
 			}
 		}
 	}
@@ -162,19 +160,19 @@ func (p *Planner) settled(rs *ruleState, e *entry) bool {
 	return true
 }
 
-// bound is the most DC d may enforce of an entry of rs that it may hold
-// up to held, once next is written.
-func (p *Planner) bound(rs *ruleState, d int, held, next float64) float64 {
+// bound is the most DC d may enforce of e, when it may hold up to held,
+// once next is written.
+func (p *Planner) bound(e *entry, d int, held, next int64) int64 {
 	if p.dc[d].expired {
-		return max(held, min(rs.static[d], next))
+		return max(held, min(e.static[d], next))
 	}
 	return max(held, next)
 }
 
 // held prunes e's writes in DC d to those the DC may still enforce, given
 // its acknowledgement, and returns the most it may enforce: the largest of
-// them, or, while its lease has run out, no more than its static share.
-func (p *Planner) held(rs *ruleState, e *entry, d int) float64 {
+// them, or, while its lease has run out, no more than its static limit.
+func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	h := e.hist[d]
 	// Released quota counts as held until the release has been in force
 	// for the rule's quarantine.
@@ -189,21 +187,30 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) float64 {
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}
-	m := 0.0
+	m := int64(0)
 	for _, w := range h {
-		m = max(m, w.share)
+		m = max(m, w.limit)
 	}
 	if p.dc[d].expired {
-		return min(rs.static[d], m)
+		return min(e.static[d], m)
 	}
 	return m
 }
 
+// share is v as a fraction of e's limit, for documents and views.
+func (e *entry) frac(v int64) float64 {
+	if e.limit <= 0 {
+		return 0
+	}
+	return min(1, float64(v)/float64(e.limit))
+}
+
 // doc builds DC d's document of rs from the grants in flight.
 func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignment {
+	e := rs.entry
 	doc := &weirv1.RuleAssignment{
 		Dc: p.dcs[d], Domain: rs.ref.domain, RuleId: rs.ref.id,
-		Epoch: p.epoch, Share: rs.entry.next[d], IssuedMs: now.UnixMilli(),
+		Epoch: p.epoch, Share: e.frac(e.next[d]), Limit: e.next[d], GlobalLimit: e.limit, IssuedMs: now.UnixMilli(),
 	}
 	keys := make([]string, 0, len(rs.keys))
 	for k := range rs.keys {
@@ -211,7 +218,8 @@ func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignmen
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		doc.Keys = append(doc.Keys, &weirv1.KeyShare{Key: k, Share: rs.keys[k].next[d]})
+		ke := rs.keys[k]
+		doc.Keys = append(doc.Keys, &weirv1.KeyShare{Key: k, Share: ke.frac(ke.next[d]), Limit: ke.next[d], GlobalLimit: ke.limit})
 	}
 	return doc
 }
@@ -232,7 +240,7 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 		if rs == nil || !known {
 			continue
 		}
-		apply := func(e *entry, share float64) {
+		apply := func(e *entry, local int64) {
 			h := e.hist[d]
 			if ok {
 				for j := range h {
@@ -240,25 +248,25 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 						h[j].rev = rev - 1 // it happened, if at all, before rev
 					}
 				}
-				if share != e.grant[d] || len(h) == 0 || !rs.hasDoc[d] {
-					h = append(h, write{rev, share})
+				if local != e.grant[d] || len(h) == 0 || !rs.hasDoc[d] {
+					h = append(h, write{rev, local})
 				}
-				e.grant[d] = share
+				e.grant[d] = local
 			} else {
 				// It may or may not be in force; only a later successful
 				// write can be acknowledged.
-				h = append(h, write{math.MaxInt64, share})
+				h = append(h, write{math.MaxInt64, local})
 			}
 			if len(h) > maxHist {
-				h[1] = write{h[0].rev, max(h[0].share, h[1].share)}
+				h[1] = write{h[0].rev, max(h[0].limit, h[1].limit)}
 				h = h[1:]
 			}
 			e.hist[d] = h
 		}
-		apply(rs.entry, w.Doc.GetShare())
+		apply(rs.entry, w.Doc.GetLimit())
 		for _, k := range w.Doc.GetKeys() {
 			if e := rs.keys[k.GetKey()]; e != nil {
-				apply(e, k.GetShare())
+				apply(e, k.GetLimit())
 			}
 		}
 		if ok {
@@ -282,7 +290,7 @@ func (p *Planner) Settle() {
 
 type write struct {
 	rev   int64 // math.MaxInt64 while unknown (a write whose outcome is unknown)
-	share float64
+	limit int64 // the local limit written
 }
 
 // maxHist bounds the writes remembered per (entry, DC); older ones merge,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -102,20 +103,14 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 	if e == nil {
 		// A key earns a share of its own when it uses at least half of
 		// what the rule's share gives it here, or is rejected.
-		if (f < rs.entry.grant[d]/2 && k.GetRejected() == 0) || len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
+		if (f < rs.entry.frac(rs.entry.grant[d])/2 && k.GetRejected() == 0) || len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
 			p.stats.KeysUntracked++
 			return
 		}
-		e = p.newEntry(key, limit)
-		for i := range p.dcs {
-			// Until its own shares are written, each DC enforces the
-			// rule's for the key.
-			e.grant[i], e.hist[i] = rs.entry.grant[i], slices.Clone(rs.entry.hist[i])
-			e.target[i] = rs.entry.grant[i]
-		}
+		e = p.newKeyEntry(rs, key, limit)
 		rs.keys[key] = e
 	}
-	e.limit = limit
+	p.setLimit(rs, e, limit)
 	put(e, d, idx, f)
 }
 
@@ -228,4 +223,22 @@ type seqWindow struct {
 	max  uint64
 	bits uint64 // bit i: max-i seen
 	seen int64  // interval of the last report
+}
+
+// newKeyEntry returns a new entry for key, of global limit limit, at what
+// each DC enforces for the key until the key's own limits are written:
+// the rule's, scaled to the key's limit (rule.LocalLimit).
+func (p *Planner) newKeyEntry(rs *ruleState, key string, limit int64) *entry {
+	e := p.newEntry(rs, key, limit)
+	scale := func(v int64) int64 { return rule.LocalLimit(v, rs.entry.limit, 0, limit) }
+	for i := range p.dcs {
+		e.grant[i], e.target[i] = scale(rs.entry.grant[i]), scale(rs.entry.grant[i])
+		e.share[i] = e.frac(e.target[i])
+		h := slices.Clone(rs.entry.hist[i])
+		for j := range h {
+			h[j].limit = scale(h[j].limit)
+		}
+		e.hist[i] = h
+	}
+	return e
 }

@@ -42,7 +42,7 @@ func (p *Planner) renewable(d int) bool {
 	p.each(func(rs *ruleState, e *entry) {
 		p.held(rs, e, d)
 		for _, w := range e.hist[d] {
-			if w.share > rs.static[d] {
+			if w.limit > e.static[d] {
 				ok = false
 			}
 		}

@@ -161,7 +161,6 @@ type ruleState struct {
 	ref      ruleRef
 	wait     time.Duration // quarantine of released quota
 	spec     rule.Rule
-	static   []float64
 	policy   []allocate.DC
 	entry    *entry
 	keys     map[string]*entry
@@ -170,21 +169,27 @@ type ruleState struct {
 	docEpoch []uint64
 }
 
-// entry is a rule, or one key of it with shares of its own.
+// entry is a rule, or one key of it with shares of its own. Its targets,
+// grants and writes are local limits: integers out of limit, the entry's
+// global limit (docs/architecture.md, "Safety").
 type entry struct {
-	key    string // "" for the rule
-	limit  int64
-	est    []demand.State
-	pend   [][ring]pending
-	late   [][2]pending // per DC: the two newest late intervals' sums, by idx % 2
-	target []float64
-	grant  []float64 // in the DC's document (or static)
+	key   string // "" for the rule
+	limit int64
+	est   []demand.State
+	pend  [][ring]pending
+	late  [][2]pending // per DC: the two newest late intervals' sums, by idx % 2
+	// share is the allocator's target share; target is it apportioned in
+	// integers that sum to limit (allocate.Apportion).
+	share  []float64
+	target []int64
+	grant  []int64 // in the DC's document (or static)
+	static []int64 // the DCs' static limits of limit (rule.StaticLimit)
 	// hist holds, per DC, the writes the DC may not have applied yet: the
 	// first was in force at some revision the DC has acknowledged, the
 	// others came later. Whatever the DC enforces is one of them.
 	hist     [][]write
-	next     []float64 // grants of the write in flight
-	quiet    int       // intervals without pressure (keys)
+	next     []int64 // grants of the write in flight
+	quiet    int     // intervals without pressure (keys)
 	retiring bool
 }
 
@@ -239,13 +244,15 @@ func (p *Planner) Stats() Stats { return p.stats }
 // Epoch returns the epoch of the last round.
 func (p *Planner) Epoch() uint64 { return p.epoch }
 
-func (p *Planner) newEntry(key string, limit int64) *entry {
+func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 	n := len(p.dcs)
 	e := &entry{
 		key: key, limit: limit,
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
-		target: make([]float64, n), grant: make([]float64, n), hist: make([][]write, n),
+		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
+		hist: make([][]write, n),
 	}
+	p.setStatic(rs, e)
 	for d := range e.pend {
 		for j := range e.pend[d] {
 			e.pend[d][j].idx = -1
@@ -263,5 +270,34 @@ func (p *Planner) each(f func(rs *ruleState, e *entry)) {
 		for _, e := range rs.keys {
 			f(rs, e)
 		}
+	}
+}
+
+// setStatic computes e's static limits: the DCs' static shares of the
+// rule, apportioned in integers of e's limit.
+func (p *Planner) setStatic(rs *ruleState, e *entry) {
+	for d, dc := range p.dcs {
+		e.static[d] = rs.spec.StaticLimit(dc, p.dcs, e.limit)
+	}
+}
+
+// setLimit changes e's global limit to limit. What the DCs may enforce
+// under their documents becomes rule.LocalLimit of the new limit — their
+// integers, scaled and rounded down — and their documents are rewritten
+// in the new limit's integers.
+func (p *Planner) setLimit(rs *ruleState, e *entry, limit int64) {
+	if e.limit == limit {
+		return
+	}
+	from := e.limit
+	e.limit = limit
+	p.setStatic(rs, e)
+	scale := func(v int64) int64 { return rule.LocalLimit(v, from, 0, limit) }
+	for d := range p.dcs {
+		e.grant[d], e.target[d] = scale(e.grant[d]), scale(e.target[d])
+		for j := range e.hist[d] {
+			e.hist[d][j].limit = scale(e.hist[d][j].limit)
+		}
+		rs.dirty[d] = true
 	}
 }

@@ -31,7 +31,7 @@ type sim struct {
 	rev    int64
 	seq    map[string]uint64
 	inbox  map[string][]delivery
-	force  map[string]map[string]float64 // DC → entry key ("" rule) → share in force
+	force  map[string]map[string]int64 // DC → entry key ("" rule) → local limit in force
 	maxLag time.Duration
 	lost   float64 // fraction of reports lost
 	dup    float64 // fraction of reports duplicated
@@ -45,7 +45,7 @@ type sim struct {
 	partLag []time.Duration
 	// jitter, if set, adds to the lag of DC d's report numbered seq.
 	jitter func(d string, seq uint64) time.Duration
-	worst  float64
+	worst  int64 // the largest sum of local limits in force seen
 	// etcd: the latest document written per DC, and its revision.
 	docs map[string]delivery
 	// cut DCs hear nothing (no documents, no leases) and are not heard.
@@ -72,40 +72,46 @@ func newSim(t *testing.T, maxLag time.Duration) *sim {
 	}
 	p.SetRules([]rule.Rule{simRule()})
 	s := &sim{t: t, p: p, rng: rand.New(rand.NewPCG(7, 9)), now: time.UnixMilli(1_700_000_000_000),
-		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]float64{}, maxLag: maxLag,
+		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]int64{}, maxLag: maxLag,
 		docs: map[string]delivery{}, cut: map[string]bool{}, leaseUntil: map[string]time.Time{}, acked: map[string]int64{}}
 	r := simRule()
-	st := r.StaticShare("a", simDCs)
 	for _, d := range simDCs {
-		s.force[d] = map[string]float64{"": st}
+		s.force[d] = map[string]int64{"": r.StaticLimit(d, simDCs, r.Limit)}
 	}
 	p.Load(s.now, nil, nil, nil)
 	return s
 }
 
-// share returns what DC d enforces for key: its own share, or the rule's;
-// past its lease, no more than its static share.
-func (s *sim) share(d, key string) float64 {
+// local returns the local limit DC d enforces for key: its own, or the
+// rule's; past its lease, no more than its static limit.
+func (s *sim) local(d, key string) int64 {
 	v, ok := s.force[d][key]
 	if !ok {
 		v = s.force[d][""]
 	}
 	if until, ok := s.leaseUntil[d]; ok && !s.now.Before(until) {
 		r := simRule()
-		v = min(v, r.StaticShare(d, simDCs))
+		v = min(v, r.StaticLimit(d, simDCs, r.Limit))
 	}
 	return v
 }
 
+// share returns DC d's local limit for key as a fraction of the limit.
+func (s *sim) share(d, key string) float64 {
+	return float64(s.local(d, key)) / float64(simRule().Limit)
+}
+
+// check fails the test unless the local limits in force of every entry
+// sum to at most the limit, in integers.
 func (s *sim) check(keys []string) {
 	for _, k := range append([]string{""}, keys...) {
-		sum := 0.0
+		sum := int64(0)
 		for _, d := range simDCs {
-			sum += s.share(d, k)
+			sum += s.local(d, k)
 		}
 		s.worst = max(s.worst, sum)
-		if sum > 1 {
-			s.t.Fatalf("at %v: shares in force for %q sum to %.17g > 1: %v", s.now, k, sum, s.force)
+		if limit := simRule().Limit; sum > limit {
+			s.t.Fatalf("at %v: local limits in force for %q sum to %d > %d: %v", s.now, k, sum, limit, s.force)
 		}
 	}
 }
@@ -190,9 +196,10 @@ func (s *sim) deliver(keys []string) {
 		q := s.inbox[d]
 		for len(q) > 0 && !q[0].at.After(s.now) && !s.cut[d] {
 			doc := q[0].doc
-			f := map[string]float64{"": doc.GetShare()}
+			limit := simRule().Limit
+			f := map[string]int64{"": rule.LocalLimit(doc.GetLimit(), doc.GetGlobalLimit(), doc.GetShare(), limit)}
 			for _, k := range doc.GetKeys() {
-				f[k.GetKey()] = k.GetShare()
+				f[k.GetKey()] = rule.LocalLimit(k.GetLimit(), k.GetGlobalLimit(), k.GetShare(), limit)
 			}
 			s.force[d] = f
 			s.p.SetAck(d, q[0].rev, s.now)
@@ -239,14 +246,14 @@ func TestPlannerTwoPhaseSafety(t *testing.T) {
 			s.run(tc.secs, nil, phase(900, 50, 50))
 			s.run(tc.secs, nil, phase(50, 900, 50))
 			s.run(tc.secs, nil, phase(50, 50, 900))
-			if s.worst > 1 {
+			if s.worst > simRule().Limit {
 				t.Fatalf("worst sum %v", s.worst)
 			}
 			// Demand 50/50/900 of 1000: c gets nearly all of it.
 			if got := s.share("c", ""); got < 0.85 {
 				t.Errorf("c's share in force = %v, want ≥ 0.85 (force %v)", got, s.force)
 			}
-			t.Logf("worst sum of shares in force %.6f; final %v", s.worst, s.force)
+			t.Logf("worst sum of local limits in force %d; final %v", s.worst, s.force)
 		})
 	}
 }
@@ -390,7 +397,7 @@ func TestPlannerQuarantine(t *testing.T) {
 		p.SetAck(d, 1, t0.Add(-time.Hour))
 	}
 	e := p.rules[ruleRef{"api", "r"}].entry
-	copy(e.target, []float64{0.05, 0.05, 0.9})
+	copy(e.target, []int64{50, 50, 900})
 	plan := func(at time.Time) map[string]float64 {
 		ws := p.Plan(at)
 		got := map[string]float64{}

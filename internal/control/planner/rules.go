@@ -24,22 +24,27 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 			if p.entries >= MaxEntries {
 				continue
 			}
-			rs = &ruleState{ref: ref, keys: map[string]*entry{},
+			rs = &ruleState{ref: ref, keys: map[string]*entry{}, spec: r,
 				dirty: make([]bool, len(p.dcs)), hasDoc: make([]bool, len(p.dcs)), docEpoch: make([]uint64, len(p.dcs)),
-				policy: make([]allocate.DC, len(p.dcs)), static: make([]float64, len(p.dcs))}
-			rs.entry = p.newEntry("", r.Limit)
+				policy: make([]allocate.DC, len(p.dcs))}
+			rs.entry = p.newEntry(rs, "", r.Limit)
 			p.rules[ref] = rs
 		}
 		rs.spec = r
 		rs.wait = min(r.Window(), p.cfg.MaxQuarantine)
-		rs.entry.limit = r.Limit
-		for d, name := range p.dcs {
-			rs.static[d] = r.StaticShare(name, p.dcs)
+		p.setLimit(rs, rs.entry, r.Limit)
+		p.setStatic(rs, rs.entry)
+		for _, e := range rs.keys {
+			p.setStatic(rs, e) // the static shares may have changed
+		}
+		e := rs.entry
+		for d := range p.dcs {
 			if !rs.hasDoc[d] {
-				// Without a document the DC enforces its static share; it
+				// Without a document the DC enforces its static limit; it
 				// stays the target until the estimates say otherwise.
-				rs.entry.grant[d], rs.entry.target[d] = rs.static[d], rs.static[d]
-				rs.entry.hist[d] = []write{{0, rs.static[d]}}
+				e.grant[d], e.target[d] = e.static[d], e.static[d]
+				e.share[d] = e.frac(e.target[d])
+				e.hist[d] = []write{{0, e.static[d]}}
 			}
 		}
 	}

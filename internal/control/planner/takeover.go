@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirhq/weir/pkg/rule"
+
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -20,26 +22,31 @@ func (p *Planner) Load(now time.Time, docs []*weirv1.RuleAssignment, revs []int6
 		if rs == nil || !ok {
 			continue
 		}
-		load := func(e *entry, share float64) {
+		load := func(e *entry, local int64) {
 			// Until the DC acknowledges rev, it may hold anything.
-			e.grant[d], e.target[d] = share, share
-			e.hist[d] = []write{{0, 1}, {revs[i], share}}
+			e.grant[d], e.target[d] = local, local
+			e.share[d] = e.frac(local)
+			e.hist[d] = []write{{0, e.limit}, {revs[i], local}}
 		}
 		rs.hasDoc[d], rs.docEpoch[d] = true, doc.GetEpoch()
-		load(rs.entry, doc.GetShare())
+		load(rs.entry, rule.LocalLimit(doc.GetLimit(), doc.GetGlobalLimit(), doc.GetShare(), rs.entry.limit))
 		for _, k := range doc.GetKeys() {
 			e := rs.keys[k.GetKey()]
 			if e == nil {
 				if len(rs.keys) >= MaxKeysPerRule || p.entries >= MaxEntries {
 					continue
 				}
-				e = p.newEntry(k.GetKey(), rs.entry.limit)
+				limit := k.GetGlobalLimit()
+				if limit <= 0 {
+					limit = rs.entry.limit // until the DCs report the key's own
+				}
+				e = p.newEntry(rs, k.GetKey(), limit)
 				for j := range p.dcs {
-					e.grant[j], e.target[j], e.hist[j] = rs.entry.grant[j], rs.entry.grant[j], nil
+					e.hist[j] = nil
 				}
 				rs.keys[k.GetKey()] = e
 			}
-			load(e, k.GetShare())
+			load(e, rule.LocalLimit(k.GetLimit(), k.GetGlobalLimit(), k.GetShare(), e.limit))
 		}
 	}
 	// A key listed in some DCs' documents but not others is at the rule's
@@ -49,7 +56,14 @@ func (p *Planner) Load(now time.Time, docs []*weirv1.RuleAssignment, revs []int6
 		for _, e := range rs.keys {
 			for d := range p.dcs {
 				if e.hist[d] == nil {
-					e.grant[d], e.target[d], e.hist[d] = rs.entry.grant[d], rs.entry.grant[d], slices.Clone(rs.entry.hist[d])
+					scale := func(v int64) int64 { return rule.LocalLimit(v, rs.entry.limit, 0, e.limit) }
+					e.grant[d], e.target[d] = scale(rs.entry.grant[d]), scale(rs.entry.grant[d])
+					e.share[d] = e.frac(e.target[d])
+					h := slices.Clone(rs.entry.hist[d])
+					for j := range h {
+						h[j].limit = scale(h[j].limit)
+					}
+					e.hist[d] = h
 				}
 			}
 		}

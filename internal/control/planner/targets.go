@@ -1,6 +1,9 @@
 package planner
 
-import "github.com/weirhq/weir/pkg/allocate"
+import (
+	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/rule"
+)
 
 // retarget computes every entry's target shares from the estimates.
 func (p *Planner) retarget() {
@@ -19,7 +22,7 @@ func (p *Planner) retarget() {
 		for key, e := range rs.keys {
 			pressured := false
 			for d := range p.dcs {
-				if e.est[d].Estimate() > rs.entry.grant[d]/2 {
+				if e.est[d].Estimate() > rs.entry.frac(rs.entry.grant[d])/2 {
 					pressured = true
 				}
 			}
@@ -29,7 +32,10 @@ func (p *Planner) retarget() {
 				e.retiring = true
 			}
 			if e.retiring {
-				copy(e.target, rs.entry.target)
+				for d := range p.dcs {
+					e.target[d] = ruleLimitFor(rs, e, rs.entry.target[d])
+					e.share[d] = e.frac(e.target[d])
+				}
 				if p.retired(rs, e) {
 					delete(rs.keys, key)
 					p.entries--
@@ -50,7 +56,8 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 		in[d].Demand = e.est[d].Estimate()
 	}
 	allocate.Allocate(in, out)
-	copy(e.target, out)
+	copy(e.share, out)
+	allocate.Apportion(out, e.limit, e.target)
 }
 
 // keyedHeadroom is the part of a keyed rule's limit its DCs' shares leave
@@ -76,16 +83,24 @@ func (p *Planner) allocateKeyed(rs *ruleState, in []allocate.DC, out []float64) 
 		}
 	}
 	allocate.Allocate(in, out)
-	copy(rs.entry.target, out)
+	copy(rs.entry.share, out)
+	allocate.Apportion(out, rs.entry.limit, rs.entry.target)
 }
 
 // retired reports whether key entry e can leave the documents: its shares
 // equal the rule's in every DC, and are the only ones that may be in force.
 func (p *Planner) retired(rs *ruleState, e *entry) bool {
 	for d := range p.dcs {
-		if e.grant[d] != rs.entry.grant[d] || len(e.hist[d]) != 1 || e.next != nil {
+		if e.grant[d] != ruleLimitFor(rs, e, rs.entry.grant[d]) || len(e.hist[d]) != 1 || e.next != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// ruleLimitFor returns what a DC enforces for key entry e when the rule's
+// local limit there is v and the key has no limit of its own: v scaled to
+// the key's limit, rounded down (rule.LocalLimit).
+func ruleLimitFor(rs *ruleState, e *entry, v int64) int64 {
+	return rule.LocalLimit(v, rs.entry.limit, 0, e.limit)
 }

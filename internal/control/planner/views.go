@@ -23,13 +23,21 @@ type DCView struct {
 	Demand float64 `json:"demand"`
 	// Target is the share the allocation wants; Share is the share
 	// written (in force once acknowledged); Held bounds what may be in
-	// force meanwhile; Static is the safe static share.
-	Target  float64              `json:"target"`
-	Share   float64              `json:"share"`
-	Held    float64              `json:"held"`
-	Static  float64              `json:"static"`
-	Expired bool                 `json:"lease_expired,omitempty"`
-	Policy  sharepolicy.DCPolicy `json:"policy"`
+	// force meanwhile; Static is the safe static share. Each is a
+	// fraction of the limit; the integers below are what they stand for.
+	Target float64 `json:"target"`
+	Share  float64 `json:"share"`
+	Held   float64 `json:"held"`
+	Static float64 `json:"static"`
+	// TargetLimit, LocalLimit, HeldLimit and StaticLimit are the target,
+	// the local limit written, the bound on what may be in force, and the
+	// static limit, in integers that sum to at most the limit.
+	TargetLimit int64                `json:"target_limit"`
+	LocalLimit  int64                `json:"local_limit"`
+	HeldLimit   int64                `json:"held_limit"`
+	StaticLimit int64                `json:"static_limit"`
+	Expired     bool                 `json:"lease_expired,omitempty"`
+	Policy      sharepolicy.DCPolicy `json:"policy"`
 }
 
 // Snapshot returns every rule's state, sorted by domain and id.
@@ -77,8 +85,10 @@ func (p *Planner) dcViews(rs *ruleState, e *entry) []DCView {
 			pin := rs.policy[d].Pin
 			pol.Pin = &pin
 		}
-		out[d] = DCView{DC: dc, Demand: e.est[d].Estimate(), Target: e.target[d], Share: e.grant[d], Held: p.held(rs, e, d),
-			Static: rs.static[d], Expired: p.dc[d].expired, Policy: pol}
+		held := p.held(rs, e, d)
+		out[d] = DCView{DC: dc, Demand: e.est[d].Estimate(), Target: e.share[d], Share: e.frac(e.grant[d]), Held: e.frac(held),
+			Static: e.frac(e.static[d]), TargetLimit: e.target[d], LocalLimit: e.grant[d], HeldLimit: held, StaticLimit: e.static[d],
+			Expired: p.dc[d].expired, Policy: pol}
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weirhq/weir/pkg/algorithm"
 )
 
 // Bounds on a document; a document beyond them is corrupt.
@@ -32,14 +34,20 @@ type Assignment struct {
 	Epoch uint64
 	// Share is the DC's fraction of the rule's limit, in [0, 1].
 	Share float64
+	// Limit is the DC's local limit out of GlobalLimit, the rule's limit
+	// the coordinator apportioned; both 0 in documents written before
+	// integer limits, which the DC enforces as floor(Share × limit).
+	Limit, GlobalLimit int64
 	// Keys are the keys with shares of their own, each listed once.
 	Keys []KeyShare
 }
 
-// KeyShare is the DC's fraction, in [0, 1], of one key's limit.
+// KeyShare is the DC's fraction, in [0, 1], of one key's limit, and its
+// local limit out of GlobalLimit (both 0 in documents that predate them).
 type KeyShare struct {
-	Key   string
-	Share float64
+	Key                string
+	Share              float64
+	Limit, GlobalLimit int64
 }
 
 // Lease is a decoded weirv1.AssignmentLease: it keeps the DC's assignments
@@ -81,41 +89,59 @@ func (c *Change) IsLease() bool { return c.Domain == "" && c.RuleID == "" }
 // validShare reports whether v is in [0, 1] (NaN is not).
 func validShare(v float64) bool { return v >= 0 && v <= 1 }
 
+// validLimit reports whether local out of global is usable: global in
+// [0, algorithm.MaxLimit] (0: no integer limits) and local in [0, global].
+func validLimit(local, global int64) bool {
+	return global >= 0 && global <= algorithm.MaxLimit && local >= 0 && local <= global
+}
+
+// limits is a DC's assignment of one rule or key: its share, and its local
+// limit out of the global limit apportioned (see Assignment).
+type limits struct {
+	share         float64
+	local, global int64
+}
+
 // assignment checks c, a put of a rule's document for dc, and returns its
-// rule share and key shares (nil when none).
-func (c *Change) assignment(dc string) (float64, map[string]float64, error) {
+// rule's limits and its keys' (nil when none).
+func (c *Change) assignment(dc string) (limits, map[string]limits, error) {
 	if c.Err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", ErrCorrupt, c.Err)
+		return limits{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, c.Err)
 	}
 	a := c.Assignment
 	switch {
 	case a == nil:
-		return 0, nil, fmt.Errorf("%w: no assignment in a put", ErrCorrupt)
+		return limits{}, nil, fmt.Errorf("%w: no assignment in a put", ErrCorrupt)
 	case a.DC != dc:
-		return 0, nil, fmt.Errorf("%w: dc %q in the document of dc %q", ErrCorrupt, a.DC, dc)
+		return limits{}, nil, fmt.Errorf("%w: dc %q in the document of dc %q", ErrCorrupt, a.DC, dc)
 	case a.Domain != c.Domain || a.RuleID != c.RuleID:
-		return 0, nil, fmt.Errorf("%w: rule %s/%s in the document of rule %s/%s", ErrCorrupt, a.Domain, a.RuleID, c.Domain, c.RuleID)
+		return limits{}, nil, fmt.Errorf("%w: rule %s/%s in the document of rule %s/%s", ErrCorrupt, a.Domain, a.RuleID, c.Domain, c.RuleID)
 	case !validShare(a.Share):
-		return 0, nil, fmt.Errorf("%w: share %v not in [0, 1]", ErrCorrupt, a.Share)
+		return limits{}, nil, fmt.Errorf("%w: share %v not in [0, 1]", ErrCorrupt, a.Share)
+	case !validLimit(a.Limit, a.GlobalLimit):
+		return limits{}, nil, fmt.Errorf("%w: local limit %d of %d out of range", ErrCorrupt, a.Limit, a.GlobalLimit)
 	case len(a.Keys) > MaxKeys:
-		return 0, nil, fmt.Errorf("%w: %d keys, more than %d", ErrCorrupt, len(a.Keys), MaxKeys)
+		return limits{}, nil, fmt.Errorf("%w: %d keys, more than %d", ErrCorrupt, len(a.Keys), MaxKeys)
 	}
+	rl := limits{a.Share, a.Limit, a.GlobalLimit}
 	if len(a.Keys) == 0 {
-		return a.Share, nil, nil
+		return rl, nil, nil
 	}
-	keys := make(map[string]float64, len(a.Keys))
+	keys := make(map[string]limits, len(a.Keys))
 	for _, k := range a.Keys {
 		switch _, dup := keys[k.Key]; {
 		case len(k.Key) > MaxKeyLen:
-			return 0, nil, fmt.Errorf("%w: key of %d bytes, more than %d", ErrCorrupt, len(k.Key), MaxKeyLen)
+			return limits{}, nil, fmt.Errorf("%w: key of %d bytes, more than %d", ErrCorrupt, len(k.Key), MaxKeyLen)
 		case dup:
-			return 0, nil, fmt.Errorf("%w: key %.64q listed twice", ErrCorrupt, k.Key)
+			return limits{}, nil, fmt.Errorf("%w: key %.64q listed twice", ErrCorrupt, k.Key)
 		case !validShare(k.Share):
-			return 0, nil, fmt.Errorf("%w: share %v of key %.64q not in [0, 1]", ErrCorrupt, k.Share, k.Key)
+			return limits{}, nil, fmt.Errorf("%w: share %v of key %.64q not in [0, 1]", ErrCorrupt, k.Share, k.Key)
+		case !validLimit(k.Limit, k.GlobalLimit):
+			return limits{}, nil, fmt.Errorf("%w: local limit %d of %d of key %.64q out of range", ErrCorrupt, k.Limit, k.GlobalLimit, k.Key)
 		}
-		keys[k.Key] = k.Share
+		keys[k.Key] = limits{k.Share, k.Limit, k.GlobalLimit}
 	}
-	return a.Share, keys, nil
+	return rl, keys, nil
 }
 
 // lease checks c, a put of the lease of dc.

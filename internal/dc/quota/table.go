@@ -93,8 +93,8 @@ type ruleKey struct{ domain, id string }
 // are those of the last valid document (0 and nil when none was ever
 // applied). Immutable.
 type entry struct {
-	share float64
-	keys  map[string]float64
+	rule  limits
+	keys  map[string]limits
 	state state
 	rev   int64 // revision of the latest put or delete
 	since int64 // state corrupt: revision of the first corrupt document
@@ -177,16 +177,61 @@ func (t *Table) Share(domain string, r *ruleset.Rule, key string) float64 {
 	if e == nil {
 		return spec.StaticShare(t.dc, t.dcs)
 	}
-	share := e.share
+	share := e.rule.share
 	if len(e.keys) > 0 {
 		if v, ok := e.keys[key]; ok {
-			share = v
+			share = v.share
 		}
 	}
 	if e.state == valid && s.lease.inForce(t.since) {
 		return share
 	}
 	return min(share, spec.StaticShare(t.dc, t.dcs))
+}
+
+// Limits returns the limit and burst this DC enforces now for key of r,
+// whose key is allowed limit per window with the given burst globally
+// (the rule's, or an override's): limit and burst for a local rule; for a
+// global rule, the key's or the rule's local limit while the DC's lease
+// and the rule's document are in force, the lesser of it and the static
+// limit when either is not, and the static limit (rule.Rule.StaticLimit)
+// when no document of the rule is known. The local limit is the document's
+// integer, scaled to limit when limit is not the one the coordinator
+// apportioned (rule.LocalLimit); burst is scaled like limit, rounded down,
+// so that the DCs' bursts sum to at most burst too. Lock-free and
+// allocation-free.
+func (t *Table) Limits(domain string, r *ruleset.Rule, key string, limit, burst int64) (int64, int64) {
+	spec := &r.Spec
+	if spec.Scope == rule.ScopeLocal {
+		return limit, burst
+	}
+	local := t.local(domain, spec, key, limit)
+	switch {
+	case local >= limit:
+		return limit, burst
+	case burst <= 0:
+		return local, burst
+	}
+	return local, rule.LocalLimit(local, limit, 0, burst)
+}
+
+func (t *Table) local(domain string, spec *rule.Rule, key string, limit int64) int64 {
+	s := t.snap.Load()
+	e := s.rules[ruleKey{domain, spec.ID}]
+	if e == nil {
+		return spec.StaticLimit(t.dc, t.dcs, limit)
+	}
+	l := e.rule
+	if len(e.keys) > 0 {
+		if v, ok := e.keys[key]; ok {
+			l = v
+		}
+	}
+	local := rule.LocalLimit(l.local, l.global, l.share, limit)
+	if e.state == valid && s.lease.inForce(t.since) {
+		return local
+	}
+	return min(local, spec.StaticLimit(t.dc, t.dcs, limit))
 }
 
 // HasKeyShare reports whether the DC's assignment of rule (domain, ruleID)
@@ -386,15 +431,15 @@ func (t *Table) publish(next *snapshot) {
 // putRule returns the entry of a rule after the put c, given its entry
 // before (nil if none), and raises next's epoch when c is applied.
 func (t *Table) putRule(prev *entry, next *snapshot, c *Change) *entry {
-	share, keys, err := c.assignment(t.dc)
+	rl, keys, err := c.assignment(t.dc)
 	if err == nil {
 		next.epoch = max(next.epoch, c.Assignment.Epoch)
-		return &entry{share: share, keys: keys, state: valid, rev: c.Revision}
+		return &entry{rule: rl, keys: keys, state: valid, rev: c.Revision}
 	}
 	t.skip(c, err)
 	e := &entry{state: corrupt, rev: c.Revision, since: c.Revision}
 	if prev != nil {
-		e.share, e.keys = prev.share, prev.keys
+		e.rule, e.keys = prev.rule, prev.keys
 		if prev.state == corrupt {
 			e.since = prev.since
 		}
@@ -409,7 +454,7 @@ func deleteRule(prev *entry, rev int64) *entry {
 	if prev == nil || prev.state == deleted {
 		return prev
 	}
-	return &entry{share: prev.share, keys: prev.keys, state: deleted, rev: rev}
+	return &entry{rule: prev.rule, keys: prev.keys, state: deleted, rev: rev}
 }
 
 // putLease returns the lease after the put c, received now: cur, the

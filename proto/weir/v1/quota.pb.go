@@ -359,7 +359,18 @@ type RuleAssignment struct {
 	Share float64     `protobuf:"fixed64,5,opt,name=share,proto3" json:"share,omitempty"`
 	Keys  []*KeyShare `protobuf:"bytes,6,rep,name=keys,proto3" json:"keys,omitempty"`
 	// IssuedMs is when the coordinator wrote the document (Unix ms).
-	IssuedMs      int64 `protobuf:"varint,7,opt,name=issued_ms,json=issuedMs,proto3" json:"issued_ms,omitempty"`
+	IssuedMs int64 `protobuf:"varint,7,opt,name=issued_ms,json=issuedMs,proto3" json:"issued_ms,omitempty"`
+	// Limit is the DC's local limit of the rule: the integer it enforces per
+	// window, apportioned so that the DCs' limits in force sum to at most
+	// global_limit. Share is then limit / global_limit, kept for limiters
+	// that predate this field (they enforce floor(share × limit)).
+	Limit int64 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	// GlobalLimit is the rule's limit the leader apportioned; 0 in documents
+	// that predate the integer limits (the limiter then enforces
+	// floor(share × limit)). A limiter whose rule has another limit (the
+	// rule was edited, or an override's limit applies to a key) enforces
+	// floor(limit × its limit / global_limit).
+	GlobalLimit   int64 `protobuf:"varint,9,opt,name=global_limit,json=globalLimit,proto3" json:"global_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,11 +454,28 @@ func (x *RuleAssignment) GetIssuedMs() int64 {
 	return 0
 }
 
-// KeyShare is a DC's fraction, in [0, 1], of one key's global limit.
+func (x *RuleAssignment) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RuleAssignment) GetGlobalLimit() int64 {
+	if x != nil {
+		return x.GlobalLimit
+	}
+	return 0
+}
+
+// KeyShare is a DC's fraction, in [0, 1], of one key's global limit, and
+// its integer local limit (see RuleAssignment's limit and global_limit).
 type KeyShare struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Share         float64                `protobuf:"fixed64,2,opt,name=share,proto3" json:"share,omitempty"`
+	Limit         int64                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	GlobalLimit   int64                  `protobuf:"varint,4,opt,name=global_limit,json=globalLimit,proto3" json:"global_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -492,6 +520,20 @@ func (x *KeyShare) GetKey() string {
 func (x *KeyShare) GetShare() float64 {
 	if x != nil {
 		return x.Share
+	}
+	return 0
+}
+
+func (x *KeyShare) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *KeyShare) GetGlobalLimit() int64 {
+	if x != nil {
+		return x.GlobalLimit
 	}
 	return 0
 }
@@ -713,7 +755,7 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\aoffered\x18\x02 \x01(\x04R\aoffered\x12\x1a\n" +
 	"\badmitted\x18\x03 \x01(\x04R\badmitted\x12\x1a\n" +
 	"\brejected\x18\x04 \x01(\x04R\brejected\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\xc1\x01\n" +
+	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\xfa\x01\n" +
 	"\x0eRuleAssignment\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x17\n" +
@@ -721,10 +763,14 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05share\x18\x05 \x01(\x01R\x05share\x12%\n" +
 	"\x04keys\x18\x06 \x03(\v2\x11.weir.v1.KeyShareR\x04keys\x12\x1b\n" +
-	"\tissued_ms\x18\a \x01(\x03R\bissuedMs\"2\n" +
+	"\tissued_ms\x18\a \x01(\x03R\bissuedMs\x12\x14\n" +
+	"\x05limit\x18\b \x01(\x03R\x05limit\x12!\n" +
+	"\fglobal_limit\x18\t \x01(\x03R\vglobalLimit\"k\n" +
 	"\bKeyShare\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05share\x18\x02 \x01(\x01R\x05share\"\x8c\x01\n" +
+	"\x05share\x18\x02 \x01(\x01R\x05share\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x03R\x05limit\x12!\n" +
+	"\fglobal_limit\x18\x04 \x01(\x03R\vglobalLimit\"\x8c\x01\n" +
 	"\x0fAssignmentLease\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12$\n" +

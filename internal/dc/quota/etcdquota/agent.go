@@ -535,11 +535,11 @@ func (a *Agent) change(kv listwatch.Event) (quota.Change, bool) {
 			c.Err = fmt.Errorf("decode assignment: %w", err)
 			break
 		}
-		as := &quota.Assignment{DC: m.GetDc(), Domain: m.GetDomain(), RuleID: m.GetRuleId(), Epoch: m.GetEpoch(), Share: m.GetShare()}
+		as := &quota.Assignment{DC: m.GetDc(), Domain: m.GetDomain(), RuleID: m.GetRuleId(), Epoch: m.GetEpoch(), Share: m.GetShare(), Limit: m.GetLimit(), GlobalLimit: m.GetGlobalLimit()}
 		if n := len(m.GetKeys()); n > 0 {
 			as.Keys = make([]quota.KeyShare, n)
 			for i, ks := range m.GetKeys() {
-				as.Keys[i] = quota.KeyShare{Key: ks.GetKey(), Share: ks.GetShare()}
+				as.Keys[i] = quota.KeyShare{Key: ks.GetKey(), Share: ks.GetShare(), Limit: ks.GetLimit(), GlobalLimit: ks.GetGlobalLimit()}
 			}
 		}
 		c.Assignment = as
