@@ -183,7 +183,7 @@ func TestCoordinatorProcessFailover(t *testing.T) {
 	demand.set(map[string]float64{"a": 20, "b": 300})
 	takeover := wait.For(t, 15*time.Second, standby.name+" leads", standby.leads)
 	t.Logf("%s killed with SIGKILL; %s leads %v later", old.name, standby.name, takeover)
-	took = wait.For(t, 30*time.Second, "b holds most of L", func() bool { return lims["b"].localLimit(ctx) > limit/2 })
+	wait.For(t, 30*time.Second, "b holds most of L", func() bool { return lims["b"].localLimit(ctx) > limit/2 })
 	t.Logf("under the new leader, shares followed demand to b %v after the kill", time.Since(killed))
 	m, _ := standby.metrics()
 	blind := m["weir_coordinator_blind_intervals_total"]

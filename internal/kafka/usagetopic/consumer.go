@@ -61,11 +61,11 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		// blind. Only the leader is meant to be a member, so a short
 		// timeout costs nothing (Kafka has no lower bound for it, unlike
 		// the session timeout's group.min.session.timeout.ms of 6s).
-		RebalanceTimeout:  time.Second,
-		JoinGroupBackoff:  200 * time.Millisecond,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		MaxAttempts:       3,
+		RebalanceTimeout: time.Second,
+		JoinGroupBackoff: 200 * time.Millisecond,
+		ReadBackoffMin:   50 * time.Millisecond,
+		ReadBackoffMax:   time.Second,
+		MaxAttempts:      3,
 	})
 	return &Consumer{r: r}, nil
 }
