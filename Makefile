@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: help all run run-multidc demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: help all run run-multidc run-cluster chaos demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -49,6 +49,14 @@ sim-all: ensure-redis
 ## run-multidc: three DCs, two coordinators, embedded etcd and Kafka broker, on loopback
 run-multidc:
 	scripts/run-multidc.sh
+
+## run-cluster: the production topology as separate processes on loopback: 3-member etcd, 3 Kafka brokers, 2 coordinators, 2 DCs x 2 limiters, a Redis Cluster
+run-cluster:
+	scripts/run-cluster.sh
+
+## chaos: kill and restart each kind of process of a running `make run-cluster`, under traffic, and print takeover and recovery times
+chaos:
+	scripts/chaos.sh
 
 ## bench: the benchmarks of the algorithms and the stores
 bench: ensure-redis

@@ -55,11 +55,17 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		CommitInterval:    200 * time.Millisecond,
 		HeartbeatInterval: 500 * time.Millisecond,
 		SessionTimeout:    6 * time.Second,
-		RebalanceTimeout:  5 * time.Second,
-		JoinGroupBackoff:  200 * time.Millisecond,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		MaxAttempts:       3,
+		// A new leader joining the group waits up to the rebalance
+		// timeout for the members already in it to rejoin; a killed
+		// leader never does, and every interval closed meanwhile is
+		// blind. Only the leader is meant to be a member, so a short
+		// timeout costs nothing (Kafka has no lower bound for it, unlike
+		// the session timeout's group.min.session.timeout.ms of 6s).
+		RebalanceTimeout: time.Second,
+		JoinGroupBackoff: 200 * time.Millisecond,
+		ReadBackoffMin:   50 * time.Millisecond,
+		ReadBackoffMax:   time.Second,
+		MaxAttempts:      3,
 	})
 	return &Consumer{r: r}, nil
 }

@@ -1,9 +1,13 @@
 // Package etcdtest starts a real etcd, embedded in the test process, for
-// tests: one member on loopback free ports, started in well under a second.
+// tests: one member on loopback free ports, started in well under a second
+// (Start), or a cluster of several members on distinct loopback client and
+// peer ports (StartCluster) whose members a test can stop and restart one
+// by one.
 package etcdtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,52 +20,143 @@ import (
 )
 
 // Cluster is an embedded etcd owned by a test; it stops when the test ends.
+// Its methods are safe for concurrent use.
 type Cluster struct {
-	t        testing.TB
-	dir      string
-	mu       sync.Mutex
-	srv      *embedetcd.Server
-	endpoint string
+	t       testing.TB
+	members []*member
 }
 
-// Start starts an etcd for t, retrying when a free port was taken in
-// between.
+// member is one etcd member: its configuration (addresses fixed at the
+// first start, so that a restart comes back where its peers expect it) and
+// its server while it runs.
+type member struct {
+	cfg embedetcd.Config
+	mu  sync.Mutex
+	srv *embedetcd.Server
+}
+
+// Start starts a one-member etcd for t, retrying when a free port was
+// taken in between.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir()}
-	c.start("127.0.0.1:0")
-	t.Cleanup(c.Stop)
-	return c
-}
-
-func (c *Cluster) start(addr string) {
-	c.t.Helper()
+	c := &Cluster{t: t, members: []*member{{cfg: embedetcd.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0"}}}}
 	var err error
 	for range 5 {
-		var srv *embedetcd.Server
-		srv, err = embedetcd.Start(context.Background(), embedetcd.Config{Dir: c.dir, ClientAddr: addr})
-		if err == nil {
-			c.mu.Lock()
-			c.srv, c.endpoint = srv, srv.Endpoint()
-			c.mu.Unlock()
-			return
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
+		if err = c.members[0].start(); err == nil || !addrInUse(err) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.t.Fatalf("etcdtest: %v", err)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	t.Cleanup(c.stopAll)
+	return c
 }
 
-// Endpoints are the client URLs.
+// StartCluster starts an n-member etcd cluster for t, every member in this
+// process on its own loopback client and peer ports, with Raft timings
+// (heartbeat 50 ms, election 500 ms) that a loaded 2-core machine keeps
+// without spurious elections. It returns once every member serves clients.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	var err error
+	for range 5 {
+		var c *Cluster
+		if c, err = startCluster(t, n); err == nil {
+			t.Cleanup(c.stopAll)
+			return c
+		}
+		if !addrInUse(err) {
+			break
+		}
+	}
+	t.Fatalf("etcdtest: %d-member cluster: %v", n, err)
+	return nil
+}
+
+func startCluster(t testing.TB, n int) (*Cluster, error) {
+	c := &Cluster{t: t}
+	var initial []string
+	for i := range n {
+		client, err := embedetcd.FreeAddr("127.0.0.1")
+		if err != nil {
+			return nil, err
+		}
+		peer, err := embedetcd.FreeAddr("127.0.0.1")
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("m%d", i)
+		initial = append(initial, name+"=http://"+peer)
+		c.members = append(c.members, &member{cfg: embedetcd.Config{
+			Dir: t.TempDir(), Name: name, ClientAddr: client, PeerAddr: peer,
+			TickMs: 50, ElectionMs: 500, StartTimeout: 30 * time.Second,
+		}})
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, m := range c.members {
+		m.cfg.InitialCluster = strings.Join(initial, ",")
+		wg.Go(func() { errs[i] = m.start() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			c.stopAll()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (m *member) start() error {
+	m.mu.Lock()
+	cfg := m.cfg
+	m.mu.Unlock()
+	srv, err := embedetcd.Start(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.srv = srv
+	m.cfg.ClientAddr = strings.TrimPrefix(srv.Endpoint(), "http://") // port 0 resolved
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *member) stop(kill bool) {
+	m.mu.Lock()
+	srv := m.srv
+	m.srv = nil
+	m.mu.Unlock()
+	switch {
+	case srv == nil:
+	case kill:
+		srv.Kill()
+	default:
+		srv.Close()
+	}
+}
+
+func (m *member) endpoint() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return "http://" + m.cfg.ClientAddr
+}
+
+func addrInUse(err error) bool { return strings.Contains(err.Error(), "address already in use") }
+
+// Endpoints are the client URLs of every member, running or not.
 func (c *Cluster) Endpoints() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return []string{c.endpoint}
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.endpoint()
+	}
+	return out
 }
 
-// Client returns a new client, closed when the test ends.
+// Client returns a new client of every member, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
@@ -76,22 +171,58 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
-// Stop stops the server, keeping its data; Restart brings it back on the
-// same address. Stopping twice is harmless.
-func (c *Cluster) Stop() {
-	c.mu.Lock()
-	srv := c.srv
-	c.srv = nil
-	c.mu.Unlock()
-	if srv != nil {
-		srv.Close()
+// Members is the number of members.
+func (c *Cluster) Members() int { return len(c.members) }
+
+// Leader returns the index of the member that is the Raft leader now, or
+// -1 when no running member leads.
+func (c *Cluster) Leader() int {
+	for i, m := range c.members {
+		m.mu.Lock()
+		leads := m.srv != nil && m.srv.IsLeader()
+		m.mu.Unlock()
+		if leads {
+			return i
+		}
+	}
+	return -1
+}
+
+// KillMember stops member i as a crash would (a leader does not hand its
+// leadership over), keeping its data; killing a stopped member is harmless.
+func (c *Cluster) KillMember(i int) { c.members[i].stop(true) }
+
+// RestartMember starts stopped member i again on its addresses and data;
+// it rejoins the cluster. It fails the test when the member cannot start.
+func (c *Cluster) RestartMember(i int) {
+	c.t.Helper()
+	m := c.members[i]
+	m.stop(false)
+	var err error
+	for range 5 {
+		if err = m.start(); err == nil || !addrInUse(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		c.t.Fatalf("etcdtest: restart member %d: %v", i, err)
 	}
 }
 
-// Restart starts a stopped server again on the same address, with its data.
+// Stop stops every member, keeping the data; Restart brings a one-member
+// etcd back on the same address. Stopping twice is harmless.
+func (c *Cluster) Stop() { c.stopAll() }
+
+func (c *Cluster) stopAll() {
+	for _, m := range c.members {
+		m.stop(false)
+	}
+}
+
+// Restart starts a stopped one-member etcd again on the same address, with
+// its data.
 func (c *Cluster) Restart() {
 	c.t.Helper()
-	c.Stop()
-	addr := strings.TrimPrefix(c.Endpoints()[0], "http://")
-	c.start(addr)
+	c.RestartMember(0)
 }

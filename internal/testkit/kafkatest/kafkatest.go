@@ -1,5 +1,7 @@
 // Package kafkatest starts an in-process Kafka-protocol broker (kfake,
-// through package embedkafka) for tests, on a free loopback port.
+// through package embedkafka) for tests, on a free loopback port, or a
+// cluster of several brokers, each on its own port, among which the
+// partitions' leadership and the consumer groups are spread.
 package kafkatest
 
 import (
@@ -19,6 +21,7 @@ type Broker struct {
 	cfg    embedkafka.Config
 	mu     sync.Mutex
 	broker *embedkafka.Broker
+	addrs  []string
 }
 
 // Start starts a broker for t with the given topics (3 partitions each).
@@ -33,6 +36,17 @@ func Start(t testing.TB, topics ...string) *Broker {
 	return b
 }
 
+// StartCluster starts a cluster of n brokers for t with the given topics
+// (partitions partitions each), on free loopback ports. It cannot be
+// restarted.
+func StartCluster(t testing.TB, n int, partitions int32, topics ...string) *Broker {
+	t.Helper()
+	b := &Broker{t: t, cfg: embedkafka.Config{Addr: "127.0.0.1:0", Brokers: n, Partitions: partitions, Topics: topics}}
+	b.start()
+	t.Cleanup(b.Close)
+	return b
+}
+
 func (b *Broker) start() {
 	b.t.Helper()
 	br, err := embedkafka.Start(b.cfg)
@@ -41,11 +55,28 @@ func (b *Broker) start() {
 	}
 	b.mu.Lock()
 	b.broker = br
+	b.addrs = br.Addrs()
 	b.mu.Unlock()
 }
 
-// Addr is the broker's host:port.
-func (b *Broker) Addr() string { return b.cfg.Addr }
+// Addr is the (first) broker's host:port.
+func (b *Broker) Addr() string { return b.Addrs()[0] }
+
+// Addrs are every broker's host:port.
+func (b *Broker) Addrs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.addrs...)
+}
+
+// PartitionLeaders returns the broker id leading each of topic's first
+// partitions partitions.
+func (b *Broker) PartitionLeaders(topic string, partitions int32) []int32 {
+	b.mu.Lock()
+	br := b.broker
+	b.mu.Unlock()
+	return br.PartitionLeaders(topic, partitions)
+}
 
 // Close stops the broker; closing twice is harmless.
 func (b *Broker) Close() {
@@ -58,9 +89,13 @@ func (b *Broker) Close() {
 	}
 }
 
-// Restart starts a stopped broker again on the same address with its log.
+// Restart starts a stopped one-broker cluster again on the same address
+// with its log.
 func (b *Broker) Restart() {
 	b.t.Helper()
+	if b.cfg.Brokers > 1 {
+		b.t.Fatal("kafkatest: a cluster of several brokers cannot be restarted")
+	}
 	b.Close()
 	b.start()
 }
@@ -72,7 +107,7 @@ func (b *Broker) Read(t testing.TB, topic string, n int) []kafka.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: []string{b.Addr()}, GroupID: "kafkatest-read", Topic: topic, StartOffset: kafka.FirstOffset,
+		Brokers: b.Addrs(), GroupID: "kafkatest-read", Topic: topic, StartOffset: kafka.FirstOffset,
 		MaxWait: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second,
 	})
 	defer r.Close()

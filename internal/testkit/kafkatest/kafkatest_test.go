@@ -58,3 +58,37 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 		}
 	}
 }
+
+// A three-broker cluster spreads the partitions' leadership among its
+// brokers, and kafka-go clients given every broker write to and read from
+// all of them.
+func TestCluster(t *testing.T) {
+	b := StartCluster(t, 3, 6, "events")
+	if got := len(b.Addrs()); got != 3 {
+		t.Fatalf("got %d broker addresses, want 3", got)
+	}
+	leaders := map[int32]bool{}
+	for _, l := range b.PartitionLeaders("events", 6) {
+		leaders[l] = true
+	}
+	if len(leaders) < 2 {
+		t.Fatalf("partitions led by brokers %v, want at least two brokers", leaders)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "events", Balancer: &kafka.RoundRobin{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireOne}
+	defer w.Close()
+	const n = 60
+	for i := range n {
+		if err := w.WriteMessages(ctx, kafka.Message{Value: fmt.Appendf(nil, "%d", i)}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	partitions := map[int]bool{}
+	for _, m := range b.Read(t, "events", n) {
+		partitions[m.Partition] = true
+	}
+	if len(partitions) != 6 {
+		t.Errorf("read from partitions %v, want all 6", partitions)
+	}
+}
