@@ -158,10 +158,36 @@ func (s *keyScanner) key() ([]byte, error) {
 	return []byte(k), nil
 }
 
-func (s *keyScanner) list(depth int, skip bool) error {
-	s.i++ // '['
-	if s.skipSpace(); s.i < len(s.data) && s.data[s.i] == ']' {
+// next reads what follows an item of a list or a value of an object: a
+// ',' before the next one, or end, the closing bracket (done).
+func (s *keyScanner) next(end byte) (done bool, err error) {
+	if s.skipSpace(); s.i >= len(s.data) {
+		return false, malformed()
+	}
+	switch s.data[s.i] {
+	case ',':
 		s.i++
+		return false, nil
+	case end:
+		s.i++
+		return true, nil
+	}
+	return false, malformed()
+}
+
+// empty reads the closing bracket end of an empty list or object, if
+// that is what follows its opening one.
+func (s *keyScanner) empty(end byte) bool {
+	s.i++ // the opening bracket
+	if s.skipSpace(); s.i < len(s.data) && s.data[s.i] == end {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *keyScanner) list(depth int, skip bool) error {
+	if s.empty(']') {
 		return nil
 	}
 	s.steps = append(s.steps, step{inList: true})
@@ -170,20 +196,12 @@ func (s *keyScanner) list(depth int, skip bool) error {
 		if err := s.value(depth+1, skip); err != nil {
 			return err
 		}
-		if s.skipSpace(); s.i >= len(s.data) {
-			return malformed()
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.steps[top].index++
-		case ']':
-			s.i++
+		done, err := s.next(']')
+		if err != nil || done {
 			s.steps = s.steps[:top]
-			return nil
-		default:
-			return malformed()
+			return err
 		}
+		s.steps[top].index++
 	}
 }
 
@@ -192,9 +210,7 @@ func (s *keyScanner) list(depth int, skip bool) error {
 const manyKeys = 16
 
 func (s *keyScanner) object(depth int, skip bool) error {
-	s.i++ // '{'
-	if s.skipSpace(); s.i < len(s.data) && s.data[s.i] == '}' {
-		s.i++
+	if s.empty('}') {
 		return nil
 	}
 	// This object's repeats go at out[first:first+repeats], before the
@@ -244,18 +260,10 @@ func (s *keyScanner) object(depth int, skip bool) error {
 		if err != nil {
 			return err
 		}
-		if s.skipSpace(); s.i >= len(s.data) {
-			return malformed()
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
+		done, err := s.next('}')
+		if err != nil || done {
 			s.keys = s.keys[:firstKey]
-			return nil
-		default:
-			return malformed()
+			return err
 		}
 	}
 }
