@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/dc/httpapi"
-	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/store/memstore"
+	"github.com/weirhq/weir/internal/testkit/limitertest"
 )
 
 // typicalCheck is a check body as docs/api.md shows it.
@@ -20,18 +19,7 @@ const typicalCheck = `{"domain": "shop",
 // the figure to compare before and after a change to the decoding of
 // check bodies (go test -bench Check -benchmem -count 10, then benchstat).
 func BenchmarkCheck(b *testing.B) {
-	store, err := memstore.New(memstore.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	lim, err := limiter.New(limiter.Config{Store: store, CacheKeys: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(lim.Close)
-	if err := lim.SetRules(compile(b, rulesYAML)); err != nil {
-		b.Fatal(err)
-	}
+	lim := limitertest.New(b, rulesYAML, nil)
 	api, err := httpapi.New(httpapi.Config{Limiter: lim})
 	if err != nil {
 		b.Fatal(err)
