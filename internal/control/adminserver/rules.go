@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -279,8 +280,9 @@ type patchField struct {
 }
 
 // parsePatch reads a PUT body: one JSON object, whose top-level fields it
-// returns in order. Duplicate names are refused (422), as rule.ParseRule
-// refuses them.
+// returns in order. A key repeated at any level is refused (422, each
+// repeat at its path), as rule.ParseRule refuses them: the merge would
+// otherwise keep one value silently.
 func parsePatch(body []byte) ([]patchField, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	malformed := func(err error) error { return errorf(http.StatusBadRequest, "malformed JSON: %v", err) }
@@ -295,8 +297,6 @@ func parsePatch(body []byte) ([]patchField, error) {
 		return nil, errorf(http.StatusBadRequest, "want a JSON object of the fields to change")
 	}
 	var fields []patchField
-	seen := make(map[string]bool)
-	var dups []adminapi.FieldError
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -307,11 +307,6 @@ func parsePatch(body []byte) ([]patchField, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, malformed(err)
 		}
-		if seen[name] {
-			dups = append(dups, adminapi.FieldError{Field: name, Reason: "appears more than once"})
-			continue
-		}
-		seen[name] = true
 		fields = append(fields, patchField{name, v})
 	}
 	if _, err := dec.Token(); err != nil { // '}'
@@ -320,10 +315,14 @@ func parsePatch(body []byte) ([]patchField, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errorf(http.StatusBadRequest, "malformed JSON: data after the object")
 	}
-	if len(dups) > 0 {
-		he := errorf(http.StatusUnprocessableEntity, "invalid rule")
-		he.body.Fields = dups
-		return nil, he
+	repeats, err := document.RepeatedKeys(body, rule.Limits)
+	if err != nil {
+		return nil, ruleError(document.Wrap(err, rule.ErrSyntax, rule.ErrTooLarge), len(body))
+	}
+	if len(repeats) > 0 {
+		var rep rule.Report
+		document.ReportRepeats(&rep, repeats)
+		return nil, ruleError(rep.Err(), len(body))
 	}
 	return fields, nil
 }
