@@ -17,6 +17,9 @@ import (
 // MaxDocumentBytes bounds one rule document.
 const MaxDocumentBytes = 256 << 10
 
+// ErrTooLarge marks a document over MaxDocumentBytes.
+var ErrTooLarge = errors.New("rulestore: rule document too large")
+
 // ErrInvalid marks a rule that Encode refuses: its document would not be
 // read back as the same rule by every reader.
 var ErrInvalid = errors.New("rulestore: invalid rule document")
@@ -27,7 +30,7 @@ var ErrInvalid = errors.New("rulestore: invalid rule document")
 // Watcher, the admin API and Encode all use it.
 func Decode(domain, id string, value []byte) (rule.Rule, error) {
 	if len(value) > MaxDocumentBytes {
-		return rule.Rule{}, fmt.Errorf("rule document of %d bytes; at most %d", len(value), MaxDocumentBytes)
+		return rule.Rule{}, fmt.Errorf("%w: %d bytes; at most %d", ErrTooLarge, len(value), MaxDocumentBytes)
 	}
 	r, err := rulefile.ParseRule(value)
 	if err != nil {
