@@ -42,7 +42,7 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, value := range map[string]string{
-		layout.Rule("api", "login"):             `{"rule_id":"login","limit":100,"window_seconds":"soon"}`,
+		layout.Rule("api", "login"):            `{"rule_id":"login","limit":100,"window_seconds":"soon"}`,
 		layout.Assignment("a", "api", "login"): "\xff garbage",
 	} {
 		if _, err := cli.Put(ctx, key, value); err != nil {
