@@ -37,6 +37,10 @@ type Config struct {
 	// Now is the clock for relative header fields; use the limiter's.
 	// Default time.Now.
 	Now func() time.Time
+	// Warnings, if set, returns what /readyz lists under "warnings":
+	// conditions an operator should fix that do not make the limiter
+	// unready, such as rules held at their last valid version.
+	Warnings func() []string
 }
 
 // Server is the HTTP API. Safe for concurrent use.
@@ -46,6 +50,7 @@ type Server struct {
 	maxBody int64
 	log     *slog.Logger
 	now     func() time.Time
+	warn    func() []string
 	mux     *http.ServeMux
 	routes  []string
 }
@@ -65,7 +70,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.now = cfg.Now
+	s.now, s.warn = cfg.Now, cfg.Warnings
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -458,12 +463,14 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 // readyBody answers GET /readyz. Rules is "not_loaded" until rules are
 // first loaded (the limiter is not ready), then "empty" when no rule is
 // in force (every check allowed, no rule matching), else "loaded".
+// Warnings are Config.Warnings'.
 type readyBody struct {
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Rules   string `json:"rules"`
-	Domains int    `json:"domains"`
-	Count   int    `json:"rule_count"`
+	Status   string   `json:"status"`
+	Reason   string   `json:"reason,omitempty"`
+	Rules    string   `json:"rules"`
+	Domains  int      `json:"domains"`
+	Count    int      `json:"rule_count"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
@@ -474,6 +481,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		body.Rules = "not_loaded"
 	case st.Rules == 0:
 		body.Rules = "empty"
+	}
+	if s.warn != nil {
+		body.Warnings = s.warn()
 	}
 	if err := s.lim.Ready(r.Context()); err != nil {
 		body.Status, body.Reason = "not ready", err.Error()
