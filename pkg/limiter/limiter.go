@@ -103,11 +103,11 @@ type Config struct {
 	Store Store
 	// StoreTimeout is the least bound on each store call. Default 20ms.
 	// The bound in force adapts to the latencies the store answers with
-	// (their smoothed mean plus four mean deviations, as TCP times out
-	// retransmissions), between StoreTimeout and StoreTimeoutMax, and
-	// doubles after each timeout until a call succeeds again: a store that
-	// is slow because it is busy is waited for, one that stopped answering
-	// is not. See docs/operations.md, "Overload".
+	// (twice the slowest call of the last second or two, a call that timed
+	// out counting as one that took its bound), between StoreTimeout and
+	// StoreTimeoutMax: a store that is slow because it is busy is waited
+	// for, one that stopped answering is not. See
+	// docs/operations.md, "Overload".
 	StoreTimeout time.Duration
 	// StoreTimeoutMax is the most the bound may adapt to. Default 10 ×
 	// StoreTimeout; at most StoreTimeout disables the adaptation.
@@ -998,10 +998,10 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 	l.obs.StoreCall(callTime, callErr)
 	switch {
 	case callErr == nil:
-		l.timeout.observe(callTime)
+		l.timeout.observe(callTime, callEnd)
 		l.breaker.Success()
 	case isTimeout(callErr):
-		l.timeout.timedOut(callStart, callEnd)
+		l.timeout.timedOut(bound, callEnd)
 		l.breaker.FailureOf(callStart)
 		l.fell.add(l, FallbackTimeout, failed)
 	default:

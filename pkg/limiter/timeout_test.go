@@ -9,65 +9,73 @@ import (
 
 const ms = time.Millisecond
 
-// The adaptive timeout's arithmetic, worked by hand: srtt and rttvar as
-// RFC 6298 updates them (first sample: srtt = d, rttvar = d/2; then
-// rttvar += (|srtt-d| - rttvar)/4, srtt += (d - srtt)/8), the bound
-// max(srtt + 4·rttvar, floor), doubled per timeout event, at most ceiling.
+// The adaptive timeout's arithmetic, worked by hand: twice the slowest
+// success of the current and the previous one-second window, at least the
+// floor (20ms), at most the ceiling (200ms); a call that timed out counts
+// as one that took its bound.
 func TestAdaptiveTimeout(t *testing.T) {
 	type step struct {
+		advance  time.Duration // the clock moves this first; then
 		observe  time.Duration // a success with this latency, or
-		timedOut int           // the start (ms after the origin) of a call that timed out
-		advance  time.Duration // clock moves this first
+		timedOut time.Duration // a call given this bound times out
 		want     time.Duration
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
-		{"idle: the floor", []step{{observe: 1 * ms, want: 20 * ms}, {observe: 1 * ms, want: 20 * ms}}},
-		// 16ms: srtt 16, rttvar 8: 48ms.
-		{"busy: above the floor", []step{{observe: 16 * ms, want: 48 * ms}}},
-		// 16, then 8: rttvar = 8 + (8-8)/4 = 8, srtt = 16 - 1 = 15: 47ms.
-		{"second sample", []step{{observe: 16 * ms, want: 48 * ms}, {observe: 8 * ms, want: 47 * ms}}},
-		{"ceiling", []step{{observe: 100 * ms, want: 200 * ms}}},
+		{"idle: the floor", []step{{observe: 1 * ms, want: 20 * ms}, {observe: 3 * ms, want: 20 * ms}}},
+		{"busy: twice the slowest", []step{{observe: 16 * ms, want: 32 * ms}, {observe: 2 * ms, want: 32 * ms}, {observe: 25 * ms, want: 50 * ms}}},
+		{"the ceiling", []step{{observe: 150 * ms, want: 200 * ms}}},
+		{"a slow call weighs for one to two windows", []step{
+			{observe: 25 * ms, want: 50 * ms},
+			{advance: 1000 * ms, observe: 1 * ms, want: 50 * ms}, // previous window
+			{advance: 999 * ms, observe: 1 * ms, want: 50 * ms},
+			{advance: 1 * ms, observe: 1 * ms, want: 20 * ms}, // two windows on
+		}},
+		{"a window with no call forgets", []step{
+			{observe: 25 * ms, want: 50 * ms},
+			{advance: 2500 * ms, observe: 1 * ms, want: 20 * ms},
+		}},
 		{"a timeout doubles", []step{
-			{observe: 16 * ms, want: 48 * ms},
-			{advance: 100 * ms, timedOut: 10, want: 96 * ms},
+			{observe: 16 * ms, want: 32 * ms},
+			{advance: 100 * ms, timedOut: 32 * ms, want: 64 * ms},
 		}},
-		{"calls of one stall double it once", []step{
-			{observe: 16 * ms, want: 48 * ms},
-			{advance: 100 * ms, timedOut: 10, want: 96 * ms},
-			{advance: 1 * ms, timedOut: 20, want: 96 * ms},
-			{advance: 1 * ms, timedOut: 90, want: 96 * ms},
+		{"calls of one stall, under one bound, double it once", []step{
+			{observe: 16 * ms, want: 32 * ms},
+			{advance: 100 * ms, timedOut: 32 * ms, want: 64 * ms},
+			{advance: 1 * ms, timedOut: 32 * ms, want: 64 * ms},
+			{advance: 1 * ms, timedOut: 32 * ms, want: 64 * ms},
 		}},
-		{"a call started after the last doubling doubles again, up to the ceiling", []step{
-			{observe: 16 * ms, want: 48 * ms},
-			{advance: 100 * ms, timedOut: 10, want: 96 * ms},
-			{advance: 100 * ms, timedOut: 100, want: 192 * ms},
-			{advance: 200 * ms, timedOut: 200, want: 200 * ms},
+		{"a call under the doubled bound doubles it again, up to the ceiling", []step{
+			{observe: 16 * ms, want: 32 * ms},
+			{advance: 100 * ms, timedOut: 32 * ms, want: 64 * ms},
+			{advance: 100 * ms, timedOut: 64 * ms, want: 128 * ms},
+			{advance: 200 * ms, timedOut: 128 * ms, want: 200 * ms},
 		}},
-		{"a success ends the backoff", []step{
-			{observe: 16 * ms, want: 48 * ms},
-			{advance: 100 * ms, timedOut: 10, want: 96 * ms},
-			// rttvar = 8 + (0-8)/4 = 6, srtt = 16: 40ms.
-			{observe: 16 * ms, want: 40 * ms},
-		}},
-		{"a backoff doubles the floor", []step{
+		{"the doubling lasts one to two windows", []step{
 			{observe: 1 * ms, want: 20 * ms},
-			{advance: 30 * ms, timedOut: 0, want: 40 * ms},
+			{advance: 100 * ms, timedOut: 20 * ms, want: 40 * ms},
+			{advance: 1000 * ms, observe: 1 * ms, want: 40 * ms},
+			{advance: 1000 * ms, observe: 1 * ms, want: 20 * ms},
+		}},
+		{"a stopped store from idle: 20, 40, 80ms", []step{
+			{observe: 1 * ms, want: 20 * ms},
+			{advance: 20 * ms, timedOut: 20 * ms, want: 40 * ms},
+			{advance: 40 * ms, timedOut: 40 * ms, want: 80 * ms},
+			{advance: 80 * ms, timedOut: 80 * ms, want: 160 * ms},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fakeclock.New(time.Time{})
-			origin := c.Now()
 			a := newAdaptiveTimeout(20*ms, 200*ms)
 			for i, s := range tt.steps {
 				c.Advance(s.advance)
 				if s.observe > 0 {
-					a.observe(s.observe)
+					a.observe(s.observe, c.Now())
 				} else {
-					a.timedOut(origin.Add(time.Duration(s.timedOut)*ms), c.Now())
+					a.timedOut(s.timedOut, c.Now())
 				}
 				if got := a.bound(); got != s.want {
 					t.Fatalf("step %d: got %v, want %v", i, got, s.want)
@@ -83,7 +91,7 @@ func TestAdaptiveTimeoutStartsAtTheFloor(t *testing.T) {
 	}
 	// A ceiling under the floor: no adaptation.
 	a := newAdaptiveTimeout(20*ms, 0)
-	a.observe(time.Second)
+	a.observe(time.Second, fakeclock.Start)
 	if got := a.bound(); got != 20*ms {
 		t.Errorf("ceiling under the floor: got %v, want 20ms", got)
 	}
