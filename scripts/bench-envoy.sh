@@ -47,3 +47,6 @@ for run in envoy-1 envoy-16 weir-1 weir-16; do
     -v dps="$(field "$run" decisions_per_second)" \
     'BEGIN { printf "%-9s %8.0f decisions/s  CPU %5.1fµs/decision (floor/%d + %5.1fµs)  redis %4.1fµs, %4.2f commands/decision  failure modes %.4f%%  p50/p99/p99.9 %.0f/%.0f/%.0fµs\n", r, dps, c, b, c - f / b, rc, cmds, 100 * fs, p50, p99, p999 }'
 done
+echo
+echo "limiter warnings (failure modes, breaker; at most one line per 10s of each kind):"
+grep -h '"level":"WARN"' "$work/limiter.log" | tail -20 || echo "none"

@@ -103,7 +103,7 @@ type Config struct {
 	Store Store
 	// StoreTimeout is the least bound on each store call. Default 20ms.
 	// The bound in force adapts to the latencies the store answers with
-	// (twice the slowest call of the last second or two, a call that timed
+	// (twice the slowest call of the last 5–10 seconds, a call that timed
 	// out counting as one that took its bound), between StoreTimeout and
 	// StoreTimeoutMax: a store that is slow because it is busy is waited
 	// for, one that stopped answering is not. See

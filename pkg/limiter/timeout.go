@@ -12,17 +12,18 @@ import (
 // core) is waited for, and one that stopped answering is not.
 //
 // The bound is twice the slowest successful call of the last one to two
-// windows (the current window and the one before), at least floor and at
+// windows of five seconds (the current window and the one before), at least floor and at
 // most ceiling: a call that outlasts it took more than twice as long as
 // any the store answered lately, which is failure, not queueing. A mean
 // and deviation (TCP's RTO) would not do: under load most calls are fast
 // and a few wait behind a stall, and it is the few that must not time out.
 // The slowest call is a tail estimate that costs one atomic compare per
 // call. The bound rises at once with a slower call and falls a window or
-// two after the slow calls stop.
+// two after the slow calls stop: long enough to remember the stalls of a
+// busy host, which come every few seconds, from one to the next.
 //
 // A call that timed out took at least its bound: it counts as a call that
-// slow, so the bound doubles for the next one to two windows. The calls
+// slow, so the bound doubles for the next window or two. The calls
 // of one stall, all made under the same bound, double it once; a store
 // that stopped answering meets bounds of floor, 2·floor, 4·floor... up to
 // ceiling. Safe for concurrent use; the bound in force is read without a
@@ -43,7 +44,7 @@ type adaptiveTimeout struct {
 
 // timeoutWindow is how long a slow call weighs on the bound: one to two
 // windows.
-const timeoutWindow = time.Second
+const timeoutWindow = 5 * time.Second
 
 func newAdaptiveTimeout(floor, ceiling time.Duration) *adaptiveTimeout {
 	a := &adaptiveTimeout{floor: floor, ceiling: max(floor, ceiling), window: timeoutWindow}

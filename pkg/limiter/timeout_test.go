@@ -10,7 +10,7 @@ import (
 const ms = time.Millisecond
 
 // The adaptive timeout's arithmetic, worked by hand: twice the slowest
-// success of the current and the previous one-second window, at least the
+// success of the current and the previous five-second window, at least the
 // floor (20ms), at most the ceiling (200ms); a call that timed out counts
 // as one that took its bound.
 func TestAdaptiveTimeout(t *testing.T) {
@@ -29,13 +29,13 @@ func TestAdaptiveTimeout(t *testing.T) {
 		{"the ceiling", []step{{observe: 150 * ms, want: 200 * ms}}},
 		{"a slow call weighs for one to two windows", []step{
 			{observe: 25 * ms, want: 50 * ms},
-			{advance: 1000 * ms, observe: 1 * ms, want: 50 * ms}, // previous window
-			{advance: 999 * ms, observe: 1 * ms, want: 50 * ms},
+			{advance: 5000 * ms, observe: 1 * ms, want: 50 * ms}, // previous window
+			{advance: 4999 * ms, observe: 1 * ms, want: 50 * ms},
 			{advance: 1 * ms, observe: 1 * ms, want: 20 * ms}, // two windows on
 		}},
 		{"a window with no call forgets", []step{
 			{observe: 25 * ms, want: 50 * ms},
-			{advance: 2500 * ms, observe: 1 * ms, want: 20 * ms},
+			{advance: 12500 * ms, observe: 1 * ms, want: 20 * ms},
 		}},
 		{"a timeout doubles", []step{
 			{observe: 16 * ms, want: 32 * ms},
@@ -56,8 +56,8 @@ func TestAdaptiveTimeout(t *testing.T) {
 		{"the doubling lasts one to two windows", []step{
 			{observe: 1 * ms, want: 20 * ms},
 			{advance: 100 * ms, timedOut: 20 * ms, want: 40 * ms},
-			{advance: 1000 * ms, observe: 1 * ms, want: 40 * ms},
-			{advance: 1000 * ms, observe: 1 * ms, want: 20 * ms},
+			{advance: 5000 * ms, observe: 1 * ms, want: 40 * ms},
+			{advance: 5000 * ms, observe: 1 * ms, want: 20 * ms},
 		}},
 		{"a stopped store from idle: 20, 40, 80ms", []step{
 			{observe: 1 * ms, want: 20 * ms},

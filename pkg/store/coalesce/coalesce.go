@@ -87,6 +87,7 @@ type Coalescer struct {
 	bmu     sync.Mutex
 	waiting list
 	timer   *time.Timer
+	graced  bool // the timer's last firing was late and expired nothing
 }
 
 // A job is one Decide call. It is answered once, by whoever moves its state
@@ -311,10 +312,25 @@ func (c *Coalescer) unwatch(j *job) {
 // next deadline. Deadlines follow the order of the list, but for calls
 // made at nearly the same time: a job is never answered before its
 // deadline, and at worst late by that much.
+//
+// A timer that fires late says the process was not running when the
+// deadline passed (descheduled on a saturated core, or paused): answers
+// that came in meanwhile sit unread in the network poller, which Go's
+// scheduler consults after it has run the timers due, so expiring at once
+// would fail calls whose answers are already here. Such a firing expires
+// nothing and looks again as long after as it was late (see grace).
 func (c *Coalescer) expire() {
 	now := time.Now()
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
+	if f := c.waiting.front; f != nil {
+		if g := grace(now, f.deadline, c.graced, c.timeout); g > 0 {
+			c.graced = true
+			c.timer.Reset(g)
+			return
+		}
+	}
+	c.graced = false
 	for j := c.waiting.front; j != nil; j = c.waiting.front {
 		if j.deadline.After(now) {
 			c.timer.Reset(j.deadline.Sub(now))
@@ -325,6 +341,22 @@ func (c *Coalescer) expire() {
 			j.done <- struct{}{}
 		}
 	}
+}
+
+// lateFiring is how late a bound's timer may fire without being taken for
+// a sign that the process was not running.
+const lateFiring = time.Millisecond
+
+// grace returns how long to wait before expiring calls whose deadline
+// passed, when the timer set for deadline fired at now: as long as it was
+// late (at most limit), if it was more than lateFiring late and the last
+// firing was not itself a grace; 0 to expire them now.
+func grace(now, deadline time.Time, graced bool, limit time.Duration) time.Duration {
+	late := now.Sub(deadline)
+	if graced || late <= lateFiring {
+		return 0
+	}
+	return min(late, limit)
 }
 
 // Refund passes refunds straight to the wrapped store.
