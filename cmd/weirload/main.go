@@ -331,11 +331,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	case <-time.After(c.warmup):
 	case <-runCtx.Done():
 	}
-	cmds0, err := storeCommands(ctx, c.storeAddr)
-	if err != nil {
-		return Result{}, err
-	}
-	fail0, all0, err := failureDecisions(ctx, c.metricsURL)
+	before, err := readCounts(ctx, c)
 	if err != nil {
 		return Result{}, err
 	}
@@ -346,11 +342,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	elapsed := time.Since(t0)
 	cpu1, store1 := procCPU(c.pid), procCPU(c.storePID)
 	wg.Wait() // the calls in flight end (cancelled) before the counts are read
-	cmds1, err := storeCommands(ctx, c.storeAddr)
-	if err != nil {
-		return Result{}, err
-	}
-	fail1, all1, err := failureDecisions(ctx, c.metricsURL)
+	after, err := readCounts(ctx, c)
 	if err != nil {
 		return Result{}, err
 	}
@@ -383,11 +375,11 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	}
 	r.PerSecond = float64(r.Decisions) / r.Seconds
 	if r.Decisions > 0 {
-		r.StoreCommands = float64(cmds1-cmds0) / float64(r.Decisions)
+		r.StoreCommands = float64(after.commands-before.commands) / float64(r.Decisions)
 	}
-	r.FailureDecisions = fail1 - fail0
-	if all1 > all0 {
-		r.FailureShare = float64(r.FailureDecisions) / float64(all1-all0)
+	r.FailureDecisions = after.failed - before.failed
+	if after.all > before.all {
+		r.FailureShare = float64(r.FailureDecisions) / float64(after.all-before.all)
 	}
 	if c.storePID > 0 && store1 > store0 && r.Decisions > 0 {
 		r.StoreCPUMicros = (store1 - store0).Seconds() * 1e6 / float64(r.Decisions)

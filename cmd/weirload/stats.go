@@ -13,6 +13,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// counts are what weirload reads from Redis and the limiter before and
+// after the measured time: Redis's commands, and the limiter's rule
+// decisions from failure modes and in all.
+type counts struct{ commands, failed, all int64 }
+
+// readCounts reads counts from --store-addr and --metrics (0 for either
+// not given).
+func readCounts(ctx context.Context, c config) (counts, error) {
+	var n counts
+	var err error
+	if n.commands, err = storeCommands(ctx, c.storeAddr); err != nil {
+		return counts{}, err
+	}
+	if n.failed, n.all, err = failureDecisions(ctx, c.metricsURL); err != nil {
+		return counts{}, err
+	}
+	return n, nil
+}
+
 // storeCommands returns how many commands the Redis at addr has run, from
 // INFO commandstats (the commands scripts call included), INFO itself not
 // counted; 0 when addr is "".

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/breaker"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/coalesce"
@@ -208,5 +209,71 @@ func TestStoppedRedisTripsTheBreaker(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("Redis resumed for 5s: decisions still not from the store")
 		}
+	}
+}
+
+// heldStore holds every Decide until release is closed, telling entered
+// when one arrives.
+type heldStore struct {
+	limiter.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldStore) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Decide(ctx, now, reqs)
+}
+
+// Past MaxInFlight, a call that finds no room within AdmitWait is shed to
+// its rule's failure mode, reported as shed, and not held against the
+// store: the breaker stays closed, and the call in flight is the store's.
+func TestPastMaxInFlightDecisionsAreShed(t *testing.T) {
+	s := &heldStore{Store: mem(t), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	obs := &fallbackCounter{}
+	l, err := limiter.New(limiter.Config{Store: s, CacheKeys: -1, Observer: obs, MaxInFlight: 1, AdmitWait: 10 * time.Millisecond, StoreTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if err := l.SetRules(compile(t, modesYAML)); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan limiter.Source, 1)
+	go func() {
+		resp, err := l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"mode": "open", "k": "x"}}}})
+		if err != nil {
+			t.Error(err)
+			first <- 0
+			return
+		}
+		first <- resp.Items[0].Results[0].Source
+	}()
+	<-s.entered // the one request in flight the bound allows
+	for range 3 {
+		if got := source(t, l, context.Background()); got != limiter.SourceFailureOpen {
+			t.Fatalf("no room in flight: got %v, want failure_open", got)
+		}
+	}
+	if got := obs.by[limiter.FallbackShed].Load(); got != 3 {
+		t.Errorf("got %d decisions shed, want 3", got)
+	}
+	if got := obs.total() - obs.by[limiter.FallbackShed].Load(); got != 0 {
+		t.Errorf("got %d decisions gone to failure modes for other reasons, want 0", got)
+	}
+	if got := obs.opens.Load(); got != 0 {
+		t.Errorf("shedding opened the breaker %d times, want 0", got)
+	}
+	close(s.release)
+	if got := <-first; got != limiter.SourceStore {
+		t.Errorf("the call in flight: got %v, want store", got)
+	}
+	if got := source(t, l, context.Background()); got != limiter.SourceStore {
+		t.Errorf("room again: got %v, want store", got)
 	}
 }
