@@ -50,6 +50,9 @@ func run(args []string) error {
 	fs.StringVar(&cfg.LimiterTLS.CA, "limiter-tls-ca", "", "trust limiters whose certificates this CA signs (PEM), when asking them for a key's status (default: the system's roots)")
 	fs.StringVar(&cfg.LimiterTLS.Cert, "limiter-tls-cert", "", "client certificate (PEM) to present to limiters that require mutual TLS")
 	fs.StringVar(&cfg.LimiterTLS.Key, "limiter-tls-key", "", "the client certificate's private key (PEM)")
+	fs.StringVar(&cfg.PeerTLS.CA, "peer-tls-ca", "", "trust coordinators whose admin certificates this CA signs (PEM), when a standby forwards a leader-only read to the leader (default: the system's roots)")
+	fs.StringVar(&cfg.PeerTLS.Cert, "peer-tls-cert", "", "client certificate (PEM) a standby presents to a leader that requires mutual TLS")
+	fs.StringVar(&cfg.PeerTLS.Key, "peer-tls-key", "", "the peer client certificate's private key (PEM)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--rules SEED_FILE] [--admin-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {

@@ -140,7 +140,7 @@ func TestGetAndList(t *testing.T) {
 	want(t, e.do("HEAD", "/rate-limits/user-login-attempt", ""), 200)
 
 	for _, tt := range []struct{ target, msg string }{
-		{"/rate-limits/nope", "rule 'nope' not found in domain 'default'"},
+		{"/rate-limits/nope", "rule 'nope' not found in any domain"},
 		{"/rate-limits/user-login-attempt?domain=other", "not found in domain 'other'"},
 		{"/rate-limits/a%2Fb", "not found"},
 		{"/rate-limits/-x", "not found"},
