@@ -407,8 +407,8 @@ func TestDelete(t *testing.T) {
 			t.Errorf("%s of another domain was deleted", key)
 		}
 	}
-	wantError(t, e.do("GET", "/rate-limits/api-global-default", ""), 404, "not found")
-	wantError(t, e.do("DELETE", "/rate-limits/api-global-default", ""), 404, "not found")
+	wantError(t, e.do("GET", "/rate-limits/api-global-default?domain=default", ""), 404, "not found")
+	wantError(t, e.do("DELETE", "/rate-limits/api-global-default?domain=default", ""), 404, "not found")
 	// Created again, it starts without the old policy.
 	e.create(seedCreate)
 	rec = e.do("GET", "/rate-limits/api-global-default/shares", "")
