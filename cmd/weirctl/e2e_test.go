@@ -33,11 +33,11 @@ const (
 // system is a coordinator with the admin API and two limiters (DCs a and
 // b, memory stores) following the rules in a real embedded etcd.
 type system struct {
-	admin string            // http://host:port of the coordinator (the leader, with a standby)
+	admin string // http://host:port of the coordinator (the leader, with a standby)
 	// standby is the admin URL of the coordinator that does not lead,
 	// when the system has one.
 	standby string
-	http  map[string]string // DC → limiter HTTP base URL
+	http    map[string]string // DC → limiter HTTP base URL
 	// limiters carries the test's own requests to the limiters.
 	limiters *http.Client
 }

@@ -47,8 +47,8 @@ type app struct {
 	// domainFrom says where domain came from ("--domain" or
 	// "WEIR_DOMAIN"), for messages.
 	domainFrom string
-	output    string
-	timeout   time.Duration
+	output     string
+	timeout    time.Duration
 
 	// started is set once a command's flags and arguments are parsed and
 	// it begins to run: errors before that are usage errors.
