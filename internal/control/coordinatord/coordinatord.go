@@ -5,6 +5,7 @@
 package coordinatord
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -64,11 +65,13 @@ type Config struct {
 	Topic, Group string
 	// Interval and TTL of the assignments (default 1s, 5 × Interval).
 	Interval, TTL time.Duration
-	// Dev starts an embedded etcd on DevEtcdAddr and a broker on
-	// DevKafkaAddr (data in DevDir, default a temporary directory) and uses
-	// them.
+	// Dev starts an embedded etcd on DevEtcd and a broker on DevKafka
+	// (data in DevDir, default a temporary directory) and uses them.
 	Dev    bool
 	DevDir string
+	// DevEtcd and DevKafka are the listen addresses of Dev's etcd and
+	// broker; default DevEtcdAddr and DevKafkaAddr.
+	DevEtcd, DevKafka string
 	// AdminTokenFile holds the admin API's bearer tokens, one per line:
 	// TOKEN [rw|ro] [NAME] (package auth), re-read when it changes. Without
 	// it the admin REST API (/rate-limits, /audit) is not served.
@@ -247,7 +250,7 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 		}
 		dir = d
 	}
-	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), ClientAddr: DevEtcdAddr})
+	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), ClientAddr: cmp.Or(cfg.DevEtcd, DevEtcdAddr)})
 	if err != nil {
 		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
 	}
@@ -255,7 +258,7 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 	if topic == "" {
 		topic = coordinator.DefaultTopic
 	}
-	broker, err := embedkafka.Start(embedkafka.Config{Addr: DevKafkaAddr, Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
+	broker, err := embedkafka.Start(embedkafka.Config{Addr: cmp.Or(cfg.DevKafka, DevKafkaAddr), Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
 	if err != nil {
 		etcd.Close()
 		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
