@@ -473,6 +473,67 @@ func TestAgainstAStandby(t *testing.T) {
 	}
 }
 
+// TestShareMoveTimes measures how long a pin takes to show in the local
+// limits: the DC that shrinks follows within about an interval, the DC
+// that grows only after the released quota's quarantine (the rule's
+// window, capped at ten intervals) — the figures docs/operations.md gives.
+func TestShareMoveTimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, a coordinator and two limiters")
+	}
+	const interval = 500 * time.Millisecond // startSystem's
+	const quarantine = 10 * interval        // the window (60s) is longer than the cap
+	s := startSystem(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
+	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.weirctl(t, "apply", "-f", rules)
+	until(t, 10*time.Second, "both DCs at half the limit", func() bool {
+		_, la := s.check(t, "a", "probe")
+		_, lb := s.check(t, "b", "probe")
+		return la == 20 && lb == 20
+	})
+
+	for _, mv := range []struct {
+		name            string
+		args            []string
+		shrinks, grows  string
+		shrunk, grownTo int64
+	}{
+		{"pin a at 25%", []string{"shares", "pin", "orders", "a", "25%"}, "a", "b", 10, 30},
+		{"drain b (a unpinned)", []string{"shares", "drain", "orders", "b"}, "b", "a", 0, 40},
+	} {
+		if mv.name == "drain b (a unpinned)" {
+			s.weirctl(t, "shares", "unpin", "orders", "a")
+		}
+		start := time.Now()
+		s.weirctl(t, mv.args...)
+		var shrink, grow time.Duration
+		waitFor(30*time.Second, func() bool {
+			_, ls := s.check(t, mv.shrinks, "probe")
+			_, lg := s.check(t, mv.grows, "probe")
+			if shrink == 0 && ls == mv.shrunk {
+				shrink = time.Since(start)
+			}
+			if grow == 0 && lg == mv.grownTo {
+				grow = time.Since(start)
+			}
+			return shrink > 0 && grow > 0
+		})
+		t.Logf("%s (interval %v, quarantine %v): %s shrank in %v, %s grew in %v", mv.name, interval, quarantine, mv.shrinks, shrink, mv.grows, grow)
+		switch {
+		case shrink == 0 || grow == 0:
+			t.Fatalf("%s: after 30s, shrink %v, grow %v (0: not seen)", mv.name, shrink, grow)
+		case shrink >= quarantine:
+			t.Errorf("%s: the shrink took %v, want it well within the quarantine (%v)", mv.name, shrink, quarantine)
+		case grow < quarantine:
+			t.Errorf("%s: %s grew in %v, before the released quota's quarantine (%v) was over", mv.name, mv.grows, grow, quarantine)
+		}
+	}
+}
+
 // waitFor polls cond every 20 ms up to d and reports whether it held.
 func waitFor(d time.Duration, cond func() bool) bool {
 	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
