@@ -78,7 +78,7 @@ func (a *app) apply(ctx context.Context, file string, dryRun, prune bool) error 
 		return err
 	}
 	if a.domain != "" && a.domain != set.Domain {
-		return usagef("--domain %q, but the file's domain is %q", a.domain, set.Domain)
+		return usagef("%s %q, but the file's domain is %q", a.domainFrom, a.domain, set.Domain)
 	}
 	c, err := a.client()
 	if err != nil {

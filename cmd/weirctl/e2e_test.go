@@ -33,8 +33,11 @@ const (
 // system is a coordinator with the admin API and two limiters (DCs a and
 // b, memory stores) following the rules in a real embedded etcd.
 type system struct {
-	admin string            // http://host:port of the coordinator
-	http  map[string]string // DC → limiter HTTP base URL
+	admin string // http://host:port of the coordinator (the leader, with a standby)
+	// standby is the admin URL of the coordinator that does not lead,
+	// when the system has one.
+	standby string
+	http    map[string]string // DC → limiter HTTP base URL
 	// limiters carries the test's own requests to the limiters.
 	limiters *http.Client
 }
@@ -45,6 +48,9 @@ type system struct {
 type systemTLS struct {
 	limiters    tlsconf.Files
 	coordinator tlsconf.ClientFiles
+	// standby starts a second coordinator; the system's admin is then
+	// whichever leads, its standby the other.
+	standby bool
 }
 
 func startSystem(t *testing.T) *system {
@@ -77,15 +83,49 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 			}
 		})
 	}
-	run("coordinator", func(ctx context.Context) error {
-		return coordinatord.Run(ctx, coordinatord.Config{
-			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
-			AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",
-			Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
-			LimiterTLS: tc.coordinator,
+	names := []string{"c1"}
+	if tc.standby {
+		names = append(names, "c2")
+	}
+	var admins []string
+	for _, name := range names {
+		run("coordinator "+name, func(ctx context.Context) error {
+			return coordinatord.Run(ctx, coordinatord.Config{
+				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
+				AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: name,
+				Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
+				LimiterTLS: tc.coordinator,
+			})
 		})
-	})
-	s.admin = "http://" + <-ready
+		admins = append(admins, "http://"+<-ready)
+	}
+	s.admin = admins[0]
+	if tc.standby {
+		leads := func(admin string) bool {
+			req, _ := http.NewRequest("GET", admin+"/v1/status", nil)
+			req.Header.Set("Authorization", "Bearer "+roToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var st struct{ Leader bool }
+			return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Leader
+		}
+		var leader int
+		if !waitFor(20*time.Second, func() bool {
+			for i, a := range admins {
+				if leads(a) {
+					leader = i
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatal("no coordinator leads after 20s")
+		}
+		s.admin, s.standby = admins[leader], admins[1-leader]
+	}
 	for _, dc := range []string{"a", "b"} {
 		up := make(chan string, 1)
 		run("limiter "+dc, func(ctx context.Context) error {
@@ -111,8 +151,15 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 // weirctl runs the command against the system with the rw token.
 func (s *system) weirctl(t *testing.T, args ...string) (string, string) {
 	t.Helper()
+	return s.weirctlAt(t, s.admin, args...)
+}
+
+// weirctlAt runs the command against the coordinator at admin with the rw
+// token.
+func (s *system) weirctlAt(t *testing.T, admin string, args ...string) (string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
+	env := map[string]string{"WEIR_SERVER": admin, "WEIR_TOKEN": rwToken}
 	code := run(context.Background(), env2(args, &out, &errOut, env))
 	if code != exitOK {
 		t.Fatalf("weirctl %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
@@ -345,6 +392,145 @@ func TestStatusFromTLSLimiters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAgainstAStandby runs weirctl's leader-only reads against the
+// coordinator that does not lead: it forwards them to the leader, with the
+// caller's token. It also checks that a rule of a domain other than the
+// default is found without --domain.
+func TestAgainstAStandby(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, two coordinators and two limiters")
+	}
+	s := startSystemTLS(t, systemTLS{standby: true}, http.DefaultClient)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
+	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.weirctlAt(t, s.standby, "apply", "-f", rules) // writes go to etcd from any coordinator
+	until(t, 10*time.Second, "the rule enforced in both DCs", func() bool {
+		a, _ := s.check(t, "a", "u1")
+		b, _ := s.check(t, "b", "u1")
+		return a == "orders" && b == "orders"
+	})
+	// The leader has planned the rule once its shares answer.
+	var out, errOut bytes.Buffer
+	if !waitFor(10*time.Second, func() bool {
+		out.Reset()
+		errOut.Reset()
+		return run(context.Background(), env2([]string{"shares", "get", "orders"}, &out, &errOut,
+			map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken})) == exitOK
+	}) {
+		t.Fatalf("weirctl shares get against the leader: %s", errOut.String())
+	}
+	for _, tt := range []struct {
+		args []string
+		want string // in the output
+	}{
+		{[]string{"shares", "get", "orders"}, "SHARE"},
+		{[]string{"top", "orders"}, "rule orders"},
+		{[]string{"status", "orders", "u1"}, "REMAINING"},
+		{[]string{"status", "orders", "u1", "-o", "json"}, `"remaining"`},
+	} {
+		out, _ := s.weirctlAt(t, s.standby, tt.args...)
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("weirctl %v against the standby: got\n%s\nwant it to contain %q", tt.args, out, tt.want)
+		}
+	}
+	// The coordinator's own view of the shares is forwarded too.
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{roToken, 200}, {"", 401}} {
+		req, _ := http.NewRequest("GET", s.standby+"/v1/shares", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET /v1/shares on the standby with token %q: got %d, want %d", tc.token, resp.StatusCode, tc.want)
+		}
+	}
+
+	// A rule only in domain shop: found without --domain, from either
+	// coordinator.
+	shop := filepath.Join(t.TempDir(), "shop.yaml")
+	if err := os.WriteFile(shop, []byte("domain: shop\nrules:\n  - rule_id: carts\n    key_type: user\n    limit: 5\n    window_seconds: 60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.weirctl(t, "apply", "-f", shop)
+	for _, admin := range []string{s.admin, s.standby} {
+		out, _ := s.weirctlAt(t, admin, "get", "carts", "-o", "json")
+		if !strings.Contains(out, `"domain": "shop"`) && !strings.Contains(out, `"domain":"shop"`) {
+			t.Errorf("weirctl get carts (no --domain) at %s: got\n%s\nwant the rule of domain shop", admin, out)
+		}
+	}
+}
+
+// TestShareMoveTimes measures how long a pin takes to show in the local
+// limits: the DC that shrinks follows within about an interval, the DC
+// that grows only after the released quota's quarantine (the rule's
+// window, capped at ten intervals) — the figures docs/operations.md gives.
+func TestShareMoveTimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, a coordinator and two limiters")
+	}
+	const interval = 500 * time.Millisecond // startSystem's
+	const quarantine = 10 * interval        // the window (60s) is longer than the cap
+	s := startSystem(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
+	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.weirctl(t, "apply", "-f", rules)
+	until(t, 10*time.Second, "both DCs at half the limit", func() bool {
+		_, la := s.check(t, "a", "probe")
+		_, lb := s.check(t, "b", "probe")
+		return la == 20 && lb == 20
+	})
+
+	for _, mv := range []struct {
+		name            string
+		args            []string
+		shrinks, grows  string
+		shrunk, grownTo int64
+	}{
+		{"pin a at 25%", []string{"shares", "pin", "orders", "a", "25%"}, "a", "b", 10, 30},
+		{"drain b (a unpinned)", []string{"shares", "drain", "orders", "b"}, "b", "a", 0, 40},
+	} {
+		if mv.name == "drain b (a unpinned)" {
+			s.weirctl(t, "shares", "unpin", "orders", "a")
+		}
+		start := time.Now()
+		s.weirctl(t, mv.args...)
+		var shrink, grow time.Duration
+		waitFor(30*time.Second, func() bool {
+			_, ls := s.check(t, mv.shrinks, "probe")
+			_, lg := s.check(t, mv.grows, "probe")
+			if shrink == 0 && ls == mv.shrunk {
+				shrink = time.Since(start)
+			}
+			if grow == 0 && lg == mv.grownTo {
+				grow = time.Since(start)
+			}
+			return shrink > 0 && grow > 0
+		})
+		t.Logf("%s (interval %v, quarantine %v): %s shrank in %v, %s grew in %v", mv.name, interval, quarantine, mv.shrinks, shrink, mv.grows, grow)
+		switch {
+		case shrink == 0 || grow == 0:
+			t.Fatalf("%s: after 30s, shrink %v, grow %v (0: not seen)", mv.name, shrink, grow)
+		case shrink >= quarantine:
+			t.Errorf("%s: the shrink took %v, want it well within the quarantine (%v)", mv.name, shrink, quarantine)
+		case grow < quarantine:
+			t.Errorf("%s: %s grew in %v, before the released quota's quarantine (%v) was over", mv.name, mv.grows, grow, quarantine)
+		}
 	}
 }
 

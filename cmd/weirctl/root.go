@@ -44,8 +44,11 @@ type app struct {
 	token     string
 	tokenFile string
 	domain    string
-	output    string
-	timeout   time.Duration
+	// domainFrom says where domain came from ("--domain" or
+	// "WEIR_DOMAIN"), for messages.
+	domainFrom string
+	output     string
+	timeout    time.Duration
 
 	// started is set once a command's flags and arguments are parsed and
 	// it begins to run: errors before that are usage errors.
@@ -104,7 +107,10 @@ func (a *app) rootCommand() *cobra.Command {
 through the admin API the coordinator serves.
 
 The API token comes from --token-file or --token, else from WEIR_TOKEN;
-it is never printed. Prefer a file or the environment: command-line
+it is never printed. The server is --server, else WEIR_SERVER. The domain
+is --domain, else WEIR_DOMAIN, else the server's choice: its default
+domain when that holds the rule, else the only domain that does (an id
+held by several other domains is refused, naming them). Prefer a file or the environment: command-line
 arguments are visible to other users of the machine.
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
@@ -119,7 +125,7 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 	f.StringVar(&a.server, "server", defaultServer, "admin API URL of a coordinator (env WEIR_SERVER)")
 	f.StringVar(&a.token, "token", "", "API bearer token (env WEIR_TOKEN; prefer --token-file or the environment)")
 	f.StringVar(&a.tokenFile, "token-file", "", "file holding the API bearer token")
-	f.StringVar(&a.domain, "domain", "", "rule domain (default: the server's)")
+	f.StringVar(&a.domain, "domain", "", "rule domain (env WEIR_DOMAIN; default: the server's default domain if it holds the rule, else the only domain that does)")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	f.DurationVar(&a.timeout, "timeout", 10*time.Second, "time limit of each request to the API")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -141,6 +147,13 @@ func (a *app) checkFlags(cmd *cobra.Command) error {
 	if !cmd.Flags().Changed("server") {
 		if v, ok := a.env.lookupEnv("WEIR_SERVER"); ok && v != "" {
 			a.server = v
+		}
+	}
+	a.domainFrom = "--domain"
+	if !cmd.Flags().Changed("domain") {
+		a.domain, a.domainFrom = "", ""
+		if v, ok := a.env.lookupEnv("WEIR_DOMAIN"); ok && v != "" {
+			a.domain, a.domainFrom = v, "WEIR_DOMAIN"
 		}
 	}
 	if a.token != "" && a.tokenFile != "" {

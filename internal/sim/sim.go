@@ -411,7 +411,11 @@ func (w *world) play(ctx context.Context) (*simreport.Trace, error) {
 	wg.Go(func() { w.live(ctx, start, rec) })
 	wg.Go(func() { w.inject(ctx, start) })
 	wg.Wait()
-	return rec.trace(w.cfg, start), nil
+	tr := rec.trace(w.cfg, start)
+	if w.wan != nil {
+		tr.WAN = &simreport.WAN{Links: w.wan.links}
+	}
+	return tr, nil
 }
 
 // flow sends one flow's requests until ctx is done. It is open loop, as

@@ -30,6 +30,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/sim/simreport"
 	"github.com/weirhq/weir/internal/sim/wan"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -147,6 +148,9 @@ func RunNode(ctx context.Context, n Node, log *slog.Logger, control io.Reader, r
 // wanWorld is a world's WAN: the network and the DCs' node processes.
 type wanWorld struct {
 	net *wan.Net
+	// links are the delays emulated and the round trips measured between
+	// the DCs when the network came up, for the report.
+	links []simreport.WANLink
 
 	mu    sync.Mutex
 	nodes map[string]*node
@@ -181,8 +185,32 @@ func (w *world) upWAN(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	w.wan = &wanWorld{net: n, nodes: map[string]*node{}}
+	w.wan = &wanWorld{net: n, nodes: map[string]*node{}, links: measureWAN(ctx, n)}
+	for _, l := range w.wan.links {
+		w.log.Info("WAN link", "a", l.A, "b", l.B, "delay", l.Delay, "rtt", l.RTT, "err", l.Error)
+	}
 	return nil
+}
+
+// measureWAN measures the round trip between every pair of DCs, before
+// any traffic, so that the report can show the delay was applied.
+func measureWAN(ctx context.Context, n *wan.Net) []simreport.WANLink {
+	dcs := n.DCs()
+	var links []simreport.WANLink
+	for i := range dcs {
+		for j := i + 1; j < len(dcs); j++ {
+			l := simreport.WANLink{A: dcs[i], B: dcs[j], Delay: n.Delay(dcs[i], dcs[j])}
+			mctx, cancel := context.WithTimeout(ctx, 5*time.Second+20*l.Delay)
+			rtt, err := n.RTT(mctx, dcs[i], dcs[j], 5)
+			cancel()
+			if err != nil {
+				l.Error = err.Error()
+			}
+			l.RTT = rtt
+			links = append(links, l)
+		}
+	}
+	return links
 }
 
 // listenAddr is where the control plane listens: a free port on loopback,

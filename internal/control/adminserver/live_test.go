@@ -235,7 +235,7 @@ func TestStats(t *testing.T) {
 	if got, want := strings.TrimSpace(rec.Body.String()), `{"rule_id":"user-login-attempt","total_requests":0,"rejected_requests":0,"rejection_rate":0,"hot_keys":[],"dcs":{}}`; got != want {
 		t.Errorf("no traffic:\ngot  %s\nwant %s", got, want)
 	}
-	wantError(t, e.do("GET", "/rate-limits/user-login-attempt/stats", ""), 404, "not found in domain 'default'")
+	wantError(t, e.do("GET", "/rate-limits/user-login-attempt/stats?domain=default", ""), 404, "not found in domain 'default'")
 	wantError(t, e.do("GET", "/rate-limits/nope/stats", ""), 404, "not found")
 }
 

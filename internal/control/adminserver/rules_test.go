@@ -142,7 +142,7 @@ func TestGetAndList(t *testing.T) {
 	want(t, e.do("HEAD", "/rate-limits/user-login-attempt", ""), 200)
 
 	for _, tt := range []struct{ target, msg string }{
-		{"/rate-limits/nope", "rule 'nope' not found in domain 'default'"},
+		{"/rate-limits/nope", "rule 'nope' not found in any domain"},
 		{"/rate-limits/user-login-attempt?domain=other", "not found in domain 'other'"},
 		{"/rate-limits/a%2Fb", "not found"},
 		{"/rate-limits/-x", "not found"},
@@ -415,8 +415,8 @@ func TestDelete(t *testing.T) {
 			t.Errorf("%s of another domain was deleted", key)
 		}
 	}
-	wantError(t, e.do("GET", "/rate-limits/api-global-default", ""), 404, "not found")
-	wantError(t, e.do("DELETE", "/rate-limits/api-global-default", ""), 404, "not found")
+	wantError(t, e.do("GET", "/rate-limits/api-global-default?domain=default", ""), 404, "not found")
+	wantError(t, e.do("DELETE", "/rate-limits/api-global-default?domain=default", ""), 404, "not found")
 	// Created again, it starts without the old policy.
 	e.create(seedCreate)
 	rec = e.do("GET", "/rate-limits/api-global-default/shares", "")

@@ -65,6 +65,18 @@ type Config struct {
 	AuditRetention int
 	// Timeout bounds the etcd work of one request; default DefaultTimeout.
 	Timeout time.Duration
+	// Forward, when set, carries the live-view requests (stats, shares,
+	// key status) that this coordinator cannot answer because another one
+	// leads to the leader's admin API (the URL of the *NotLeaderError Live
+	// returns): the same method, path, query and headers, Authorization
+	// included, and answers with the leader's answer (502 when the leader
+	// does not answer). A request that was already forwarded once is not
+	// forwarded again (see ForwardedHeader). Nil answers such requests 503
+	// naming the leader, in the body's "leader" and in Location.
+	Forward http.RoundTripper
+	// Name identifies this server in the ForwardedHeader of the requests
+	// it forwards; default "adminserver".
+	Name string
 }
 
 // Validate reports whether c is usable.
@@ -133,6 +145,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Name == "" {
+		cfg.Name = "adminserver"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	s.handle("POST /rate-limits", s.createRule)
@@ -206,7 +221,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		if err := h(w, r); err != nil && !s.forward(w, r, err) {
 			s.writeError(w, r, err)
 		}
 	})
@@ -220,6 +235,10 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return e.body.Error }
+
+// Unwrap returns the cause, so that the leader a *NotLeaderError names
+// reaches forward.
+func (e *httpError) Unwrap() error { return e.cause }
 
 func errorf(code int, format string, args ...any) *httpError {
 	return &httpError{code: code, body: adminapi.ErrorBody{Error: fmt.Sprintf(format, args...)}}
@@ -293,18 +312,62 @@ func (s *Server) domain(r *http.Request) (string, error) {
 	return d, nil
 }
 
-// ruleRef returns the domain and rule id of a request for one rule. An id
-// that no rule can have is answered 404.
+// ruleRef returns the domain and rule id of a request for one rule. A
+// request that names a domain (?domain=) gets it. One that names none gets
+// the default domain when it holds the rule, else the only domain that
+// does; a rule id held by several other domains is answered 409 naming
+// them, one held by none 404. An id that no rule can have is answered 404.
 func (s *Server) ruleRef(r *http.Request) (domain, id string, err error) {
-	domain, err = s.domain(r)
-	if err != nil {
-		return "", "", err
-	}
 	id = r.PathValue("rule_id")
-	if !validName(id) {
-		return "", "", notFound(domain, id)
+	if r.URL.Query().Get("domain") != "" {
+		domain, err = s.domain(r)
+		if err != nil {
+			return "", "", err
+		}
+		if !validName(id) {
+			return "", "", notFound(domain, id)
+		}
+		return domain, id, nil
 	}
-	return domain, id, nil
+	if !validName(id) {
+		return "", "", errorf(http.StatusNotFound, "rule '%s' not found in any domain", id)
+	}
+	ctx, cancel := s.readCtx(r)
+	defer cancel()
+	domain, err = s.inferDomain(ctx, id)
+	return domain, id, err
+}
+
+// inferDomain returns the domain of the rule id for a request that names
+// none: the default domain if it holds the rule, else the only domain that
+// holds it.
+func (s *Server) inferDomain(ctx context.Context, id string) (string, error) {
+	resp, err := s.cfg.Etcd.Get(ctx, s.cfg.Layout.Rule(s.cfg.DefaultDomain, id), clientv3.WithCountOnly())
+	if err != nil {
+		return "", etcdError("read rule", err)
+	}
+	if resp.Count > 0 {
+		return s.cfg.DefaultDomain, nil
+	}
+	resp, err = s.cfg.Etcd.Get(ctx, s.cfg.Layout.Rules(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return "", etcdError("list rules", err)
+	}
+	var domains []string
+	for _, kv := range resp.Kvs {
+		if d, rid, err := s.cfg.Layout.ParseRule(string(kv.Key)); err == nil && rid == id {
+			domains = append(domains, d)
+		}
+	}
+	switch len(domains) {
+	case 0:
+		return "", errorf(http.StatusNotFound, "rule '%s' not found in any domain", id)
+	case 1:
+		return domains[0], nil
+	}
+	slices.Sort(domains)
+	return "", errorf(http.StatusConflict, "rule '%s' exists in several domains (%s) and none is the default ('%s'); name one with ?domain=",
+		id, strings.Join(domains, ", "), s.cfg.DefaultDomain)
 }
 
 func notFound(domain, id string) error {

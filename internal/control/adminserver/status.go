@@ -21,7 +21,7 @@ func liveError(err error, what string) error {
 	switch {
 	case errors.As(err, &nl):
 		he := errorf(http.StatusServiceUnavailable, "this coordinator does not lead; ask the leader for %s", what)
-		he.body.Leader = nl.Leader
+		he.body.Leader, he.cause = nl.Leader, err
 		return he
 	case errors.Is(err, ErrNotLeader):
 		return errorf(http.StatusServiceUnavailable, "this coordinator does not lead; ask the leader for %s", what)

@@ -5,6 +5,7 @@
 package coordinatord
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,11 +68,13 @@ type Config struct {
 	Topic, Group string
 	// Interval and TTL of the assignments (default 1s, 5 × Interval).
 	Interval, TTL time.Duration
-	// Dev starts an embedded etcd on DevEtcdAddr and a broker on
-	// DevKafkaAddr (data in DevDir, default a temporary directory) and uses
-	// them.
+	// Dev starts an embedded etcd on DevEtcd and a broker on DevKafka
+	// (data in DevDir, default a temporary directory) and uses them.
 	Dev    bool
 	DevDir string
+	// DevEtcd and DevKafka are the listen addresses of Dev's etcd and
+	// broker; default DevEtcdAddr and DevKafkaAddr.
+	DevEtcd, DevKafka string
 	// AdminTokenFile holds the admin API's bearer tokens, one per line:
 	// TOKEN [rw|ro] [NAME] (package auth), re-read when it changes. Without
 	// it the admin REST API (/rate-limits, /audit) is not served.
@@ -83,7 +87,14 @@ type Config struct {
 	// the CA that signs their certificates (default: the system's roots)
 	// and, for limiters that require mutual TLS, a client certificate.
 	LimiterTLS tlsconf.ClientFiles
-	// DefaultDomain is the admin API's domain for requests naming none.
+	// PeerTLS is what a standby trusts and presents when it forwards a
+	// leader-only read to the leader's admin port (served with TLS when
+	// the coordinators' TLS files are given): the CA that signs the
+	// coordinators' certificates (default: the system's roots) and, when
+	// they require mutual TLS, a client certificate.
+	PeerTLS tlsconf.ClientFiles
+	// DefaultDomain is the admin API's domain for requests naming none
+	// (when it holds the rule asked for; else the only domain that does).
 	// Default "default".
 	DefaultDomain string
 	// AdvertiseURL is this coordinator's admin URL as others should reach
@@ -245,7 +256,7 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 		}
 		dir = d
 	}
-	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), ClientAddr: DevEtcdAddr})
+	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), ClientAddr: cmp.Or(cfg.DevEtcd, DevEtcdAddr)})
 	if err != nil {
 		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
 	}
@@ -253,7 +264,7 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 	if topic == "" {
 		topic = usagetopic.Name
 	}
-	broker, err := embedkafka.Start(embedkafka.Config{Addr: DevKafkaAddr, Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
+	broker, err := embedkafka.Start(embedkafka.Config{Addr: cmp.Or(cfg.DevKafka, DevKafkaAddr), Topics: []string{topic}, DataDir: filepath.Join(dir, "kafka")})
 	if err != nil {
 		etcd.Close()
 		return nil, fmt.Errorf("coordinatord: --dev: %w", err)
@@ -280,7 +291,11 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if cfg.AdminTokenFile == "" {
 		log.Warn("admin REST API disabled: no --admin-token-file")
-		mux.Handle("/v1/", views)
+		peers, err := peerTransport(cfg.PeerTLS)
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("/v1/", leaderViews(co, views, peers, cfg.Name, log))
 		refuse := func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -295,18 +310,51 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
+	peers, err := peerTransport(cfg.PeerTLS)
+	if err != nil {
+		return nil, nil, err
+	}
 	api, err := adminserver.New(adminserver.Config{
 		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
-		Live: live{co}, Logger: log,
+		Live: live{co}, Logger: log, Forward: peers, Name: cfg.Name,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
+	views = leaderViews(co, views, peers, cfg.Name, log)
 	mux.Handle("/v1/", auth.Middleware(tokens, views))
 	mux.Handle("/rate-limits", auth.Middleware(tokens, api))
 	mux.Handle("/rate-limits/", auth.Middleware(tokens, api))
 	mux.Handle("/audit", auth.Middleware(tokens, api))
 	return mux, tokens, nil
+}
+
+// peerTransport returns the transport of the requests a standby forwards
+// to the leader's admin port.
+func peerTransport(files tlsconf.ClientFiles) (http.RoundTripper, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tc, err := files.Client()
+	if err != nil {
+		return nil, fmt.Errorf("coordinatord: peer TLS: %w", err)
+	}
+	tr.TLSClientConfig = tc
+	return tr, nil
+}
+
+// leaderViews serves the coordinator's views, forwarding those only the
+// leader has (/v1/shares...) to the leader when this coordinator does not
+// lead and knows who does; the admin REST API forwards its live views the
+// same way (adminserver.Config.Forward).
+func leaderViews(co *coordinator.Coordinator, views http.Handler, rt http.RoundTripper, name string, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/shares") && !co.Leader() && r.Header.Get(adminserver.ForwardedHeader) == "" {
+			if _, leader, err := co.LeaderInfo(r.Context()); err == nil && leader != "" {
+				adminserver.ProxyToLeader(w, r, leader, rt, name, log)
+				return
+			}
+		}
+		views.ServeHTTP(w, r)
+	})
 }
 
 // etcdRules holds the rules listed from etcd, for the planner.

@@ -26,6 +26,7 @@ func Analyze(tr *Trace, goals scenario.Goals) Report {
 		DCs:       append([]string(nil), tr.DCs...),
 		Interval:  interval,
 		Start:     tr.Start,
+		WAN:       tr.WAN,
 		Duration:  time.Duration(n) * time.Second,
 		Goals:     goals,
 		Allowance: goals.ConvergenceAllowance(interval),

@@ -83,6 +83,7 @@ func markdown(rep *Report) string {
 	fmt.Fprintf(&b, "| duration | %v |\n", rep.Duration)
 	fmt.Fprintf(&b, "| DCs | %s |\n", mdText(strings.Join(rep.DCs, ", ")))
 	fmt.Fprintf(&b, "| planning interval | %v |\n", rep.Interval)
+	wanRows(&b, rep.WAN)
 	fmt.Fprintf(&b, "| convergence allowance | %s intervals + %v = %v |\n", num(g.ConvergenceIntervals), g.ConvergenceSlack, rep.Allowance)
 	fmt.Fprintf(&b, "| warm-up (judged for overshoot only) | %v |\n\n", g.WarmUp)
 	b.WriteString("The figures are defined in docs/simulation.md. Weir's are beside two baselines run on the same offered traffic: " +
@@ -248,4 +249,23 @@ func WriteTrace(dir string, t *Trace) (string, error) {
 		return "", fmt.Errorf("write trace: %w", err)
 	}
 	return p, nil
+}
+
+// wanRows writes the run table's network rows: in process, or the delay
+// emulated and the round trip measured between each pair of DCs.
+func wanRows(b *strings.Builder, w *WAN) {
+	if w == nil {
+		b.WriteString("| network | in process (no WAN emulated) |\n")
+		return
+	}
+	for _, l := range w.Links {
+		measured := "not measured: " + mdText(l.Error)
+		if l.Error == "" {
+			measured = "measured RTT " + l.RTT.Round(100*time.Microsecond).String()
+			if !l.Applied() {
+				measured += " ✗ shorter than the emulated round trip: the delay was not applied"
+			}
+		}
+		fmt.Fprintf(b, "| WAN %s ↔ %s | one-way delay %v emulated (RTT ≥ %v); %s |\n", mdText(l.A), mdText(l.B), l.Delay, 2*l.Delay, measured)
+	}
 }

@@ -57,6 +57,9 @@ type Report struct {
 	Faults []FaultWindow
 	// Rules holds one report per rule of the trace, in its order.
 	Rules []RuleReport
+	// WAN is the trace's: the delay emulated between the DCs and the
+	// round trips measured; nil for an in-process run.
+	WAN *WAN
 }
 
 // Passed reports whether every goal of every rule passed. A report

@@ -20,6 +20,33 @@ type Trace struct {
 	Rules []RuleTrace
 	// Faults are the faults injected, in any order.
 	Faults []FaultMark
+	// WAN, for a run behind an emulated WAN, is the delay applied and the
+	// round trips measured between the DCs; nil for an in-process run.
+	WAN *WAN
+}
+
+// WAN is what a run behind an emulated WAN applied and measured.
+type WAN struct {
+	// Links holds one entry per pair of DCs, in the DCs' order.
+	Links []WANLink
+}
+
+// WANLink is one pair of DCs behind the emulated WAN.
+type WANLink struct {
+	A, B string
+	// Delay is the one-way delay emulated between A and B: a round trip
+	// should take at least twice as long.
+	Delay time.Duration
+	// RTT is the median round trip measured from A to B before the run
+	// (zero with Error set when it could not be measured).
+	RTT   time.Duration
+	Error string
+}
+
+// Applied reports whether the round trip measured shows the delay: at
+// least 90% of twice the one-way delay.
+func (l WANLink) Applied() bool {
+	return l.Error == "" && l.RTT >= 2*l.Delay*9/10
 }
 
 // RuleTrace is what one global rule saw during a run.

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +137,9 @@ type Net struct {
 	index  map[string]int // site of each DC name, and Core: 0
 	router *router
 	log    *slog.Logger
+	// delay and delays are Config's, for Delay.
+	delay  time.Duration
+	delays map[Pair]time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -197,6 +203,7 @@ func Up(ctx context.Context, cfg Config) (n *Net, err error) {
 	built := &Net{
 		prefix: cfg.Prefix, sub: sub, dcs: append([]string(nil), cfg.DCs...),
 		index: map[string]int{Core: 0}, log: cfg.Logger,
+		delay: cfg.Delay, delays: maps.Clone(cfg.Delays),
 	}
 	for i, dc := range cfg.DCs {
 		built.index[dc] = i + 1
@@ -588,4 +595,62 @@ func (n *Net) Stats() Stats {
 	}
 	s.Other = n.router.other.Load()
 	return s
+}
+
+// RTT measures the round trip from DC from to DC to: it serves a one-byte
+// echo in to's namespace, dials it from from's, and returns the median of
+// rounds one-byte round trips (rounds < 1 means 1). It ends when ctx does.
+func (n *Net) RTT(ctx context.Context, from, to string, rounds int) (time.Duration, error) {
+	ln, err := n.Listen(to, "tcp", net.JoinHostPort(n.Addr(to).String(), "0"))
+	if err != nil {
+		return 0, fmt.Errorf("wan: rtt %s→%s: %w", from, to, err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer func() { <-done }()
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	c, err := n.DialContext(from)(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return 0, fmt.Errorf("wan: rtt %s→%s: %w", from, to, err)
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(d)
+	}
+	rtts := make([]time.Duration, 0, max(rounds, 1))
+	b := []byte{0}
+	for range max(rounds, 1) {
+		start := time.Now()
+		if _, err := c.Write(b); err != nil {
+			return 0, fmt.Errorf("wan: rtt %s→%s: %w", from, to, err)
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			return 0, fmt.Errorf("wan: rtt %s→%s: %w", from, to, err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2], nil
+}
+
+// Delay returns the one-way delay configured between DCs a and b (either
+// way): Config.Delays' for the pair, else Config.Delay; SetDelay's later
+// changes are not reflected.
+func (n *Net) Delay(a, b string) time.Duration {
+	if d, ok := n.delays[Pair{From: a, To: b}]; ok {
+		return d
+	}
+	if d, ok := n.delays[Pair{From: b, To: a}]; ok {
+		return d
+	}
+	return n.delay
 }

@@ -108,6 +108,21 @@ func TestNet(t *testing.T) {
 			t.Errorf("RTT %v, want 50ms..200ms", got)
 		}
 	})
+	t.Run("RTT and Delay", func(t *testing.T) {
+		if d := n.Delay("a", "b"); d != 25*time.Millisecond {
+			t.Errorf("Delay(a, b): got %v, want the pair's 25ms", d)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := n.RTT(ctx, "a", "b", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("a→b median RTT %v", got)
+		if got < 50*time.Millisecond || got >= 200*time.Millisecond {
+			t.Errorf("RTT(a, b): got %v, want 50ms..200ms", got)
+		}
+	})
 	t.Run("DC to core", func(t *testing.T) {
 		got := rtt(t, n, "a", lc.Addr().String(), 10)
 		t.Logf("a→core median RTT %v", got)

@@ -1,0 +1,67 @@
+package adminserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/weirhq/weir/pkg/adminapi"
+)
+
+// ForwardedHeader marks a request one coordinator forwarded to the leader.
+// A coordinator that gets a forwarded request it cannot answer (the
+// leadership moved on meanwhile) answers 503 rather than forwarding it
+// again, so that a request makes at most one hop.
+const ForwardedHeader = "Weir-Forwarded-By"
+
+// forward carries a request that err says only the leader can answer to
+// the leader, when the config allows it and the leader is known. It
+// reports whether it answered.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool {
+	var nl *NotLeaderError
+	if s.cfg.Forward == nil || !errors.As(err, &nl) || nl.Leader == "" || r.Header.Get(ForwardedHeader) != "" {
+		return false
+	}
+	ProxyToLeader(w, r, nl.Leader, s.cfg.Forward, s.cfg.Name, s.log)
+	return true
+}
+
+// ProxyToLeader answers a request with the answer of the leader's admin
+// API at leader (a base URL such as "http://10.0.0.2:8070"): the same
+// method, path, query and headers, Authorization included (the leader
+// checks the same tokens), carried by rt, marked with ForwardedHeader
+// naming name. When the leader does not answer, or leader is not an
+// http(s) URL, it answers 502 with a JSON error naming the leader.
+// Callers check ForwardedHeader first, so that a request makes one hop.
+func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, name string, log *slog.Logger) {
+	fail := func(err error) {
+		log.Warn("forwarding to the leader failed", "leader", leader, "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
+			Error:  "this coordinator does not lead, and the leader at " + leader + " did not answer",
+			Leader: leader,
+		})
+	}
+	target, err := url.Parse(strings.TrimSuffix(leader, "/"))
+	if err == nil && (target.Scheme != "http" && target.Scheme != "https" || target.Host == "") {
+		err = errors.New("not an http(s) URL")
+	}
+	if err != nil {
+		fail(fmt.Errorf("leader's admin URL %q: %w", leader, err))
+		return
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			pr.Out.Header.Set(ForwardedHeader, name)
+			pr.SetXForwarded()
+		},
+		Transport:    rt,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { fail(err) },
+	}
+	p.ServeHTTP(w, r)
+}

@@ -1,0 +1,98 @@
+package adminserver_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/pkg/adminapi"
+)
+
+// TestForwardToLeader checks that a standby with Forward carries the live
+// views to the leader its Live names, with the request's Authorization,
+// at most one hop, and that without Forward it names the leader.
+func TestForwardToLeader(t *testing.T) {
+	// The leader: an admin API over the same etcd that can answer.
+	leaderEnv := newEnv(t)
+	leaderEnv.create(seedCreate)
+	leaderEnv.live.stats["default/api-global-default"] = adminapi.RuleStats{TotalRequests: 7}
+	leaderEnv.live.shares["default/api-global-default"] = []adminapi.DCShare{{DC: "us-east", Share: 1}}
+	leaderEnv.live.keys["default/api-global-default/k"] = []adminapi.DCKeyStatus{{DC: "us-east", Limit: 100, Remaining: 99}}
+	var mu sync.Mutex
+	var seen []*http.Request
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(r.Context()))
+		mu.Unlock()
+		leaderEnv.h.ServeHTTP(w, r)
+	}))
+	defer leader.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // a leader that does not answer
+
+	tests := []struct {
+		name    string
+		forward bool
+		leader  string
+		hdr     []string
+		code    int
+		want    string // in the body
+		hops    int    // requests the leader got
+	}{
+		{"forwarded", true, leader.URL, nil, 200, "", 1},
+		{"no Forward: 503 naming the leader", false, leader.URL, nil, 503, "does not lead", 0},
+		{"already forwarded once", true, leader.URL, []string{adminserver.ForwardedHeader, "c0"}, 503, "does not lead", 0},
+		{"leader unknown", true, "", nil, 503, "does not lead", 0},
+		{"leader down", true, down.URL, nil, 502, "did not answer", 0},
+	}
+	paths := map[string]string{
+		"stats":  "/rate-limits/api-global-default/stats",
+		"shares": "/rate-limits/api-global-default/shares",
+		"key":    "/rate-limits/api-global-default/k",
+	}
+	for _, tt := range tests {
+		for what, path := range paths {
+			t.Run(tt.name+"/"+what, func(t *testing.T) {
+				mu.Lock()
+				seen = nil
+				mu.Unlock()
+				standby := newEnv(t, func(c *adminserver.Config) {
+					if tt.forward {
+						c.Forward = http.DefaultTransport
+						c.Name = "standby-1"
+					}
+				})
+				standby.create(seedCreate)
+				standby.live.setErr(&adminserver.NotLeaderError{Leader: tt.leader})
+				rec := standby.do("GET", path, "", append([]string{"Authorization", "Bearer secret"}, tt.hdr...)...)
+				if rec.Code != tt.code {
+					t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, tt.code)
+				}
+				if !strings.Contains(rec.Body.String(), tt.want) {
+					t.Errorf("body: got %s, want it to contain %q", rec.Body, tt.want)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(seen) != tt.hops {
+					t.Fatalf("the leader got %d requests, want %d", len(seen), tt.hops)
+				}
+				if tt.hops == 0 {
+					return
+				}
+				r := seen[0]
+				if got := r.Header.Get("Authorization"); got != "Bearer secret" {
+					t.Errorf("Authorization at the leader: got %q, want the client's", got)
+				}
+				if got := r.Header.Get(adminserver.ForwardedHeader); got != "standby-1" {
+					t.Errorf("%s at the leader: got %q, want standby-1", adminserver.ForwardedHeader, got)
+				}
+				if r.URL.Path != path {
+					t.Errorf("path at the leader: got %s, want %s", r.URL.Path, path)
+				}
+			})
+		}
+	}
+}
