@@ -573,3 +573,18 @@ func uniqueID(id string, taken map[string]bool) string {
 func isIDChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
+
+// ParseConfig reads a rule file as Parse does and, when it is a
+// configuration of envoyproxy/ratelimit, returns its descriptor tree too
+// (Tree is nil for a Weir rule file).
+func ParseConfig(data []byte) (Envoy, error) {
+	tree, err := parse(data)
+	if err != nil {
+		return Envoy{}, err
+	}
+	if isEnvoy(tree) {
+		return decodeEnvoyConfig(tree)
+	}
+	s, err := rule.DecodeSet(tree)
+	return Envoy{Rules: s}, err
+}
