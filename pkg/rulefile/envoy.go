@@ -51,10 +51,14 @@ import (
 // (or with "*") for that value, as in envoyproxy/ratelimit: the rules
 // below the one without get an allow override for each such value.
 //
-// Some of the format has no Weir equivalent and is refused: replaces,
-// values with a prefix wildcard ("foo*"), a key repeated on one path, a
-// requests_per_unit of 0. docs/rules.md describes the conversion and how
-// Weir's matching differs.
+// Every field of envoyproxy/ratelimit's schema is accepted. As Weir rules
+// (for weir.v1 and /v1/check), a wildcard value counts every value of its
+// key, a key repeated on a path keeps the outer value, replaces,
+// quota_mode and share_threshold have no effect, detailed_metric,
+// value_to_metric and metadata are ignored, and a requests_per_unit of 0
+// or above algorithm.MaxLimit gives no rule; ParseEnvoyConfig returns the
+// descriptor tree by which Weir's Envoy API applies all of them as
+// envoyproxy/ratelimit does. docs/envoy.md and docs/rules.md describe both.
 //
 // Errors are those of Parse for malformed documents; any other problem
 // gives a *rule.ValidationError listing every problem with the path of
