@@ -119,6 +119,12 @@ type Params struct {
 	// Burst is the capacity of a bucket algorithm. Zero means the default:
 	// Limit for TokenBucket, 1 for LeakyBucket. Other algorithms ignore it.
 	Burst int64
+	// CountRejected makes a FixedWindow count the cost of a request it
+	// rejects too, as envoyproxy/ratelimit counts (it increments, then
+	// compares): once a window's count passes Limit, every later request
+	// in that window is rejected, even one of cost 0. Other algorithms
+	// ignore it.
+	CountRejected bool
 }
 
 // Validate reports whether p can be used, naming the first bad field.

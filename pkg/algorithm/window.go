@@ -15,7 +15,7 @@ func decideFixed(p Params, s State, now, cost int64) (Decision, State) {
 		next = State{Window: s.Window, Count: s.Count}
 	}
 	allowed := next.Count+cost <= p.Limit
-	if allowed {
+	if allowed || p.CountRejected {
 		next.Count += cost
 	}
 	return describeFixed(p, next, now, cost, allowed), next
@@ -29,7 +29,7 @@ func describeFixed(p Params, s State, now, cost int64, allowed bool) Decision {
 		d.ResetAt = ms(end)
 	}
 	if !allowed {
-		if cost > p.Limit {
+		if cost > p.Limit && !p.CountRejected {
 			d.RetryAfter = never(p)
 		} else {
 			d.RetryAfter = msDuration(end - now)

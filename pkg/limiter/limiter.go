@@ -459,6 +459,20 @@ type Item struct {
 	// where a descriptor takes the limit at its exact path of keys and not
 	// those of its prefixes. Otherwise every rule that applies does.
 	Exact bool
+	// Match, when its Rule is set, is the one rule and key the item is
+	// decided against: rule matching (Attributes, Exact) is skipped. The
+	// rule need not be in the domain's set; Match.StoreKey must be a valid
+	// store key and Match.Limit the limit to enforce. For a caller that
+	// selects limits by its own semantics (envoyrls, which follows
+	// envoyproxy/ratelimit's descriptor tree).
+	Match ruleset.Match
+	// ZeroHits makes a Hits of 0 a check that spends nothing, rather
+	// than a request of cost 1.
+	ZeroHits bool
+	// CountRejected counts the cost of a request a FixedWindow rule
+	// rejects too (algorithm.Params.CountRejected), as
+	// envoyproxy/ratelimit counts.
+	CountRejected bool
 }
 
 // Response answers a Check.
@@ -603,11 +617,15 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	var storeReqs []algorithm.Request
 	for i, it := range req.Items {
 		hits := it.Hits
-		if hits == 0 {
+		if hits == 0 && !it.ZeroHits {
 			hits = 1
 		}
-		matches = set.Match(it.Attributes, matches[:0])
-		if it.Exact {
+		if it.Match.Rule != nil {
+			matches = append(matches[:0], it.Match)
+		} else {
+			matches = set.Match(it.Attributes, matches[:0])
+		}
+		if it.Exact && it.Match.Rule == nil {
 			matches = slices.DeleteFunc(matches, func(m ruleset.Match) bool { return !m.Rule.NamesExactly(it.Attributes) })
 		}
 		for _, m := range matches {
@@ -633,6 +651,7 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 				r.Source, r.Decision = SourceUnlimited, algorithm.Decision{Allowed: true, ResetAt: now}
 			default:
 				p := l.params(set.Domain(), m)
+				p.CountRejected = it.CountRejected
 				r.Decision.Limit = p.Capacity()
 				hot := doms.hot[m.Rule.Revision]
 				if b, ok := l.cached(&r.Match, p, hot, t); ok && hits >= 1 {

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/document"
+	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 )
@@ -49,10 +51,14 @@ import (
 // (or with "*") for that value, as in envoyproxy/ratelimit: the rules
 // below the one without get an allow override for each such value.
 //
-// Some of the format has no Weir equivalent and is refused: replaces,
-// values with a prefix wildcard ("foo*"), a key repeated on one path, a
-// requests_per_unit of 0. docs/rules.md describes the conversion and how
-// Weir's matching differs.
+// Every field of envoyproxy/ratelimit's schema is accepted. As Weir rules
+// (for weir.v1 and /v1/check), a wildcard value counts every value of its
+// key, a key repeated on a path keeps the outer value, replaces,
+// quota_mode and share_threshold have no effect, detailed_metric,
+// value_to_metric and metadata are ignored, and a requests_per_unit of 0
+// or above algorithm.MaxLimit gives no rule; ParseEnvoyConfig returns the
+// descriptor tree by which Weir's Envoy API applies all of them as
+// envoyproxy/ratelimit does. docs/envoy.md and docs/rules.md describe both.
 //
 // Errors are those of Parse for malformed documents; any other problem
 // gives a *rule.ValidationError listing every problem with the path of
@@ -104,11 +110,14 @@ type envoyNode struct {
 	value    string // "" when absent
 	limit    *envoyLimit
 	shadow   bool
+	quota    bool
+	share    bool // share_threshold
 	children []*envoyNode
 }
 
-// anyValue reports whether n stands for every value of its key.
-func (n *envoyNode) anyValue() bool { return n.value == "" || n.value == "*" }
+// anyValue reports whether n's Weir rule counts every value of its key:
+// no value, or one with a wildcard (weir.v1 has no wildcard conditions).
+func (n *envoyNode) anyValue() bool { return n.value == "" || strings.Contains(n.value, "*") }
 
 // envoyLimit is a descriptor's rate_limit.
 type envoyLimit struct {
@@ -116,6 +125,7 @@ type envoyLimit struct {
 	window    int64 // seconds
 	unlimited bool
 	name      string
+	replaces  []string
 }
 
 // envoyConverter collects the problems of one configuration. Each part of
@@ -128,24 +138,87 @@ type envoyConverter struct {
 
 // decodeEnvoy converts a parsed configuration, as ParseEnvoy.
 func decodeEnvoy(tree *document.Node) (rule.Set, error) {
+	e, err := decodeEnvoyConfig(tree)
+	return e.Rules, err
+}
+
+// Envoy is a configuration of envoyproxy/ratelimit read by
+// ParseEnvoyConfig: the same domain as envoyproxy/ratelimit's lookup
+// walks it, for Weir's Envoy API, and as Weir rules, for its own APIs.
+type Envoy struct {
+	Rules rule.Set
+	// Tree is the configuration as envoyproxy/ratelimit reads it; each
+	// limit names the rule converted from it (Limit.RuleID), if any.
+	Tree *envoyconf.Domain
+}
+
+// ParseEnvoyConfig reads a configuration of envoyproxy/ratelimit as
+// ParseEnvoy does, and returns with its rules the descriptor tree that
+// Weir's Envoy API looks limits up in.
+func ParseEnvoyConfig(data []byte) (Envoy, error) {
+	tree, err := parse(data)
+	if err != nil {
+		return Envoy{}, err
+	}
+	return decodeEnvoyConfig(tree)
+}
+
+func decodeEnvoyConfig(tree *document.Node) (Envoy, error) {
 	var c envoyConverter
 	domain, nodes := c.root(tree)
-	if c.check(nodes, nil); c.rep.Len() > 0 {
-		return rule.Set{}, c.rep.Err()
+	if c.check(nodes); c.rep.Len() > 0 {
+		return Envoy{}, c.rep.Err()
 	}
-	s, origins := convertEnvoy(domain, nodes)
+	s, origins, from := convertEnvoy(domain, nodes)
 	if err := s.Validate(); err != nil {
 		ve, ok := errors.AsType[*rule.ValidationError](err)
 		if !ok {
-			return rule.Set{}, err
+			return Envoy{}, err
 		}
 		for _, fe := range ve.Errors {
 			c.addRuleError(fe, s.Rules, origins)
 		}
 		c.rep.Omit(ve.Omitted)
-		return rule.Set{}, c.rep.Err()
+		return Envoy{}, c.rep.Err()
 	}
-	return s, nil
+	ids := make(map[*envoyNode]string, len(from))
+	for i, n := range from {
+		ids[n] = s.Rules[i].ID
+	}
+	d := &envoyconf.Domain{Name: domain}
+	buildTree(&d.Root, nodes, ids)
+	return Envoy{Rules: s, Tree: d}, nil
+}
+
+// buildTree adds nodes below parent, their limits naming the rules
+// converted from them.
+func buildTree(parent *envoyconf.Node, nodes []*envoyNode, ids map[*envoyNode]string) {
+	for _, n := range nodes {
+		var l *envoyconf.Limit
+		if n.limit != nil {
+			l = &envoyconf.Limit{
+				Unlimited: n.limit.unlimited, ShadowMode: n.shadow, QuotaMode: n.quota,
+				Name: n.limit.name, Replaces: n.limit.replaces, RuleID: ids[n],
+			}
+			if !n.limit.unlimited {
+				l.RequestsPerUnit = uint32(n.limit.perUnit)
+				l.Unit = unitOf(n.limit.window)
+			}
+		}
+		child, ok := parent.Add(n.key, n.value, l, n.share)
+		if ok { // check refused duplicates
+			buildTree(child, n.children, ids)
+		}
+	}
+}
+
+func unitOf(seconds int64) envoyconf.Unit {
+	for u := envoyconf.Second; u <= envoyconf.Week; u++ {
+		if u.Seconds() == seconds {
+			return u
+		}
+	}
+	return 0
 }
 
 // addRuleError reports a problem that validation found in a converted
@@ -209,13 +282,15 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 	n := &envoyNode{path: path}
 	if kv, ok := o.Lookup("key"); !ok {
 		c.rep.Fail(o.FieldPath("key"), "required")
-	} else if s, ok := document.AsString(&c.rep, o.FieldPath("key"), kv); ok {
+	} else if s, ok := c.scalar(o.FieldPath("key"), kv); ok {
 		if s == "" {
 			c.rep.Fail(o.FieldPath("key"), "empty")
 		}
 		n.key = s
 	}
-	n.value, _ = o.String("value")         // null: no value, as in envoyproxy/ratelimit
+	if vv, ok := o.Get("value"); ok { // null: no value, as in envoyproxy/ratelimit
+		n.value, _ = c.scalar(o.FieldPath("value"), vv)
+	}
 	if lv, ok := o.Get("rate_limit"); ok { // null: no rate limit
 		n.limit = c.rateLimit(o.FieldPath("rate_limit"), lv)
 	}
@@ -223,9 +298,27 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 		n.children = c.descriptors(o.FieldPath("descriptors"), dv, depth+1)
 	}
 	n.shadow, _ = c.bool(o, "shadow_mode")
-	c.bool(o, "detailed_metric") // statistics only: nothing to convert
+	n.quota, _ = c.bool(o, "quota_mode")
+	n.share, _ = c.bool(o, "share_threshold")
+	if n.share && !strings.Contains(n.value, "*") && !strings.Contains(n.key, "*") {
+		c.rep.Fail(o.FieldPath("share_threshold"), "only for a wildcard value (one holding '*'), as in envoyproxy/ratelimit")
+	}
+	// Statistics and dynamic metadata only: accepted, nothing to convert.
+	c.bool(o, "detailed_metric")
+	c.bool(o, "value_to_metric")
+	o.Ignore("metadata")
 	o.Done()
 	return n
+}
+
+// scalar reads a key or value: a string, or a number or boolean as
+// written, which envoyproxy/ratelimit's YAML reader also takes as text.
+func (c *envoyConverter) scalar(path string, v *document.Node) (string, bool) {
+	switch v.Kind {
+	case document.Number, document.Bool:
+		return v.Text, true
+	}
+	return document.AsString(&c.rep, path, v)
 }
 
 // bool reads a boolean field of o that may be absent but not null.
@@ -262,9 +355,24 @@ func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
 	}
 	l.unlimited, _ = c.bool(o, "unlimited")
 	l.name, _ = o.String("name")
-	if _, ok := o.Lookup("replaces"); ok {
-		c.rep.Fail(o.FieldPath("replaces"), "not supported: Weir applies every rule a request matches, and no rule replaces another; "+
-			"narrow the rules' conditions instead, or give the keys concerned an override")
+	if items, path, ok := o.List("replaces"); ok {
+		for i, it := range items {
+			ip := fielderr.Index(path, i)
+			ro := document.OpenAs(&c.rep, ip, it, "an object with a name")
+			if ro == nil {
+				continue
+			}
+			name, _ := ro.String("name")
+			ro.Done()
+			switch {
+			case name == "":
+				c.rep.Fail(ro.FieldPath("name"), "required: a replaces entry names the limit it replaces")
+			case name == l.name:
+				c.rep.Fail(ro.FieldPath("name"), "%q is this limit's own name; a limit cannot replace itself", name)
+			default:
+				l.replaces = append(l.replaces, name)
+			}
+		}
 	}
 	o.Done()
 	switch {
@@ -277,48 +385,30 @@ func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
 	}
 	switch {
 	case l.unlimited || !perUnitOK:
-	case !hasPerUnit || l.perUnit == 0:
-		c.rep.Fail(o.FieldPath("requests_per_unit"), "want a limit from 1 to %d; Weir has no limit of 0 (which rejects every request): "+
-			"remove the rate_limit, or deny the keys with an override of a Weir rule", int64(algorithm.MaxLimit))
-	case l.perUnit < 0 || l.perUnit > algorithm.MaxLimit:
-		c.rep.Fail(o.FieldPath("requests_per_unit"), "%d is out of range [1, %d]", l.perUnit, int64(algorithm.MaxLimit))
+	case l.perUnit < 0 || l.perUnit > math.MaxUint32:
+		c.rep.Fail(o.FieldPath("requests_per_unit"), "%d is out of range [0, %d]", l.perUnit, uint32(math.MaxUint32))
 	}
 	return l
 }
 
-// check reports what a well-formed configuration cannot express in Weir:
-// repeated descriptors, prefix wildcards and keys repeated on one path.
-// outer are the keys of the descriptors enclosing nodes.
-func (c *envoyConverter) check(nodes []*envoyNode, outer []*envoyNode) {
-	seen := map[[2]string]*envoyNode{}
+// check reports descriptors that repeat a sibling's key and value, as
+// envoyproxy/ratelimit refuses them.
+func (c *envoyConverter) check(nodes []*envoyNode) {
+	seen := map[string]*envoyNode{}
 	for _, n := range nodes {
 		if n.key == "" {
 			continue // reported
 		}
-		if strings.HasSuffix(n.value, "*") && n.value != "*" {
-			c.rep.Fail(n.path+".value", "%q is a prefix wildcard, which Weir's conditions cannot express (they take an exact value, or \"*\" for any)", n.value)
+		name := n.key
+		if n.value != "" {
+			name += "_" + n.value
 		}
-		sel := [2]string{n.key, n.value}
-		if n.anyValue() {
-			sel[1] = "*"
-		}
-		if first, dup := seen[sel]; dup {
-			switch {
-			case n.value == first.value && n.value == "":
-				c.rep.Fail(n.path, "repeats %s (key %q, no value)", first.path, n.key)
-			case n.value == first.value:
-				c.rep.Fail(n.path, "repeats %s (key %q, value %q)", first.path, n.key, n.value)
-			default:
-				c.rep.Fail(n.path, "selects every value of %q, as %s does", n.key, first.path)
-			}
+		if first, dup := seen[name]; dup {
+			c.rep.Fail(n.path, "repeats %s (key %q, value %q)", first.path, n.key, n.value)
 		} else {
-			seen[sel] = n
+			seen[name] = n
 		}
-		if i := slices.IndexFunc(outer, func(o *envoyNode) bool { return o.key == n.key }); i >= 0 {
-			c.rep.Fail(n.path+".key", "%q is also the key of the enclosing %s; a Weir request has one value for each attribute", n.key, outer[i].path)
-			continue
-		}
-		c.check(n.children, append(outer, n))
+		c.check(n.children)
 	}
 }
 
@@ -332,10 +422,13 @@ type envoyPath struct {
 }
 
 // convertEnvoy turns checked descriptors into rules, and returns with them
-// the path of the descriptor each rule comes from.
-func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string) {
+// the path of the descriptor each rule comes from, and the descriptor.
+// A limit of 0 requests, or of more than Weir's rules take, has no Weir
+// rule: only the Envoy API applies it.
+func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string, []*envoyNode) {
 	s := rule.Set{Domain: domain, Rules: []rule.Rule{}}
 	var origins []string
+	var from []*envoyNode
 	var named []bool
 	var walk func(nodes []*envoyNode, p envoyPath)
 	walk = func(nodes []*envoyNode, p envoyPath) {
@@ -356,14 +449,22 @@ func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string) {
 				names:    slices.Clone(p.names),
 				desc:     slices.Clone(p.desc),
 			}
-			if n.anyValue() {
+			_, outer := q.conds[n.key]
+			switch {
+			case outer || slices.Contains(q.dims, n.key):
+				// The key of an enclosing descriptor too: a Weir request
+				// has one value per attribute, so the rule keeps the
+				// outer one.
+				q.names = append(q.names, n.key)
+				q.desc = append(q.desc, n.key)
+			case n.anyValue():
 				q.dims = append(q.dims, n.key)
 				for _, v := range specific[n.key] {
 					q.excluded = append(q.excluded, [2]string{n.key, v})
 				}
 				q.names = append(q.names, n.key)
 				q.desc = append(q.desc, n.key)
-			} else {
+			default:
 				if q.conds == nil {
 					q.conds = map[string]string{}
 				}
@@ -371,9 +472,10 @@ func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string) {
 				q.names = append(q.names, n.key+"_"+n.value)
 				q.desc = append(q.desc, n.key+"="+n.value)
 			}
-			if n.limit != nil {
+			if l := n.limit; l != nil && (l.unlimited || l.perUnit >= 1 && l.perUnit <= algorithm.MaxLimit) {
 				s.Rules = append(s.Rules, envoyRule(domain, n, q))
 				origins = append(origins, n.path)
+				from = append(from, n)
 				named = append(named, n.limit.name != "")
 			}
 			walk(n.children, q)
@@ -381,7 +483,7 @@ func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string) {
 	}
 	walk(nodes, envoyPath{})
 	assignIDs(s.Rules, named)
-	return s, origins
+	return s, origins, from
 }
 
 // envoyRule returns the rule of descriptor n, whose path is p. Its ID is
@@ -474,4 +576,19 @@ func uniqueID(id string, taken map[string]bool) string {
 
 func isIDChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// ParseConfig reads a rule file as Parse does and, when it is a
+// configuration of envoyproxy/ratelimit, returns its descriptor tree too
+// (Tree is nil for a Weir rule file).
+func ParseConfig(data []byte) (Envoy, error) {
+	tree, err := parse(data)
+	if err != nil {
+		return Envoy{}, err
+	}
+	if isEnvoy(tree) {
+		return decodeEnvoyConfig(tree)
+	}
+	s, err := rule.DecodeSet(tree)
+	return Envoy{Rules: s}, err
 }

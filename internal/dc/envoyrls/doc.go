@@ -3,6 +3,24 @@
 // limiter.Limiter (SPEC §3.3), so that Envoy, Istio, Contour or Gloo can use
 // Weir in place of envoyproxy/ratelimit.
 //
+// A domain loaded from a configuration of envoyproxy/ratelimit
+// (Config.Configs) is answered exactly as envoyproxy/ratelimit answers:
+// each descriptor's limit is looked up in the configuration's tree
+// (package envoyconf), or is the descriptor's own limit; limits another
+// selected limit replaces are dropped; an unlimited one reports
+// limit_remaining 4294967295; the others are decided in one limiter Check,
+// each item carrying its match (the converted Weir rule, or a rule of its
+// unit) and counted as envoyproxy/ratelimit counts: in a fixed window
+// aligned to the epoch, hits over the limit counted too, hits_addend 0 a
+// check that counts nothing. A limit in shadow_mode reports OK; the
+// overall code is OVER_LIMIT when a descriptor not in quota_mode is, or
+// every one in quota_mode is; duration_until_reset is whole seconds to
+// the window's end. An empty domain or descriptor list is envoyproxy/
+// ratelimit's error (codes.Unknown), an unknown domain limits nothing.
+// Config.Headers adds its rate limit headers.
+//
+// Other domains (Weir rule files, etcd) are answered as follows.
+//
 // It is a translation layer and decides nothing itself: each Envoy
 // descriptor becomes one limiter.Item whose attributes are the descriptor's
 // entries (key → value) and whose hits are its hits_addend, or the
@@ -24,16 +42,14 @@
 //     current_limit, as envoyproxy/ratelimit answers it; one a deny
 //     override rejects is OVER_LIMIT with no current_limit.
 //
-// A malformed or invalid request (no descriptors, too many, repeated,
-// empty or oversized keys, oversized values, hits out of range, an unknown
-// domain, no domain while several are loaded) gets codes.InvalidArgument
+// A malformed or invalid request (too many descriptors, repeated,
+// empty or oversized keys, oversized values, hits out of range) gets codes.InvalidArgument
 // naming the problem; the limits are the limiter's (limiter.MaxItems,
 // MaxAttributes, MaxNameLen, MaxValueLen, MaxHits), those of weir.v1.
 //
 // What is not supported: a descriptor's limit override (RateLimitDescriptor.limit)
 // is ignored, the rules' limits apply; is_negative_hits (a refund) is
-// refused with InvalidArgument; no response headers, raw_body or quota are
-// set. Matching follows Weir's rules, not envoyproxy/ratelimit's tree walk:
+// refused with InvalidArgument; no raw_body or quota is set. Matching follows Weir's rules, not envoyproxy/ratelimit's tree walk:
 // a rule applies to a descriptor that carries the rule's attributes,
 // whatever else it carries (docs/rules.md, "What differs").
 package envoyrls

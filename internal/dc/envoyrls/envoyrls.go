@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -27,23 +28,49 @@ type Config struct {
 	// Now is the clock duration_until_reset is measured from; it should be
 	// the limiter's. Default time.Now.
 	Now func() time.Time
+	// Configs returns the configuration of envoyproxy/ratelimit loaded for
+	// a domain, or nil when there is none. A domain that has one is
+	// answered exactly as envoyproxy/ratelimit answers (see the package
+	// documentation). Default: no domain has one.
+	Configs func(domain string) *envoyconf.Domain
+	// Headers names the rate limit headers added to every response that
+	// has a limit, as envoyproxy/ratelimit adds them when
+	// LIMIT_RESPONSE_HEADERS_ENABLED is set. Default: none.
+	Headers Headers
 }
+
+// Headers are the names of the headers that report a response's limit to
+// the client; empty names add no headers.
+type Headers struct {
+	Limit     string // e.g. X-RateLimit-Limit: requests_per_unit
+	Remaining string // e.g. X-RateLimit-Remaining: limit_remaining
+	Reset     string // e.g. X-RateLimit-Reset: whole seconds until the window resets
+}
+
+// PeerHeaders are envoyproxy/ratelimit's default header names.
+var PeerHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}
 
 // Service implements rlsv3.RateLimitServiceServer over a limiter. Safe for
 // concurrent use; create it with NewService.
 type Service struct {
 	rlsv3.UnimplementedRateLimitServiceServer
-	lim *limiter.Limiter
-	now func() time.Time
+	lim     *limiter.Limiter
+	now     func() time.Time
+	configs func(string) *envoyconf.Domain
+	headers Headers
+	units   unitRules
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now}
+	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, units: newUnitRules()}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.configs == nil {
+		s.configs = func(string) *envoyconf.Domain { return nil }
 	}
 	return s
 }
@@ -63,15 +90,42 @@ func Register(s *grpc.Server, svc *Service) {
 // ShouldRateLimit implements rlsv3.RateLimitServiceServer: it decides every
 // descriptor of req in one limiter Check (see the package documentation).
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	// envoyproxy/ratelimit's errors, and its gRPC code (Unknown).
+	switch {
+	case req.GetDomain() == "":
+		return nil, status.Error(codes.Unknown, "rate limit domain must not be empty")
+	case len(req.GetDescriptors()) == 0:
+		return nil, status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
+	}
+	if tree := s.configs(req.GetDomain()); tree != nil {
+		resp, err := s.shouldRateLimitPeer(ctx, req, tree)
+		if err != nil {
+			if _, ok := status.FromError(err); !ok {
+				err = status.Error(codes.InvalidArgument, err.Error())
+			}
+		}
+		return resp, err
+	}
 	items, err := toItems(req)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
-	if err != nil {
+	switch {
+	case errors.Is(err, limiter.ErrUnknownDomain):
+		// envoyproxy/ratelimit: a domain it has no configuration for
+		// limits nothing.
+		out := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
+		for range req.GetDescriptors() {
+			out.Statuses = append(out.Statuses, &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK})
+		}
+		return out, nil
+	case err != nil:
 		return nil, grpcapi.Status(err)
 	}
-	return toResponse(&resp, s.now()), nil
+	out := toResponse(&resp, s.now())
+	s.addHeaders(out, s.now().Unix())
+	return out, nil
 }
 
 // toItems converts the descriptors of req into limiter items, or says what

@@ -224,8 +224,8 @@ func TestShouldRateLimit(t *testing.T) {
 			{request(0, gen(), gen()), response(burst(ok, 1), burst(ok, 0))},
 			{request(0, desc("unknown", "x"), mkt(), gen()), response(unlimited, marketing(ok, 4), burst(over, 0))},
 		}},
-		{"domain may be left out when only one is loaded", []call{
-			{&rlsv3.RateLimitRequest{Descriptors: []*rlcommonv3.RateLimitDescriptor{gen()}}, response(burst(ok, 1))},
+		{"an unknown domain limits nothing, as in envoyproxy/ratelimit", []call{
+			{&rlsv3.RateLimitRequest{Domain: "nope", Descriptors: []*rlcommonv3.RateLimitDescriptor{gen()}}, response(&rlsv3.RateLimitResponse_DescriptorStatus{Code: ok})},
 		}},
 	}
 	for _, tt := range tests {
@@ -258,9 +258,6 @@ func TestShouldRateLimitInvalid(t *testing.T) {
 		req  *rlsv3.RateLimitRequest
 		want string // in the message
 	}{
-		{"no domain, two loaded", &rlsv3.RateLimitRequest{Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, "name a domain"},
-		{"unknown domain", &rlsv3.RateLimitRequest{Domain: "nope", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, `unknown domain "nope"`},
-		{"no descriptors", &rlsv3.RateLimitRequest{Domain: "other"}, "descriptors: at least one"},
 		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: many}, "descriptors: 257, at most 256"},
 		{"too many entries", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{manyEntries}}, "descriptors[0].entries: 65, at most 64"},
 		{"empty key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u", "", "v")}}, "descriptors[0].entries[1].key: 0 bytes"},

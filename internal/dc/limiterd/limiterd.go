@@ -17,9 +17,11 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +39,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
+	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rulefile"
@@ -69,10 +72,16 @@ type Config struct {
 	// failure modes (limiter.Config). Defaults 4096 and StoreTimeout.
 	MaxInFlight int
 	AdmitWait   time.Duration
-	// RulesFile is the YAML or JSON rule file, re-read when it changes.
+	// RulesFile is the YAML or JSON rule file, or a directory whose
+	// *.yaml and *.yml files are each a domain's (Weir rule files or
+	// configurations of envoyproxy/ratelimit), re-read when they change.
 	// Without it the rules come from etcd (Etcd required), as the admin API
 	// writes them.
 	RulesFile string
+	// EnvoyHeaders names the rate limit headers the Envoy API adds to its
+	// answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED).
+	// Default: none.
+	EnvoyHeaders envoyrls.Headers
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
 	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
@@ -321,7 +330,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
-	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, envoyrls.Config{}))
+	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders}
+	if rules != nil {
+		ecfg.Configs = rules.Tree
+	}
+	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, ecfg))
 
 	var wg sync.WaitGroup
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
@@ -495,47 +508,148 @@ func tune(dial, read, write, pool *time.Duration, retries *int, ctxTimeout *bool
 	*ctxTimeout = true
 }
 
-// fileRules keeps the limiter's rules in step with a rule file.
+// fileRules keeps the limiter's rules in step with a rule file, or with
+// a directory of them: every *.yaml and *.yml file in it, each a domain, as
+// envoyproxy/ratelimit reads its runtime directory.
 type fileRules struct {
 	path string
 	lim  *limiter.Limiter
 	met  *metrics.Limiter
 	log  *slog.Logger
 
-	digest string // of the content in force
+	files map[string]loadedFile // in force, by file path
+	bad   map[string]string     // digest of each refused file, logged once
+	trees atomic.Pointer[map[string]*envoyconf.Domain]
 }
 
-// load reads the file and, when it changed and is valid, puts it in force.
-// An invalid file is refused and the rules in force stay.
-func (f *fileRules) load() error {
-	data, err := os.ReadFile(f.path)
+// loadedFile is one file's rules in force.
+type loadedFile struct {
+	digest string
+	set    *ruleset.Set
+	tree   *envoyconf.Domain // nil for a Weir rule file
+}
+
+// Tree returns the configuration of envoyproxy/ratelimit in force for
+// domain, or nil; safe for concurrent use.
+func (f *fileRules) Tree(domain string) *envoyconf.Domain {
+	if m := f.trees.Load(); m != nil {
+		return (*m)[domain]
+	}
+	return nil
+}
+
+// paths lists the rule files: the file, or the directory's YAML files in
+// name order.
+func (f *fileRules) paths() ([]string, error) {
+	fi, err := os.Stat(f.path)
 	if err != nil {
-		return fmt.Errorf("read rules from %s: %w", f.path, err)
+		return nil, fmt.Errorf("read rules from %s: %w", f.path, err)
+	}
+	if !fi.IsDir() {
+		return []string{f.path}, nil
+	}
+	entries, err := os.ReadDir(f.path)
+	if err != nil {
+		return nil, fmt.Errorf("read rules from %s: %w", f.path, err)
+	}
+	var out []string
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, filepath.Join(f.path, e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// load reads the files and puts in force those that changed and are
+// valid. A file that is invalid, or names a domain an earlier file holds,
+// is refused: its previous version, if any, stays in force, and so do the
+// other files. The error names every refused file.
+func (f *fileRules) load() error {
+	paths, err := f.paths()
+	if err != nil {
+		return err
+	}
+	if f.files == nil {
+		f.files, f.bad = map[string]loadedFile{}, map[string]string{}
+	}
+	next := make(map[string]loadedFile, len(paths))
+	changed := len(paths) != len(f.files)
+	var errs []error
+	for _, p := range paths {
+		old, had := f.files[p]
+		lf, err := f.loadFile(p, old)
+		if err != nil {
+			errs = append(errs, err)
+			if had {
+				next[p] = old
+			}
+			continue
+		}
+		changed = changed || !had || lf.digest != old.digest
+		next[p] = lf
+	}
+	domains := map[string]string{}
+	sets := make([]*ruleset.Set, 0, len(next))
+	trees := map[string]*envoyconf.Domain{}
+	for _, p := range paths {
+		lf, ok := next[p]
+		if !ok {
+			continue
+		}
+		d := lf.set.Domain()
+		if first, dup := domains[d]; dup {
+			errs = append(errs, fmt.Errorf("load rules from %s: domain %q is already that of %s", p, d, first))
+			delete(next, p)
+			continue
+		}
+		domains[d] = p
+		sets = append(sets, lf.set)
+		if lf.tree != nil {
+			trees[d] = lf.tree
+		}
+	}
+	if changed || f.trees.Load() == nil {
+		if err := f.lim.SetRules(sets...); err != nil {
+			return fmt.Errorf("load rules from %s: %w", f.path, err)
+		}
+		f.files = next
+		f.trees.Store(&trees)
+		for _, lf := range next {
+			f.met.RulesLoaded(lf.set.Domain(), lf.digest, time.Now())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadFile reads and compiles the file at p; old is its version in force.
+func (f *fileRules) loadFile(p string, old loadedFile) (loadedFile, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return loadedFile{}, fmt.Errorf("read rules from %s: %w", p, err)
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:8])
-	if digest == f.digest {
-		return nil
+	if digest == old.digest {
+		return old, nil
 	}
-	set, err := rulefile.Parse(data)
+	cfg, err := rulefile.ParseConfig(data)
+	var set *ruleset.Set
 	if err == nil {
-		var compiled *ruleset.Set
-		if compiled, err = ruleset.Compile(set); err == nil {
-			err = f.lim.SetRules(compiled)
-		}
+		set, err = ruleset.Compile(cfg.Rules)
 	}
 	if err != nil {
-		f.met.RulesRejected()
-		if f.digest != "" {
-			f.log.Error("refused new rules; the previous rules stay in force", "file", f.path, "version", f.digest, "err", err)
+		if f.bad[p] != digest {
+			f.met.RulesRejected()
+			f.log.Error("refused new rules; the previous rules stay in force", "file", p, "err", err)
+			f.bad[p] = digest
 		}
-		f.digest = digest // do not log the same bad content every poll
-		return fmt.Errorf("load rules from %s: %w", f.path, err)
+		return loadedFile{}, fmt.Errorf("load rules from %s: %w", p, err)
 	}
-	f.met.RulesLoaded(set.Domain, digest, time.Now())
-	f.log.Info("rules loaded", "file", f.path, "domain", set.Domain, "rules", len(set.Rules), "version", digest)
-	f.digest = digest
-	return nil
+	delete(f.bad, p)
+	f.log.Info("rules loaded", "file", p, "domain", cfg.Rules.Domain, "rules", len(cfg.Rules.Rules), "version", digest)
+	return loadedFile{digest: digest, set: set, tree: cfg.Tree}, nil
 }
 
 func (f *fileRules) poll(ctx context.Context, every time.Duration) {

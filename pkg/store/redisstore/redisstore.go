@@ -188,6 +188,13 @@ func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund b
 	}
 	c.argv[n], c.argv[n+1] = p.ClampCost(r.Cost), at
 	c.argc = n + 2
+	if p.Algorithm == algorithm.FixedWindow {
+		c.argv[c.argc] = "0"
+		if p.CountRejected {
+			c.argv[c.argc] = "1"
+		}
+		c.argc++
+	}
 }
 
 // key returns the Redis key of c.

@@ -1,6 +1,7 @@
 -- Fixed window counter (see pkg/algorithm/window.go).
 -- KEYS[1]  hash {w = window start in Unix ms, c = cost admitted in it}
--- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
+-- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund),
+--          count rejected ("1": a rejected cost is counted too)
 -- Returns  {allowed, window start, count}
 local key = KEYS[1]
 local mode = ARGV[1]
@@ -23,10 +24,10 @@ local write = false
 if mode == 'd' then
   if count + cost <= limit then
     allowed = 1
-    if cost > 0 then
-      count = count + cost
-      write = true
-    end
+  end
+  if (allowed == 1 or ARGV[7] == '1') and cost > 0 then
+    count = count + cost
+    write = true
   end
 else
   local at = tonumber(ARGV[6])

@@ -1,0 +1,221 @@
+package envoyrls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/envoyconf"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/ruleset"
+)
+
+// unitRules are rules of one FixedWindow per Envoy unit, for limits that
+// have no Weir rule of their own: a descriptor's own limit, a
+// requests_per_unit of 0, a limit in shadow_mode. A Match carries the
+// limit itself.
+type unitRules map[envoyconf.Unit]*ruleset.Rule
+
+func newUnitRules() unitRules {
+	s := rule.Set{Domain: "envoy"}
+	for u := envoyconf.Second; u <= envoyconf.Week; u++ {
+		r := rule.Rule{
+			ID: "envoy-" + strconv.Itoa(int(u)), Domain: "envoy", Limit: 1, WindowSeconds: u.Seconds(),
+			Algorithm: algorithm.FixedWindow, Scope: rule.ScopeLocal, Enabled: true,
+		}
+		r.SetDefaults()
+		s.Rules = append(s.Rules, r)
+	}
+	set, err := ruleset.Compile(s)
+	if err != nil {
+		panic(fmt.Sprintf("envoyrls: the unit rules do not compile: %v", err)) // a bug here, not a caller's
+	}
+	out := unitRules{}
+	for u := envoyconf.Second; u <= envoyconf.Week; u++ {
+		out[u], _ = set.Rule("envoy-" + strconv.Itoa(int(u)))
+	}
+	return out
+}
+
+// peerLimit is the limit one descriptor takes, as envoyproxy/ratelimit
+// selects it.
+type peerLimit struct {
+	limit     *envoyconf.Limit
+	found     envoyconf.Found
+	entries   []envoyconf.Entry
+	unlimited bool
+}
+
+// shouldRateLimitPeer answers req, whose domain has the configuration
+// tree, as envoyproxy/ratelimit answers (see the package documentation).
+func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
+	ds := req.GetDescriptors()
+	limits := make([]peerLimit, len(ds))
+	replacing := map[string]bool{}
+	for i, d := range ds {
+		p := &limits[i]
+		p.entries = entriesOf(d)
+		if o := d.GetLimit(); o != nil {
+			// The descriptor's own limit, never in shadow mode.
+			p.limit = &envoyconf.Limit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: envoyconf.Unit(o.GetUnit())}
+			if p.limit.Unit.Seconds() == 0 {
+				return nil, fmt.Errorf("descriptors[%d].limit.unit: %v is not a unit", i, o.GetUnit())
+			}
+		} else {
+			p.found = tree.Lookup(p.entries)
+			p.limit = p.found.Limit
+		}
+		if p.limit == nil {
+			continue
+		}
+		for _, r := range p.limit.Replaces {
+			replacing[r] = true
+		}
+		if p.limit.Unlimited {
+			p.unlimited, p.limit = true, nil
+		}
+	}
+	for i := range limits {
+		if l := limits[i].limit; l != nil && l.Name != "" && replacing[l.Name] {
+			limits[i].limit = nil
+		}
+	}
+	set, _ := s.lim.Rules(req.GetDomain())
+	var items []limiter.Item
+	var itemOf []int
+	for i, d := range ds {
+		l := limits[i].limit
+		if l == nil {
+			continue
+		}
+		hits := uint64(max(1, req.GetHitsAddend()))
+		if h := d.GetHitsAddend(); h != nil {
+			hits = h.GetValue()
+		}
+		items = append(items, limiter.Item{
+			Match:    s.match(set, req.GetDomain(), &limits[i]),
+			Hits:     int64(min(hits, limiter.MaxHits)),
+			ZeroHits: true, CountRejected: true,
+		})
+		itemOf = append(itemOf, i)
+	}
+	var resp limiter.Response
+	if len(items) > 0 {
+		var err error
+		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
+		if err != nil {
+			return nil, grpcapi.Status(err)
+		}
+	}
+	now := s.now().Unix()
+	out := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(ds))}
+	for i := range ds {
+		out.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		if limits[i].unlimited {
+			out.Statuses[i].LimitRemaining = math.MaxUint32
+		}
+	}
+	failed, quotas, quotasFailed := 0, 0, 0
+	for k, i := range itemOf {
+		l := limits[i].limit
+		r := &resp.Items[k].Results[0]
+		over := !r.Allowed
+		st := out.Statuses[i]
+		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
+			Name: l.Name, RequestsPerUnit: l.RequestsPerUnit, Unit: rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit),
+		}
+		if !over {
+			st.LimitRemaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
+		}
+		sec := l.Unit.Seconds()
+		st.DurationUntilReset = &durationpb.Duration{Seconds: sec - now%sec}
+		if over && !l.ShadowMode {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		if l.QuotaMode {
+			quotas++
+			if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+				quotasFailed++
+			}
+		} else if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			failed++
+		}
+	}
+	out.OverallCode = rlsv3.RateLimitResponse_OK
+	if failed > 0 || quotas > 0 && quotas == quotasFailed {
+		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	s.addHeaders(out, now)
+	return out, nil
+}
+
+// match returns what the limiter decides p's descriptor against: the Weir
+// rule converted from its limit when there is one (so that making that
+// rule global makes the limit global), else the rule of its unit, with
+// the limit of the configuration and the counter envoyproxy/ratelimit
+// would use.
+func (s *Service) match(set *ruleset.Set, domain string, p *peerLimit) ruleset.Match {
+	l := p.limit
+	r := s.units[l.Unit]
+	if set != nil && l.RuleID != "" && !l.ShadowMode {
+		if own, ok := set.Rule(l.RuleID); ok && own.Spec.WindowSeconds == l.Unit.Seconds() && !own.Spec.Unlimited && !own.Spec.Shadow {
+			r = own
+		}
+	}
+	key := envoyconf.CounterKey(domain, p.entries, p.found)
+	store := "envoy/" + strconv.FormatInt(l.Unit.Seconds(), 10) + "/" + key
+	if len(store) > algorithm.MaxKeyLen {
+		sum := sha256.Sum256([]byte(key))
+		store = "envoy/" + strconv.FormatInt(l.Unit.Seconds(), 10) + "/sha256:" + hex.EncodeToString(sum[:])
+	}
+	return ruleset.Match{Rule: r, Key: key, StoreKey: store, Action: rule.ActionLimit, Limit: int64(l.RequestsPerUnit)}
+}
+
+func entriesOf(d *rlcommonv3.RateLimitDescriptor) []envoyconf.Entry {
+	es := d.GetEntries()
+	out := make([]envoyconf.Entry, len(es))
+	for i, e := range es {
+		out[i] = envoyconf.Entry{Key: e.GetKey(), Value: e.GetValue()}
+	}
+	return out
+}
+
+// addHeaders adds the rate limit headers, when configured, of the
+// descriptor closest to its limit: the last one over its limit, else the
+// one with the least remaining, as envoyproxy/ratelimit picks it.
+func (s *Service) addHeaders(out *rlsv3.RateLimitResponse, now int64) {
+	h := s.headers
+	if h.Limit == "" && h.Remaining == "" && h.Reset == "" {
+		return
+	}
+	var m *rlsv3.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for _, st := range out.Statuses {
+		if st.CurrentLimit != nil && st.LimitRemaining < least {
+			m, least = st, st.LimitRemaining
+		}
+		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			m, least = st, 0
+		}
+	}
+	if m == nil {
+		return
+	}
+	sec := envoyconf.Unit(m.CurrentLimit.Unit).Seconds()
+	out.ResponseHeadersToAdd = []*corev3.HeaderValue{
+		{Key: h.Limit, Value: strconv.FormatUint(uint64(m.CurrentLimit.RequestsPerUnit), 10)},
+		{Key: h.Remaining, Value: strconv.FormatUint(uint64(m.LimitRemaining), 10)},
+		{Key: h.Reset, Value: strconv.FormatInt(sec-now%sec, 10)},
+	}
+}
