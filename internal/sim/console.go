@@ -12,8 +12,10 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/console"
+	"github.com/weirhq/weir/internal/control/coordinator"
 	"github.com/weirhq/weir/internal/control/coordinatord"
 	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // ConsoleConfig asks a run to serve the admin API and the operators'
@@ -57,10 +59,7 @@ func (w *world) startConsole() error {
 	if err != nil {
 		return fmt.Errorf("sim: console tokens: %w", err)
 	}
-	w.mu.Lock()
-	co := w.coords[0].c
-	w.mu.Unlock()
-	api, err := adminserver.New(adminserver.Config{Etcd: w.cli, DefaultDomain: w.cfg.Rules.Domain, DCs: w.cfg.DCs, Live: coordinatord.Live(co), Logger: w.log})
+	api, err := adminserver.New(adminserver.Config{Etcd: w.cli, DefaultDomain: w.cfg.Rules.Domain, DCs: w.cfg.DCs, Live: leaderLive{w}, Logger: w.log})
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -68,7 +67,9 @@ func (w *world) startConsole() error {
 	for _, p := range []string{"/rate-limits", "/rate-limits/", "/audit", "/overview", "/cluster"} {
 		mux.Handle(p, auth.Middleware(tokens, api))
 	}
-	mux.Handle("/v1/", auth.Middleware(tokens, co.Handler()))
+	mux.Handle("/v1/", auth.Middleware(tokens, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.leader().Handler().ServeHTTP(rw, r)
+	})))
 	ui, err := coordinatord.ConsoleHandler(mux, tokens, false, w.cfg.Rules.Domain, w.log)
 	if err != nil {
 		return err
@@ -102,4 +103,49 @@ func (w *world) startConsole() error {
 		cc.Ready("http://"+ln.Addr().String()+console.Prefix, toks)
 	}
 	return nil
+}
+
+// leader returns the coordinator that leads now, or the first one.
+func (w *world) leader() *coordinator.Coordinator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.coords {
+		if c.c.Leader() {
+			return c.c
+		}
+	}
+	return w.coords[0].c
+}
+
+// leaderLive answers the admin API's live views from whichever of the
+// run's coordinators leads (they publish no admin URL for a standby to
+// name), so that the console follows the leader through kill-leader.
+type leaderLive struct{ w *world }
+
+var _ adminserver.SeriesLive = leaderLive{}
+
+func (l leaderLive) live() adminserver.Live { return coordinatord.Live(l.w.leader()) }
+
+func (l leaderLive) Stats(ctx context.Context, domain, ruleID string) (adminapi.RuleStats, error) {
+	return l.live().Stats(ctx, domain, ruleID)
+}
+
+func (l leaderLive) Shares(ctx context.Context, domain, ruleID string) ([]adminapi.DCShare, error) {
+	return l.live().Shares(ctx, domain, ruleID)
+}
+
+func (l leaderLive) KeyStatus(ctx context.Context, domain, ruleID, key string) ([]adminapi.DCKeyStatus, error) {
+	return l.live().KeyStatus(ctx, domain, ruleID, key)
+}
+
+func (l leaderLive) Series(ctx context.Context, domain, ruleID string) (adminapi.Series, error) {
+	return l.live().(adminserver.SeriesLive).Series(ctx, domain, ruleID)
+}
+
+func (l leaderLive) Overview(ctx context.Context) (adminapi.Overview, error) {
+	return l.live().(adminserver.SeriesLive).Overview(ctx)
+}
+
+func (l leaderLive) Cluster(ctx context.Context) (adminapi.Cluster, error) {
+	return l.live().(adminserver.SeriesLive).Cluster(ctx)
 }

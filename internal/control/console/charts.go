@@ -39,19 +39,24 @@ func charts(s adminapi.Series) ([]chartView, string) {
 			newest = d.Points[n-1].At
 		}
 	}
-	span := float64(len(longest(s.DCs))) * s.IntervalSeconds / 60
-	span = max(min(span, 15), 1)
-	x := func(t time.Time) float64 { return t.Sub(newest).Minutes() }
+	// The x axis spans the points there are (at least half a minute), in
+	// seconds up to two minutes and in minutes beyond.
+	span := max(float64(len(longest(s.DCs)))*s.IntervalSeconds, 30)
+	unit, per := "seconds", 1.0
+	if span > 120 {
+		unit, per = "minutes", 60
+	}
+	x := func(t time.Time) float64 { return t.Sub(newest).Seconds() / per }
 	iv := max(s.IntervalSeconds, 1e-3)
-	mk := func(title, ylabel, unit string, ymax float64) svgchart.Chart {
-		return svgchart.Chart{Title: title, XLabel: "minutes before " + newest.UTC().Format("15:04:05 UTC"), YLabel: ylabel, YUnit: unit, XMin: -span, XMax: 0, YMax: ymax}
+	mk := func(title, ylabel, yunit string, ymax float64) svgchart.Chart {
+		return svgchart.Chart{Title: title, XLabel: unit + " before " + newest.UTC().Format("15:04:05 UTC"), YLabel: ylabel, YUnit: yunit, XMin: -span / per, XMax: 0, YMax: ymax}
 	}
 	demand := mk("Demand per DC (share of the limit)", "demand", "%", 0)
 	shares := mk("Share per DC: in force (solid) and target (dashed)", "share of the limit", "%", 100)
 	admitted := mk("Admitted requests per second per DC; rejected, all DCs (red)", "requests/s", "", 0)
 	rejected := svgchart.Line{Name: "rejected", Class: "rejected", Color: "#d62728", Width: 1.5, Dash: true}
 	rejAt := map[time.Time]float64{}
-	var latest []string
+	var latest, latestDemand, latestShare, latestAdmitted []string
 	for i, d := range s.DCs {
 		col := svgchart.Color(i)
 		dl := svgchart.Line{Name: d.DC, Class: "series", Color: col, Width: 1.5}
@@ -72,6 +77,9 @@ func charts(s adminapi.Series) ([]chartView, string) {
 		if n := len(d.Points); n > 0 {
 			p := d.Points[n-1]
 			latest = append(latest, fmt.Sprintf("%s: demand %s, share %s, admitted %d", d.DC, pct(p.Demand), pct(p.Share), p.Admitted))
+			latestDemand = append(latestDemand, d.DC+" "+pct(p.Demand))
+			latestShare = append(latestShare, fmt.Sprintf("%s %s (target %s)", d.DC, pct(p.Share), pct(p.Target)))
+			latestAdmitted = append(latestAdmitted, fmt.Sprintf("%s %.0f/s", d.DC, float64(p.Admitted)/iv))
 		}
 	}
 	for _, p := range longest(s.DCs) {
@@ -83,10 +91,16 @@ func charts(s adminapi.Series) ([]chartView, string) {
 		at = newest.UTC().Format(time.RFC3339Nano)
 	}
 	summary := at + " — " + strings.Join(latest, "; ")
+	caption := func(parts []string) string {
+		if newest.IsZero() {
+			return "no points yet"
+		}
+		return "At " + newest.UTC().Format("15:04:05.0") + ": " + strings.Join(parts, ", ")
+	}
 	return []chartView{
-		{ID: "chart-demand", Caption: "Demand", SVG: demand.SVG(), Latest: summary},
-		{ID: "chart-shares", Caption: "Shares", SVG: shares.SVG(), Latest: summary},
-		{ID: "chart-admitted", Caption: "Admitted", SVG: admitted.SVG(), Latest: summary},
+		{ID: "chart-demand", Caption: caption(latestDemand), SVG: demand.SVG(), Latest: summary},
+		{ID: "chart-shares", Caption: caption(latestShare), SVG: shares.SVG(), Latest: summary},
+		{ID: "chart-admitted", Caption: caption(latestAdmitted), SVG: admitted.SVG(), Latest: summary},
 	}, at
 }
 

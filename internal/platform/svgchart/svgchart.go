@@ -80,6 +80,9 @@ func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // tickLabel formats a tick value without needless decimals.
 func tickLabel(v, step float64) string {
+	if math.Abs(v) < step*1e-6 {
+		v = 0 // not "-0"
+	}
 	dec := 0
 	if step < 1 {
 		dec = int(math.Ceil(-math.Log10(step)))
