@@ -16,14 +16,14 @@ import (
 
 // Chart geometry, in SVG user units.
 const (
-	width      = 900
-	height      = 340
+	width  = 900
+	height = 340
 	left   = 64
 	right  = 170
 	top    = 36
 	bottom = 48
-	plotW       = width - left - right
-	plotH       = height - top - bottom
+	plotW  = width - left - right
+	plotH  = height - top - bottom
 )
 
 // palette colours the DCs, in DC order; red is kept for limits and faults.
@@ -205,4 +205,3 @@ func (c *Chart) SVG() string {
 }
 
 func esc(s string) string { return html.EscapeString(s) }
-
