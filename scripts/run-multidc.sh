@@ -82,6 +82,7 @@ Weir is running: three DCs and two coordinators (rules of domain $DOMAIN), logs 
   DC b  HTTP http://127.0.0.1:8082  gRPC 127.0.0.1:9192
   DC c  HTTP http://127.0.0.1:8083  gRPC 127.0.0.1:9193
   coordinators  http://127.0.0.1:8070 (--dev: etcd 127.0.0.1:2379, Kafka 127.0.0.1:9092)  http://127.0.0.1:8071
+  console       http://127.0.0.1:8070/ui/  (sign in with the token $TOKEN; the standby's is at :8071/ui/)
 Try:
   curl -s localhost:8081/v1/check -d '{"attributes":{"tenant":"acme"}}'
   curl -s -H "Authorization: Bearer \$(cat $WORK/token)" localhost:8070/v1/shares
