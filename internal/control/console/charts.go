@@ -11,15 +11,6 @@ import (
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
-// dcColors are the DCs' colours, as on the charts.
-var dcColors = func() []string {
-	out := make([]string, 9)
-	for i := range out {
-		out[i] = svgchart.Color(i)
-	}
-	return out
-}()
-
 // chartView is one chart on the Rule page.
 type chartView struct {
 	ID, Caption string

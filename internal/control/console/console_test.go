@@ -30,7 +30,10 @@ type api struct {
 
 func (a *api) handler(tokens auth.Store) http.Handler {
 	mux := http.NewServeMux()
-	js := func(w http.ResponseWriter, v any) { w.Header().Set("Content-Type", "application/json"); json.NewEncoder(w).Encode(v) }
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
 	mux.HandleFunc("GET /rate-limits", func(w http.ResponseWriter, r *http.Request) {
 		js(w, map[string]any{"rules": []map[string]any{{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true}}})
 	})
