@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: help all run run-multidc run-cluster chaos demo demo-wan sim sim-all build test test-short bench bench-limiter bench-envoy lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: help all run run-multidc run-cluster chaos demo demo-wan sim sim-all build test test-short bench bench-limiter bench-envoy lint fmt vet staticcheck ensure-redis ensure-chromium clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -21,8 +21,8 @@ build:
 	$(GO) build $(PKGS)
 	@if ls cmd/*/main.go >/dev/null 2>&1; then mkdir -p $(BIN) && $(GO) build -o $(BIN)/ ./cmd/...; fi
 
-## test: every test, with the race detector, against real redis-server
-test: ensure-redis
+## test: every test, with the race detector, against real redis-server (and headless chromium for the console)
+test: ensure-redis ensure-chromium
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 ## test-short: the fast subset (no Redis process, no fuzzing)
@@ -33,9 +33,9 @@ test-short:
 run:
 	$(GO) run ./cmd/limiter --dc local --rules deploy/multidc/rules.yaml --log-format text
 
-## demo: the default scenario on three simulated DCs, with a live table and a report (Markdown + SVG)
+## demo: the default scenario on three simulated DCs, with a live table, the operators' console (its URL and token printed) and a report (Markdown + SVG)
 demo:
-	$(GO) run ./cmd/weirsim --scenario deploy/multidc/scenarios/default.yaml --live --out report/default
+	$(GO) run ./cmd/weirsim --scenario deploy/multidc/scenarios/default.yaml --live --console 127.0.0.1:0 --out report/default
 
 ## sim: one scenario, SCENARIO=file; exits non-zero when a goal is missed
 SCENARIO ?= deploy/multidc/scenarios/default.yaml
@@ -105,6 +105,9 @@ proto-tools:
 
 ensure-redis:
 	@scripts/ensure-redis.sh
+
+ensure-chromium:
+	@scripts/ensure-chromium.sh
 
 clean:
 	rm -rf $(BIN)

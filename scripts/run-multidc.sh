@@ -88,6 +88,7 @@ Weir is running: three DCs and two coordinators (rules of domain $DOMAIN), logs 
   DC b  HTTP http://127.0.0.1:$((8082 + OFF))  gRPC 127.0.0.1:$((9192 + OFF))
   DC c  HTTP http://127.0.0.1:$((8083 + OFF))  gRPC 127.0.0.1:$((9193 + OFF))
   coordinators  http://127.0.0.1:$ADMIN1 (--dev: etcd 127.0.0.1:$ETCD, Kafka 127.0.0.1:$KAFKA)  http://127.0.0.1:$ADMIN2
+  console       http://127.0.0.1:$ADMIN1/ui/  (sign in with the token $TOKEN; the standby's is at :$ADMIN2/ui/)
 Try:
   curl -s localhost:$((8081 + OFF))/v1/check -d '{"attributes":{"tenant":"acme"}}'
   curl -s -H "Authorization: Bearer \$(cat $WORK/token)" localhost:$ADMIN1/v1/shares

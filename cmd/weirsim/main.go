@@ -94,6 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("scenario", "", "scenario file (YAML)")
 	out := fs.String("out", "", "report directory (default report/<scenario name>)")
 	live := fs.Bool("live", false, "print a table per second while the scenario plays")
+	consoleAddr := fs.String("console", "", "serve the operators' console (and admin API) of the first coordinator at this address, e.g. 127.0.0.1:0, and print its URL and tokens")
 	memory := fs.Bool("memory", false, "keep every DC's state in memory even when redis-server is installed")
 	storeTimeout := fs.Duration("store-timeout", sim.DefaultStoreTimeout, "the limiters' Redis call timeout (production's default is 20ms; longer here, where every DC shares one machine)")
 	logs := logflag.Register(fs)
@@ -142,6 +143,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *live {
 		cfg.Live = stdout
+	}
+	if *consoleAddr != "" {
+		cfg.Console = &sim.ConsoleConfig{Addr: *consoleAddr, Ready: func(url string, t sim.ConsoleTokens) {
+			fmt.Fprintf(stdout, "weirsim: console at %s — sign in with %s (read-write) or %s (read-only)\n", url, t.ReadWrite, t.ReadOnly)
+		}}
 	}
 	if *logFile != "" {
 		f, err := os.Create(*logFile)

@@ -99,6 +99,9 @@ type Config struct {
 	// namespace, and reaches etcd and Kafka through the delaying router.
 	// Its DCs are Config's. See wan.go.
 	WAN *wan.Config
+	// Console, if set, serves the first coordinator's admin API and
+	// operators' console while the run plays (console.go).
+	Console *ConsoleConfig
 }
 
 // DefaultStoreTimeout is the simulated limiters' Redis call timeout:
@@ -214,6 +217,11 @@ func start(ctx context.Context, cfg Config) (w *world, err error) {
 	}
 	for i := range 2 {
 		if err = w.startCoordinator(fmt.Sprintf("coordinator-%d", i+1)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Console != nil {
+		if err = w.startConsole(); err != nil {
 			return nil, err
 		}
 	}

@@ -160,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("PUT /rate-limits/{rule_id}/shares", s.putShares)
 	s.handle("GET /rate-limits/{rule_id}/{key...}", s.getKeyStatus)
 	s.handle("GET /audit", s.listAudit)
+	s.routeSeries()
 	return s, nil
 }
 

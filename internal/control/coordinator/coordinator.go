@@ -106,6 +106,7 @@ type Coordinator struct {
 	views *views
 
 	policies *policyWatch // the share policies, watched while Run runs
+	history  *history     // recent series and reports, for operators
 
 	stats struct {
 		badMessages, badDocs, badPolicies, badInstances, deposed, elections, repairs atomic.Uint64
@@ -142,6 +143,7 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}
 	c.policies = newPolicyWatch(c)
+	c.history = newHistory(cfg.Planner.Interval)
 	return c, nil
 }
 
@@ -251,6 +253,7 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	c.applyPolicies(p)
 	acks := newAckTracker(c.cfg.Planner.TTL + c.cfg.Planner.Skew)
 	own := ownDocs{}
+	c.history.reset()
 	if err := c.load(ctx, p, acks, own); err != nil {
 		return err
 	}
@@ -314,6 +317,7 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
 				return err
 			}
+			c.history.record(p, c.now())
 		case <-quotas.changed:
 			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
 				return err
@@ -440,6 +444,7 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 		p.Written(batch, resp.Header.Revision, true)
 		for i, w := range batch {
 			own[c.cfg.Layout.Assignment(w.DC, w.Domain, w.RuleID)] = owned{doc: docs[i], rev: resp.Header.Revision}
+			c.history.wrote(w.DC, resp.Header.Revision, now)
 		}
 	}
 	return nil
@@ -522,7 +527,9 @@ func (c *Coordinator) ingest(p *planner.Planner, in received) {
 	if err := p.Ingest(in.r, in.at); err != nil {
 		c.stats.badMessages.Add(1)
 		c.log.Warn("usage report skipped", "dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
+		return
 	}
+	c.history.observe(in.r, in.at)
 }
 
 // ackTracker computes each DC's acknowledgement from its instances' records:
@@ -537,6 +544,7 @@ type ackTracker struct {
 
 type instance struct {
 	dc      string
+	name    string // the instance's name, from its key
 	applied int64
 	httpURL string // the base URL of its HTTP API; empty if unknown
 	gone    time.Time

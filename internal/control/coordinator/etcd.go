@@ -256,7 +256,7 @@ func (c *Coordinator) listInstances(ctx context.Context, acks *ackTracker) error
 }
 
 func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
-	dc, _, err := c.cfg.Layout.ParseInstance(string(key))
+	dc, name, err := c.cfg.Layout.ParseInstance(string(key))
 	var rec weirv1.InstanceRecord
 	if err == nil && len(value) > 64<<10 {
 		err = fmt.Errorf("%d bytes", len(value))
@@ -275,9 +275,9 @@ func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
 		c.log.Warn("instance record skipped", "key", string(key), "err", err)
 		// A record we cannot read may be an instance we cannot see:
 		// count it as having acknowledged nothing.
-		return instance{dc: dc, applied: 0}, dc != ""
+		return instance{dc: dc, name: name, applied: 0}, dc != ""
 	}
-	return instance{dc: dc, applied: rec.GetAppliedRevision(), httpURL: httpURL(rec.GetHttpScheme(), rec.GetHttpAddr())}, true
+	return instance{dc: dc, name: name, applied: rec.GetAppliedRevision(), httpURL: httpURL(rec.GetHttpScheme(), rec.GetHttpAddr())}, true
 }
 
 // instanceHandler keeps an ackTracker in step with the instance records

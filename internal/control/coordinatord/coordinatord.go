@@ -326,6 +326,9 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	mux.Handle("/rate-limits", auth.Middleware(tokens, api))
 	mux.Handle("/rate-limits/", auth.Middleware(tokens, api))
 	mux.Handle("/audit", auth.Middleware(tokens, api))
+	if err := mountConsole(mux, cfg, tokens, log); err != nil {
+		return nil, nil, err
+	}
 	return mux, tokens, nil
 }
 

@@ -31,7 +31,7 @@ func WriteReport(dir string, rep Report) (mdPath string, err error) {
 			{"admitted", admittedChart(&rep, rr)},
 		} {
 			p := filepath.Join(dir, chartFile(rr.RuleID, c.suffix))
-			if err := os.WriteFile(p, []byte(c.chart.svg()), 0o644); err != nil {
+			if err := os.WriteFile(p, []byte(c.chart.SVG()), 0o644); err != nil {
 				return "", fmt.Errorf("write report: %w", err)
 			}
 		}

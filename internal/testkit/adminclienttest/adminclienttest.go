@@ -76,6 +76,8 @@ type Server struct {
 	requests  []Request
 	notLeader bool
 	leaderURL string
+
+	console consoleDocs // the console's endpoints
 }
 
 type ref struct{ domain, id string }
@@ -242,6 +244,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("PUT /rate-limits/{rule_id}/shares", s.leader(s.putShares))
 	mux.HandleFunc("GET /rate-limits/{rule_id}/{key}", s.leader(s.getKey))
 	mux.HandleFunc("GET /audit", s.getAudit)
+	s.routeConsole(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 		if err != nil {

@@ -1,0 +1,262 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/pkg/adminclient"
+)
+
+// Prefix is the path the console is served under.
+const Prefix = "/ui/"
+
+// CookieName names the session cookie.
+const CookieName = "weir_console"
+
+// DefaultRefresh is how often the pages refresh when the admin API does
+// not say what the planning interval is.
+const DefaultRefresh = time.Second
+
+//go:embed assets
+var assets embed.FS
+
+// Config configures a Console.
+type Config struct {
+	// API is the admin API, authenticating bearer tokens (the handler the
+	// admin port serves /rate-limits, /audit, /overview, /cluster and
+	// /v1/ with). The console calls it in-process. Required.
+	API http.Handler
+	// Tokens checks the tokens operators sign in with: the admin API's.
+	// Required.
+	Tokens auth.Store
+	// Secure marks the session cookie Secure: set it when the admin port
+	// serves TLS.
+	Secure bool
+	// DefaultDomain is the domain whose rules are listed even when none of
+	// them is global; default "default".
+	DefaultDomain string
+	// Logger receives the causes of failed pages; default: discard.
+	Logger *slog.Logger
+	// Now is the clock of the charts' time axis; default time.Now.
+	Now func() time.Time
+}
+
+// Validate reports whether c is usable.
+func (c Config) Validate() error {
+	var errs []error
+	if c.API == nil {
+		errs = append(errs, errors.New("the admin API (API) is required"))
+	}
+	if c.Tokens == nil {
+		errs = append(errs, errors.New("a token store (Tokens) is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("console: invalid config: %w", err)
+	}
+	return nil
+}
+
+// Console serves the pages; an http.Handler for the paths under Prefix.
+// It keeps no state between requests but its CSRF key, and is safe for
+// concurrent use.
+type Console struct {
+	cfg  Config
+	log  *slog.Logger
+	key  []byte // the CSRF key
+	tmpl *template.Template
+	mux  *http.ServeMux
+}
+
+var _ http.Handler = (*Console)(nil)
+
+// New returns a Console for cfg.
+func New(cfg Config) (*Console, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.DefaultDomain == "" {
+		cfg.DefaultDomain = "default"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("console: CSRF key: %w", err)
+	}
+	tmpl, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: templates: %w", err)
+	}
+	c := &Console{cfg: cfg, log: cfg.Logger, key: key, tmpl: tmpl, mux: http.NewServeMux()}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, fmt.Errorf("console: assets: %w", err)
+	}
+	files := http.StripPrefix(Prefix+"static/", http.FileServerFS(static))
+	c.mux.Handle("GET "+Prefix+"static/{file}", files)
+	c.mux.HandleFunc("GET "+Prefix+"signin", c.signInPage)
+	c.mux.HandleFunc("POST "+Prefix+"signin", c.signIn)
+	c.mux.HandleFunc("POST "+Prefix+"signout", c.session(c.signOut))
+	c.mux.HandleFunc("GET "+Prefix+"{$}", c.session(c.overview))
+	c.mux.HandleFunc("GET "+Prefix+"rules/{domain}/{rule}", c.session(c.rulePage))
+	c.mux.HandleFunc("GET "+Prefix+"rules/{domain}/{rule}/shares", c.session(c.sharesPage))
+	c.mux.HandleFunc("POST "+Prefix+"rules/{domain}/{rule}/shares", c.session(c.postShares))
+	c.mux.HandleFunc("GET "+Prefix+"cluster", c.session(c.cluster))
+	return c, nil
+}
+
+// ServeHTTP serves the console.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it, forms are sent with Origin: null
+	if r.Method == http.MethodPost && !sameOrigin(r) {
+		http.Error(w, "cross-site request refused", http.StatusForbidden)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// sameOrigin reports whether a request's Origin, if it has one, is the
+// console's own host.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // SameSite=Strict keeps the cookie off cross-site requests
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// sess is a signed-in request.
+type sess struct {
+	token string
+	who   auth.Principal
+	csrf  string
+}
+
+// session runs h for a signed-in operator; others are sent to sign in.
+func (c *Console) session(h func(w http.ResponseWriter, r *http.Request, s sess)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ck, err := r.Cookie(CookieName)
+		var p auth.Principal
+		ok := err == nil && ck.Value != ""
+		if ok {
+			p, ok = c.cfg.Tokens.Lookup(ck.Value)
+		}
+		if !ok {
+			if r.Method != http.MethodGet {
+				http.Error(w, "sign in first", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		s := sess{token: ck.Value, who: p, csrf: c.csrfToken(ck.Value)}
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+				http.Error(w, "the form is stale or forged (CSRF token mismatch); reload the page and try again", http.StatusForbidden)
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h(w, r, s)
+	}
+}
+
+// csrfToken is the session's CSRF token: an HMAC of the session's token.
+func (c *Console) csrfToken(token string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte(token))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, http.StatusOK, "signin", page{Title: "Sign in", Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	next := safeNext(r.PostForm.Get("next"))
+	if _, ok := c.cfg.Tokens.Lookup(token); !ok || token == "" {
+		c.render(w, http.StatusUnauthorized, "signin", page{Title: "Sign in", Next: next, Error: "That token is not one of the admin API's."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: Prefix, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, _ sess) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return Prefix
+	}
+	return next
+}
+
+// client returns an admin API client for the session's token in domain,
+// calling the API in-process.
+func (c *Console) client(s sess, domain string) *adminclient.Client {
+	hc := &http.Client{Transport: inProcess{c.cfg.API}}
+	cl, err := adminclient.New("http://console.invalid/", s.token, hc)
+	if err != nil {
+		panic(err) // a constant, valid URL
+	}
+	if domain != "" {
+		cl = cl.WithDomain(domain)
+	}
+	return cl
+}
+
+// inProcess is a RoundTripper that serves requests with a handler.
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// getJSON fetches a path of the API that adminclient has no method for.
+func (c *Console) getJSON(ctx context.Context, s sess, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://console.invalid"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	return inProcess{c.cfg.API}.RoundTrip(req)
+}

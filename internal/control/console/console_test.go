@@ -1,0 +1,264 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weirhq/weir/internal/control/console"
+	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/pkg/adminapi"
+)
+
+const (
+	rwToken = "0123456789abcdef-rw"
+	roToken = "0123456789abcdef-ro"
+)
+
+// api is a small admin API for one global rule "r" of domain "d" over DCs
+// a and b, behind the real bearer-token middleware; it counts the share
+// policy writes it accepts.
+type api struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (a *api) handler(tokens auth.Store) http.Handler {
+	mux := http.NewServeMux()
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /rate-limits", func(w http.ResponseWriter, r *http.Request) {
+		js(w, map[string]any{"rules": []map[string]any{{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true}}})
+	})
+	mux.HandleFunc("GET /rate-limits/r/shares", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"3"`)
+		js(w, adminapi.Shares{Domain: "d", RuleID: "r", ETag: `"3"`, DCs: []adminapi.DCShare{{DC: "a", Demand: 0.8, Share: 0.5, Target: 0.5}, {DC: "b", Demand: 0.2, Share: 0.5, Target: 0.5}}})
+	})
+	mux.HandleFunc("PUT /rate-limits/r/shares", func(w http.ResponseWriter, r *http.Request) {
+		var body json.RawMessage
+		json.NewDecoder(r.Body).Decode(&body)
+		a.mu.Lock()
+		a.writes = append(a.writes, string(body))
+		a.mu.Unlock()
+		w.Write(body)
+	})
+	mux.HandleFunc("GET /overview", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		js(w, adminapi.ErrorBody{Error: "not the leader", Leader: "https://leader:8070"})
+	})
+	return auth.Middleware(tokens, mux)
+}
+
+func newConsole(t *testing.T, secure bool) (*console.Console, *api) {
+	t.Helper()
+	tokens, err := auth.Parse([]byte(rwToken + " rw alice\n" + roToken + " ro bob\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &api{}
+	c, err := console.New(console.Config{API: a.handler(tokens), Tokens: tokens, Secure: secure, DefaultDomain: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a
+}
+
+func do(h http.Handler, method, target, token string, form url.Values, hdr ...string) *httptest.ResponseRecorder {
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	req := httptest.NewRequest(method, target, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if token != "" {
+		req.AddCookie(&http.Cookie{Name: console.CookieName, Value: token})
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func csrfOf(t *testing.T, body string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("got a page without a CSRF token:\n%s", body)
+	}
+	return m[1]
+}
+
+func TestSignIn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		secure bool
+		token  string
+		code   int
+		cookie string // want in Set-Cookie; "" for none
+	}{
+		{"read-write token", false, rwToken, http.StatusSeeOther, "HttpOnly; SameSite=Strict"},
+		{"over TLS", true, rwToken, http.StatusSeeOther, "HttpOnly; Secure; SameSite=Strict"},
+		{"read-only token", false, roToken, http.StatusSeeOther, "HttpOnly; SameSite=Strict"},
+		{"unknown token", false, "not-a-token-of-ours", http.StatusUnauthorized, ""},
+		{"empty", false, "", http.StatusUnauthorized, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newConsole(t, tc.secure)
+			rec := do(c, "POST", "/ui/signin", "", url.Values{"token": {tc.token}, "next": {"/ui/cluster"}})
+			if rec.Code != tc.code {
+				t.Fatalf("got status %d, want %d", rec.Code, tc.code)
+			}
+			got := rec.Header().Get("Set-Cookie")
+			if tc.cookie == "" {
+				if got != "" {
+					t.Errorf("got Set-Cookie %q, want none", got)
+				}
+				return
+			}
+			if !strings.HasPrefix(got, console.CookieName+"=") || !strings.Contains(got, tc.cookie) || !strings.Contains(got, "Path=/ui/") {
+				t.Errorf("got Set-Cookie %q, want the session with %s", got, tc.cookie)
+			}
+			if loc := rec.Header().Get("Location"); loc != "/ui/cluster" {
+				t.Errorf("got Location %q, want /ui/cluster", loc)
+			}
+		})
+	}
+}
+
+func TestRedirects(t *testing.T) {
+	c, _ := newConsole(t, false)
+	for _, tc := range []struct{ name, method, path, token, next string }{
+		{"page without a session", "GET", "/ui/cluster", "", "/ui/signin?next=%2Fui%2Fcluster"},
+		{"page with a stale token", "GET", "/ui/", "gone-token-0123456789", "/ui/signin?next=%2Fui%2F"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := do(c, tc.method, tc.path, tc.token, nil)
+			if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != tc.next {
+				t.Errorf("got %d to %q, want 303 to %q", rec.Code, rec.Header().Get("Location"), tc.next)
+			}
+		})
+	}
+	// A sign-in never sends one off the console.
+	for _, next := range []string{"https://evil.example/", "//evil.example/ui/", "/ui/\\evil", "/rate-limits"} {
+		rec := do(c, "POST", "/ui/signin", "", url.Values{"token": {rwToken}, "next": {next}})
+		if loc := rec.Header().Get("Location"); loc != "/ui/" {
+			t.Errorf("next=%q: got Location %q, want /ui/", next, loc)
+		}
+	}
+}
+
+func TestSharesChanges(t *testing.T) {
+	c, a := newConsole(t, false)
+	page := do(c, "GET", "/ui/rules/d/r/shares", rwToken, nil)
+	if page.Code != 200 {
+		t.Fatalf("shares page: got %d, want 200:\n%s", page.Code, page.Body)
+	}
+	csrf := csrfOf(t, page.Body.String())
+	roPage := do(c, "GET", "/ui/rules/d/r/shares", roToken, nil)
+	if strings.Contains(roPage.Body.String(), `id="apply"`) || !strings.Contains(roPage.Body.String(), `id="readonly"`) {
+		t.Errorf("read-only shares page: got an apply button or no read-only notice")
+	}
+	roCSRF := csrfOf(t, roPage.Body.String())
+
+	pin := url.Values{"action": {"apply"}, "etag": {`"3"`}, "pin-a": {"70"}}
+	with := func(v url.Values, k, val string) url.Values {
+		out := url.Values{}
+		for kk, vv := range v {
+			out[kk] = vv
+		}
+		out.Set(k, val)
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		token  string
+		form   url.Values
+		hdr    []string
+		code   int
+		writes int
+	}{
+		{"no CSRF token", rwToken, pin, nil, http.StatusForbidden, 0},
+		{"a forged CSRF token", rwToken, with(pin, "csrf", strings.Repeat("0", 64)), nil, http.StatusForbidden, 0},
+		{"another session's CSRF token", rwToken, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
+		{"from another site", rwToken, with(pin, "csrf", csrf), []string{"Origin", "https://evil.example"}, http.StatusForbidden, 0},
+		{"read-only token", roToken, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
+		{"without a session", "", with(pin, "csrf", csrf), nil, http.StatusUnauthorized, 0},
+		{"a bad percentage", rwToken, with(with(pin, "csrf", csrf), "pin-a", "170"), nil, http.StatusUnprocessableEntity, 0},
+		{"preview", rwToken, with(with(pin, "csrf", csrf), "action", "preview"), nil, http.StatusOK, 0},
+		{"apply", rwToken, with(pin, "csrf", csrf), nil, http.StatusSeeOther, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a.mu.Lock()
+			before := len(a.writes)
+			a.mu.Unlock()
+			rec := do(c, "POST", "/ui/rules/d/r/shares", tc.token, tc.form, tc.hdr...)
+			if rec.Code != tc.code {
+				t.Errorf("got status %d, want %d:\n%s", rec.Code, tc.code, rec.Body)
+			}
+			a.mu.Lock()
+			got := len(a.writes) - before
+			a.mu.Unlock()
+			if got != tc.writes {
+				t.Errorf("got %d policy writes, want %d", got, tc.writes)
+			}
+		})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.writes) != 1 || a.writes[0] != `{"dcs":{"a":{"pin":0.7}}}` {
+		t.Errorf("got writes %q, want one pin of a at 0.7", a.writes)
+	}
+}
+
+func TestPreview(t *testing.T) {
+	c, _ := newConsole(t, false)
+	csrf := csrfOf(t, do(c, "GET", "/ui/rules/d/r/shares", rwToken, nil).Body.String())
+	rec := do(c, "POST", "/ui/rules/d/r/shares", rwToken, url.Values{"csrf": {csrf}, "action": {"preview"}, "pin-b": {"30"}})
+	// b pinned at 30%: a, the only other DC, gets the remaining 70%.
+	for _, want := range []string{`<td class="num preview changed">70.0%</td>`, `<td class="num preview changed">30.0%</td>`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("preview: got a page without %s:\n%s", want, rec.Body)
+		}
+	}
+}
+
+func TestStandbyNamesTheLeader(t *testing.T) {
+	c, _ := newConsole(t, false)
+	rec := do(c, "GET", "/ui/", roToken, nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="standby"`) || !strings.Contains(rec.Body.String(), `href="https://leader:8070/ui/"`) {
+		t.Errorf("overview on a standby: got %d without the leader's console:\n%s", rec.Code, rec.Body)
+	}
+	// The rules, read from etcd, are there all the same.
+	if !strings.Contains(rec.Body.String(), `data-rule="d/r"`) {
+		t.Errorf("overview on a standby: got no row of rule r")
+	}
+}
+
+func TestAssetsAndHeaders(t *testing.T) {
+	c, _ := newConsole(t, false)
+	for _, path := range []string{"/ui/static/style.css", "/ui/static/console.js"} {
+		rec := do(c, "GET", path, "", nil)
+		if rec.Code != 200 || rec.Body.Len() == 0 {
+			t.Errorf("%s: got %d with %d bytes, want 200 with the file", path, rec.Code, rec.Body.Len())
+		}
+	}
+	rec := do(c, "GET", "/ui/signin", "", nil)
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("got CSP %q, want scripts from the console only", csp)
+	}
+}

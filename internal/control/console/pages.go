@@ -1,0 +1,504 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/adminclient"
+	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/sharepolicy"
+)
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string // "overview", "cluster", or "" (a rule's pages)
+	Who     string
+	RO      bool
+	CSRF    string
+	Refresh float64 // seconds; 0: no refresh
+	Next    string
+	Error   string
+	// Leader is the leader's console when this coordinator does not lead
+	// and the admin API named it; Standby is true when it does not lead.
+	Leader  string
+	Standby bool
+	Data    any
+}
+
+func (c *Console) base(s sess, title, nav string) page {
+	return page{Title: title, Nav: nav, Who: s.who.Name, RO: s.who.ReadOnly, CSRF: s.csrf}
+}
+
+// noteLive records in p what an error of a live endpoint says: a standby
+// (and where the leader is) or a failure.
+func (p *page) noteLive(err error) {
+	var ae *adminclient.APIError
+	switch {
+	case err == nil:
+	case errors.Is(err, adminclient.ErrUnavailable):
+		p.Standby = true
+		if errors.As(err, &ae) && ae.Leader != "" {
+			p.Leader = strings.TrimSuffix(ae.Leader, "/") + Prefix
+		}
+	case errors.Is(err, adminclient.ErrNotFound):
+	default:
+		if p.Error == "" {
+			p.Error = err.Error()
+		}
+	}
+}
+
+func (c *Console) render(w http.ResponseWriter, code int, name string, p page) {
+	var b bytes.Buffer
+	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
+		c.log.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 10*time.Second)
+}
+
+// overviewRow is one rule on the overview.
+type overviewRow struct {
+	Domain, ID, Scope string
+	Limit             string
+	DCs               []adminapi.DCOverview
+	Last, Recent      adminapi.Counts
+	RejectRate        string
+	Markers           []string
+	Global, Planned   bool
+	Disabled          bool
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	p := c.base(s, "Overview", "overview")
+	ov, err := c.client(s, "").Overview(ctx)
+	p.noteLive(err)
+	p.Refresh = refreshOf(ov.IntervalSeconds)
+	byRule := map[[2]string]adminapi.RuleOverview{}
+	domains := []string{c.cfg.DefaultDomain}
+	for _, ro := range ov.Rules {
+		byRule[[2]string{ro.Domain, ro.RuleID}] = ro
+		if !slices.Contains(domains, ro.Domain) {
+			domains = append(domains, ro.Domain)
+		}
+	}
+	var rows []overviewRow
+	for _, d := range domains {
+		cl := c.client(s, d)
+		rules, err := cl.ListRules(ctx)
+		if err != nil {
+			p.noteLive(err)
+			continue
+		}
+		for _, ru := range rules {
+			row := overviewRow{Domain: d, ID: ru.ID, Scope: string(ru.Scope), Limit: limitText(ru), Global: ru.Scope == rule.ScopeGlobal, Disabled: !ru.Enabled}
+			if ro, ok := byRule[[2]string{d, ru.ID}]; ok {
+				row.Planned, row.DCs = true, ro.DCs
+				for _, dc := range ro.DCs {
+					row.Last, row.Recent = row.Last.Add(dc.Last), row.Recent.Add(dc.Recent)
+				}
+				if row.Recent.Offered > 0 {
+					row.RejectRate = fmt.Sprintf("%.1f%%", 100*float64(row.Recent.Rejected)/float64(row.Recent.Offered))
+				}
+			}
+			if row.Global {
+				if sh, err := cl.Shares(ctx, ru.ID); err == nil {
+					row.Markers = markers(sh.Policy())
+				}
+			}
+			if row.Global && !row.Planned && !p.Standby {
+				row.Markers = append(row.Markers, "not planned (static shares)")
+			}
+			if row.Disabled {
+				row.Markers = append(row.Markers, "disabled")
+			}
+			rows = append(rows, row)
+		}
+	}
+	p.Data = rows
+	c.render(w, http.StatusOK, "overview", p)
+}
+
+// markers names a policy's settings, one per DC setting.
+func markers(pol sharepolicy.Policy) []string {
+	var out []string
+	for _, dc := range sortedKeys(pol.DCs) {
+		d := pol.DCs[dc]
+		switch {
+		case d.Drained:
+			out = append(out, dc+" drained")
+		case d.Pin != nil:
+			out = append(out, fmt.Sprintf("%s pinned at %s", dc, pct(*d.Pin)))
+		}
+		if d.Floor > 0 {
+			out = append(out, fmt.Sprintf("%s floor %s", dc, pct(d.Floor)))
+		}
+		if d.Ceiling > 0 {
+			out = append(out, fmt.Sprintf("%s ceiling %s", dc, pct(d.Ceiling)))
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func limitText(r rule.Rule) string {
+	if r.Unlimited {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%d per %ds", r.Limit, r.WindowSeconds)
+}
+
+func refreshOf(interval float64) float64 {
+	if interval <= 0 {
+		return DefaultRefresh.Seconds()
+	}
+	return interval
+}
+
+// rulePage is the Rule page's data.
+type rulePage struct {
+	Domain, ID string
+	Global     bool
+	Definition string
+	Charts     []chartView
+	Latest     string
+	Keys       []keyView
+	HotKeys    []adminapi.HotKey
+	Audit      []auditView
+	DCs        []string
+}
+
+type keyView struct {
+	Key    string
+	Limit  int64
+	Shares []string // per DC, in DCs order
+}
+
+type auditView struct {
+	Time, Actor, Action, Change string
+}
+
+func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	domain, id := r.PathValue("domain"), r.PathValue("rule")
+	cl := c.client(s, domain)
+	ru, _, err := cl.GetRule(ctx, id)
+	if err != nil {
+		c.failPage(w, s, err)
+		return
+	}
+	p := c.base(s, id, "")
+	def, _ := json.MarshalIndent(ru, "", "  ")
+	d := rulePage{Domain: domain, ID: id, Global: ru.Scope == rule.ScopeGlobal, Definition: string(def)}
+	if d.Global {
+		ser, err := cl.Series(ctx, id)
+		p.noteLive(err)
+		p.Refresh = refreshOf(ser.IntervalSeconds)
+		if err == nil {
+			d.Charts, d.Latest = charts(ser)
+			for _, dc := range ser.DCs {
+				d.DCs = append(d.DCs, dc.DC)
+			}
+		}
+		d.Keys = c.keyShares(ctx, s, domain, id, d.DCs)
+	}
+	if st, err := cl.Stats(ctx, id); err == nil {
+		d.HotKeys = st.HotKeys
+	} else {
+		p.noteLive(err)
+	}
+	if recs, err := cl.Audit(ctx, adminclient.AuditQuery{RuleID: id, Limit: 20}); err == nil {
+		for _, a := range recs {
+			d.Audit = append(d.Audit, auditView{Time: a.Time.UTC().Format("2006-01-02 15:04:05 UTC"), Actor: a.Actor, Action: a.Action, Change: string(a.After)})
+		}
+	}
+	p.Data = d
+	c.render(w, http.StatusOK, "rule", p)
+}
+
+// keyShares returns the rule's keys with shares of their own, from the
+// coordinator's GET /v1/shares/{domain}/{rule}.
+func (c *Console) keyShares(ctx context.Context, s sess, domain, id string, dcs []string) []keyView {
+	resp, err := c.getJSON(ctx, s, "/v1/shares/"+domain+"/"+id)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var body struct {
+		Keys []struct {
+			Key   string `json:"key"`
+			Limit int64  `json:"limit"`
+			DCs   []struct {
+				DC    string  `json:"dc"`
+				Share float64 `json:"share"`
+			} `json:"dcs"`
+		} `json:"keys"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body); err != nil {
+		return nil
+	}
+	var out []keyView
+	for _, k := range body.Keys {
+		kv := keyView{Key: k.Key, Limit: k.Limit}
+		for _, dc := range dcs {
+			v := "–"
+			for _, x := range k.DCs {
+				if x.DC == dc {
+					v = pct(x.Share)
+				}
+			}
+			kv.Shares = append(kv.Shares, v)
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// failPage answers a page whose rule could not be read.
+func (c *Console) failPage(w http.ResponseWriter, s sess, err error) {
+	p := c.base(s, "Error", "")
+	code := http.StatusBadGateway
+	if errors.Is(err, adminclient.ErrNotFound) {
+		code = http.StatusNotFound
+	}
+	p.Error = err.Error()
+	c.render(w, code, "error", p)
+}
+
+// sharesPage is the Shares page's data.
+type sharesPage struct {
+	Domain, ID string
+	ETag       string
+	Rows       []shareRow
+	Preview    bool
+	Notes      []string
+	Applied    bool
+}
+
+type shareRow struct {
+	DC                    string
+	Demand, Share, Target string
+	Pin, Floor, Ceiling   string // the form's values, in percent
+	Drained               bool
+	PreviewShare          string
+	PreviewChanged        bool
+}
+
+func (c *Console) sharesPage(w http.ResponseWriter, r *http.Request, s sess) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	domain, id := r.PathValue("domain"), r.PathValue("rule")
+	sh, err := c.client(s, domain).Shares(ctx, id)
+	p := c.base(s, "Shares of "+id, "")
+	if err != nil {
+		p.noteLive(err)
+		if !p.Standby {
+			c.failPage(w, s, err)
+			return
+		}
+	}
+	d := sharesPage{Domain: domain, ID: id, ETag: sh.ETag, Applied: r.URL.Query().Get("applied") == "1"}
+	pol := sh.Policy()
+	for _, dc := range sh.DCs {
+		row := shareRow{DC: dc.DC, Demand: pct(dc.Demand), Share: pct(dc.Share), Target: pct(dc.Target)}
+		fillForm(&row, pol.DCs[dc.DC])
+		d.Rows = append(d.Rows, row)
+	}
+	p.Data = d
+	c.render(w, http.StatusOK, "shares", p)
+}
+
+func fillForm(row *shareRow, d sharepolicy.DCPolicy) {
+	if d.Pin != nil {
+		row.Pin = num(*d.Pin * 100)
+	}
+	if d.Floor > 0 {
+		row.Floor = num(d.Floor * 100)
+	}
+	if d.Ceiling > 0 {
+		row.Ceiling = num(d.Ceiling * 100)
+	}
+	row.Drained = d.Drained
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// postShares previews (action=preview) or applies (action=apply) the
+// policy in the form.
+func (c *Console) postShares(w http.ResponseWriter, r *http.Request, s sess) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	domain, id := r.PathValue("domain"), r.PathValue("rule")
+	p := c.base(s, "Shares of "+id, "")
+	if s.who.ReadOnly {
+		p.Error = "Your token is read-only: it may look at shares but not change them."
+		c.render(w, http.StatusForbidden, "error", p)
+		return
+	}
+	cl := c.client(s, domain)
+	sh, err := cl.Shares(ctx, id)
+	if err != nil {
+		c.failPage(w, s, err)
+		return
+	}
+	dcs := make([]string, len(sh.DCs))
+	for i, d := range sh.DCs {
+		dcs[i] = d.DC
+	}
+	pol, formErr := policyFromForm(r, dcs)
+	d := sharesPage{Domain: domain, ID: id, ETag: sh.ETag}
+	var settings []allocate.DC
+	if formErr == nil {
+		settings, formErr = pol.Settings(dcs)
+	}
+	if formErr == nil && r.PostForm.Get("action") == "apply" {
+		if _, err := cl.SetShares(ctx, id, pol, r.PostForm.Get("etag")); err != nil {
+			formErr = err
+		} else {
+			http.Redirect(w, r, Prefix+"rules/"+domain+"/"+id+"/shares?applied=1", http.StatusSeeOther)
+			return
+		}
+	}
+	var preview []float64
+	if formErr == nil {
+		for i := range settings {
+			settings[i].Name, settings[i].Demand = dcs[i], sh.DCs[i].Demand
+		}
+		preview = make([]float64, len(settings))
+		res := allocate.Allocate(settings, preview)
+		d.Preview = true
+		if res.PinsScaled {
+			d.Notes = append(d.Notes, "The pins add up to more than the limit: they are scaled down.")
+		}
+		if res.FloorsScaled {
+			d.Notes = append(d.Notes, "The floors add up to more than the limit: they are scaled down.")
+		}
+		if res.Congested {
+			d.Notes = append(d.Notes, "Demand exceeds the limit: every DC gets less than it asks for.")
+		}
+	}
+	for i, dc := range sh.DCs {
+		row := shareRow{DC: dc.DC, Demand: pct(dc.Demand), Share: pct(dc.Share), Target: pct(dc.Target),
+			Pin: r.PostForm.Get("pin-" + dc.DC), Floor: r.PostForm.Get("floor-" + dc.DC), Ceiling: r.PostForm.Get("ceiling-" + dc.DC),
+			Drained: r.PostForm.Get("drained-"+dc.DC) != ""}
+		if preview != nil {
+			row.PreviewShare = pct(preview[i])
+			row.PreviewChanged = pct(preview[i]) != row.Target
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	code := http.StatusOK
+	if formErr != nil {
+		p.Error = formErr.Error()
+		code = http.StatusUnprocessableEntity
+		if errors.Is(formErr, adminclient.ErrForbidden) {
+			code = http.StatusForbidden
+		}
+	}
+	p.Data = d
+	c.render(w, code, "shares", p)
+}
+
+// policyFromForm reads the policy of the form, whose values are percent.
+func policyFromForm(r *http.Request, dcs []string) (sharepolicy.Policy, error) {
+	pol := sharepolicy.Policy{DCs: map[string]sharepolicy.DCPolicy{}}
+	frac := func(field, dc string) (float64, bool, error) {
+		v := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(r.PostForm.Get(field+"-"+dc)), "%"))
+		if v == "" {
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 100 {
+			return 0, false, fmt.Errorf("%s of %s: %q is not a percentage from 0 to 100", field, dc, v)
+		}
+		return f / 100, true, nil
+	}
+	for _, dc := range dcs {
+		var d sharepolicy.DCPolicy
+		pin, ok, err := frac("pin", dc)
+		if err != nil {
+			return pol, err
+		}
+		if ok {
+			d.Pin = &pin
+		}
+		if d.Floor, _, err = frac("floor", dc); err != nil {
+			return pol, err
+		}
+		if d.Ceiling, _, err = frac("ceiling", dc); err != nil {
+			return pol, err
+		}
+		d.Drained = r.PostForm.Get("drained-"+dc) != ""
+		if d.Pin != nil || d.Floor != 0 || d.Ceiling != 0 || d.Drained {
+			pol.DCs[dc] = d
+		}
+	}
+	return pol, nil
+}
+
+func (c *Console) cluster(w http.ResponseWriter, r *http.Request, s sess) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	p := c.base(s, "Cluster", "cluster")
+	cl, err := c.client(s, "").Cluster(ctx)
+	p.noteLive(err)
+	p.Refresh = refreshOf(cl.IntervalSeconds)
+	p.Data = cl
+	c.render(w, http.StatusOK, "cluster", p)
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"pct":      pct,
+	"shareBar": shareBar,
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		d := time.Since(t).Round(100 * time.Millisecond)
+		return d.String() + " ago"
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("15:04:05.0 UTC")
+	},
+	"safeSVG": func(s string) template.HTML { return template.HTML(s) }, // svgchart escapes all text
+}
+
+func pct(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + "%" }

@@ -1,0 +1,280 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/weirhq/weir/internal/sim"
+	"github.com/weirhq/weir/internal/sim/scenario"
+)
+
+// consoleScenario keeps three DCs busy on a global rule (and lists a local
+// one) for longer than the browser test needs; the test ends the run.
+const consoleScenario = `
+name: console
+duration: 5m
+interval: 500ms
+seed: 3
+dcs: [a, b, c]
+rules:
+  domain: shop
+  rules:
+    - rule_id: checkout
+      path_pattern: /checkout
+      limit: 300
+      window_seconds: 1
+      scope: global
+    - rule_id: login
+      path_pattern: /login
+      limit: 10
+      window_seconds: 60
+      scope: local
+traffic:
+  - {dc: a, rule: checkout, attributes: {path: /checkout}, rate: 200}
+  - {dc: b, rule: checkout, attributes: {path: /checkout}, rate: 80}
+  - {dc: c, rule: checkout, attributes: {path: /checkout}, rate: 40}
+`
+
+// chromium returns the browser to drive, or skips (loudly) when there is
+// none and this is not CI or root, where the test setup installs it
+// (scripts/ensure-chromium.sh).
+func chromium(t *testing.T) string {
+	if p := os.Getenv("WEIR_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" || os.Geteuid() == 0 {
+		t.Fatal("chromium is not installed (scripts/ensure-chromium.sh installs it)")
+	}
+	t.Skip("!!! SKIPPED: the console's browser test needs chromium (apt-get install -y chromium, or WEIR_CHROMIUM=/path)")
+	return ""
+}
+
+// TestConsoleInBrowser drives headless Chromium against a running
+// simulation's console: sign in, see every rule, watch a chart move, pin a
+// DC and see its share reach the pin, and be refused with a read-only
+// token. With WEIR_UPDATE_SCREENSHOTS=1 it writes docs/console/*.png.
+func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a simulation and a browser")
+	}
+	browser := chromium(t)
+	sc, err := scenario.Parse([]byte(consoleScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.FromScenario(sc)
+	cfg.Memory = true
+	type ready struct {
+		url    string
+		tokens sim.ConsoleTokens
+	}
+	readyc := make(chan ready, 1)
+	cfg.Console = &sim.ConsoleConfig{Ready: func(url string, tk sim.ConsoleTokens) { readyc <- ready{url, tk} }}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { _, err := sim.Run(runCtx, cfg); runErr <- err }()
+	defer func() {
+		stopRun()
+		if err := <-runErr; err != nil {
+			t.Errorf("sim.Run: %v", err)
+		}
+	}()
+	var rd ready
+	select {
+	case rd = <-readyc:
+	case err := <-runErr:
+		runErr <- err
+		t.Fatalf("sim.Run ended before the console served: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the console did not start within 60 s")
+	}
+	interval := cfg.Interval
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	// The first Run starts the browser, which lives as long as its
+	// context: ctx, not one of the per-step contexts below.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start %s: %v", browser, err)
+	}
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+		defer acancel()
+		if err := chromedp.Run(actx, actions...); err != nil {
+			var loc, body string
+			_ = chromedp.Run(ctx, chromedp.Location(&loc), chromedp.Evaluate(`document.body ? document.body.innerText.slice(0, 2000) : ''`, &body))
+			t.Fatalf("%s: %v\nthe page at %s reads:\n%s", what, err, loc, body)
+		}
+	}
+	shots := os.Getenv("WEIR_UPDATE_SCREENSHOTS") == "1"
+	shot := func(name string) {
+		t.Helper()
+		if !shots {
+			return
+		}
+		var png []byte
+		run("screenshot "+name, chromedp.FullScreenshot(&png, 100)) // 100: PNG
+		dir := filepath.Join("..", "..", "docs", "console")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn := func(token string) {
+		t.Helper()
+		run("sign in", chromedp.Navigate(rd.url),
+			chromedp.WaitVisible(`#token`, chromedp.ByID),
+			chromedp.SendKeys(`#token`, token, chromedp.ByID),
+			chromedp.Submit(`#token`, chromedp.ByID),
+			chromedp.WaitVisible(`#rules`, chromedp.ByID))
+	}
+
+	// Sign in, and see every rule. Before that, the console sends one to
+	// the sign-in page.
+	var loc string
+	run("open", chromedp.Navigate(rd.url), chromedp.WaitVisible(`#token`, chromedp.ByID), chromedp.Location(&loc))
+	if !strings.Contains(loc, "/ui/signin") {
+		t.Errorf("before signing in: got %s, want the sign-in page", loc)
+	}
+	run("size", chromedp.EmulateViewport(1280, 900))
+	shot("signin")
+	signIn(rd.tokens.ReadWrite)
+	for _, id := range []string{"checkout", "login"} {
+		var n int
+		run("find "+id, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll('#rules tr[data-rule="shop/%s"]').length`, id), &n))
+		if n != 1 {
+			t.Errorf("overview: got %d rows of rule %s, want 1", n, id)
+		}
+	}
+	// Wait for the leader's figures (its first rounds) before the picture.
+	waitJS(t, ctx, 30*time.Second, "the overview shows the shares in force", `document.querySelector('#rules tr[data-rule="shop/checkout"] svg.bar') !== null`)
+	shot("overview")
+
+	// Open the rule: its charts' latest point moves within two intervals
+	// (the page refreshes itself every interval).
+	run("open checkout", chromedp.Click(`a[href="/ui/rules/shop/checkout"]`, chromedp.ByQuery), chromedp.WaitVisible(`#chart-admitted`, chromedp.ByID))
+	waitJS(t, ctx, 30*time.Second, "the admitted chart has a point", `(document.querySelector('#chart-admitted')||{}).dataset.latest > ''`)
+	var first string
+	run("latest", chromedp.AttributeValue(`#chart-admitted`, "data-latest", &first, nil, chromedp.ByID))
+	start := time.Now()
+	waitJS(t, ctx, 2*interval+time.Second, "the admitted chart's latest point changes", fmt.Sprintf(`document.querySelector('#chart-admitted').dataset.latest !== %q`, first))
+	t.Logf("the chart's latest point changed after %v (interval %v)", time.Since(start).Round(time.Millisecond), interval)
+	if shots {
+		// A picture of a few seconds of history says little; let it grow.
+		time.Sleep(20 * time.Second)
+		run("reload rule", chromedp.Reload(), chromedp.WaitVisible(`#chart-admitted`, chromedp.ByID))
+	}
+	shot("rule")
+
+	// Pin DC c at 50% with the read-write token: preview, apply, and see
+	// the share in force reach the pin.
+	run("shares", chromedp.Click(`a[href="/ui/rules/shop/checkout/shares"]`, chromedp.ByQuery), chromedp.WaitVisible(`#shares-form`, chromedp.ByID),
+		chromedp.SendKeys(`input[name="pin-c"]`, "50", chromedp.ByQuery),
+		chromedp.Click(`#preview`, chromedp.ByID), chromedp.WaitVisible(`td.preview`, chromedp.ByQuery))
+	var preview string
+	run("preview", chromedp.Text(`tr[data-dc="c"] td.preview`, &preview, chromedp.ByQuery))
+	if preview != "50.0%" {
+		t.Errorf("preview of c pinned at 50%%: got %q, want 50.0%%", preview)
+	}
+	shot("shares-preview")
+	run("apply", chromedp.Click(`#apply`, chromedp.ByID), chromedp.WaitVisible(`#applied`, chromedp.ByID))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var share string
+		run("reload shares", chromedp.Reload(), chromedp.WaitVisible(`#shares-form`, chromedp.ByID), chromedp.Text(`tr[data-dc="c"] td.share`, &share, chromedp.ByQuery))
+		if share == "50.0%" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c's share in force: got %s 30 s after the pin, want 50.0%%", share)
+		}
+		time.Sleep(interval / 2)
+	}
+	shot("shares")
+	run("back to the rule", chromedp.Navigate(rd.url+"rules/shop/checkout"), chromedp.WaitVisible(`#chart-shares`, chromedp.ByID))
+	if shots {
+		time.Sleep(10 * time.Second) // the pin on the charts, for the picture
+	}
+	run("reload rule", chromedp.Reload(), chromedp.WaitVisible(`#chart-shares`, chromedp.ByID))
+	shot("rule-pinned")
+
+	run("cluster", chromedp.Navigate(rd.url+"cluster"), chromedp.WaitVisible(`#coordinators`, chromedp.ByID))
+	var leaders int
+	run("leaders", chromedp.Evaluate(`[...document.querySelectorAll('#coordinators td strong')].filter(e => e.textContent === 'leader').length`, &leaders))
+	if leaders != 1 {
+		t.Errorf("cluster: got %d leaders, want 1", leaders)
+	}
+	waitJS(t, ctx, 10*time.Second, "every DC in step", `document.querySelectorAll('section.dc').length === 3 && document.querySelectorAll('section.dc.silent').length === 0`)
+	shot("cluster")
+
+	// At phone width the overview still reads.
+	run("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(rd.url), chromedp.WaitVisible(`#rules`, chromedp.ByID))
+	shot("overview-phone")
+	run("desktop", chromedp.EmulateViewport(1280, 900))
+
+	// A read-only token sees the shares and may not change them: no form
+	// to submit, and a submission made anyway is refused.
+	run("sign out", chromedp.Click(`header form.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#token`, chromedp.ByID))
+	signIn(rd.tokens.ReadOnly)
+	run("read-only shares", chromedp.Navigate(rd.url+"rules/shop/checkout/shares"), chromedp.WaitVisible(`#readonly`, chromedp.ByID))
+	var applyButtons int
+	run("apply button", chromedp.Evaluate(`document.querySelectorAll('#apply').length`, &applyButtons))
+	if applyButtons != 0 {
+		t.Errorf("read-only: got %d apply buttons, want none", applyButtons)
+	}
+	var status int
+	run("forced apply", chromedp.Evaluate(`fetch(location.href, {method: 'POST', body: new URLSearchParams({csrf: document.querySelector('[name=csrf]').value, etag: '', action: 'apply', 'pin-c': '10'})}).then(r => r.status)`, &status,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if status != 403 {
+		t.Errorf("read-only apply: got status %d, want 403", status)
+	}
+	var pin string
+	run("pin", chromedp.Reload(), chromedp.WaitVisible(`#shares-form`, chromedp.ByID), chromedp.Value(`input[name="pin-c"]`, &pin, chromedp.ByQuery))
+	if pin != "50" {
+		t.Errorf("after a read-only apply: got c's pin %q, want 50 (unchanged)", pin)
+	}
+	shot("shares-readonly")
+}
+
+// waitJS polls a JavaScript condition until it holds or d passes.
+func waitJS(t *testing.T, ctx context.Context, d time.Duration, what, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var ok bool
+		if err := chromedp.Run(ctx, chromedp.Evaluate(cond, &ok)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: not yet: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
