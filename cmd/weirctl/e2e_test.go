@@ -495,6 +495,13 @@ func TestShareMoveTimes(t *testing.T) {
 		_, lb := s.check(t, "b", "probe")
 		return la == 20 && lb == 20
 	})
+	// The limiters enforce the static half before the leader plans the
+	// rule (at its next tick); a pin needs the leader's live shares.
+	until(t, 10*time.Second, "the leader plans orders", func() bool {
+		var out, errOut bytes.Buffer
+		env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
+		return run(context.Background(), env2([]string{"shares", "get", "orders"}, &out, &errOut, env)) == exitOK
+	})
 
 	for _, mv := range []struct {
 		name            string
