@@ -919,13 +919,10 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 	for i := range rt.hops {
 		h := &rt.hops[i]
 		h.ok, h.probe = h.n.breaker.Allow()
-		if h.probe && h.n.name == "" && l.pinger != nil {
-			// A store with no nodes named is probed with a Ping in the
-			// background; this request does not wait on it. A named node
-			// is probed by deciding its requests: a Ping would go to
-			// whatever node the store chose.
+		if h.probe {
+			// Probe in the background; these requests do not wait on it.
 			if !l.closed.Load() {
-				l.pingProbe(ctx, h.n)
+				l.probe(ctx, now, h.n, reqs, &rt, i)
 			}
 			h.ok, h.probe = false, false
 		}

@@ -244,15 +244,38 @@ func (l *Limiter) forgetNode(name string) {
 	}
 }
 
-// pingProbe probes n's breaker with a Ping in the background.
-func (l *Limiter) pingProbe(ctx context.Context, n *node) {
+// probe probes the breaker of n, the node of hop h of rt, in the
+// background: with a Ping when n is the store's only node ("") and the
+// store is a Pinger, otherwise by reading the state of the first of reqs
+// on n (cost 0: nothing consumed), which reaches that node and no other.
+func (l *Limiter) probe(ctx context.Context, now time.Time, n *node, reqs []algorithm.Request, rt *route, h int) {
+	var probe func(context.Context) error
+	if n.name == "" && l.pinger != nil {
+		probe = l.pinger.Ping
+	} else {
+		req := reqs[0]
+		for i := range reqs {
+			if rt.at == nil || rt.at[i] == h {
+				req = reqs[i]
+				break
+			}
+		}
+		req.Cost = 0
+		probe = func(ctx context.Context) error {
+			res, err := l.store.Decide(ctx, now, []algorithm.Request{req})
+			if err == nil {
+				err = res[0].Err
+			}
+			return err
+		}
+	}
 	l.probes.Add(1)
 	bound := n.timeout.bound()
 	go func() {
 		defer l.probes.Done()
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 		defer cancel()
-		if err := l.pinger.Ping(pctx); err != nil {
+		if err := probe(pctx); err != nil {
 			n.breaker.Failure()
 			return
 		}
