@@ -204,7 +204,7 @@ func TestRedisFailure(t *testing.T) {
 			t.Errorf("%s: got %v, want >= 1", name, got)
 		}
 	}
-	if got := metric(m, "weir_store_breaker_state"); got != 0 {
+	if got := metric(m, `weir_store_breaker_state{node="`+srv.Addr+`"}`); got != 0 {
 		t.Errorf("breaker state after recovery: got %v, want 0 (closed)", got)
 	}
 	var opened int

@@ -175,13 +175,18 @@ type Limiter struct {
 	log     *slog.Logger
 	store   Store
 	local   *memstore.Store
-	breaker *breaker.Breaker
 	cache   *ristretto.Cache[string, blocked]
 	obs     Observer
 	bounded bool // the store bounds its Decide calls within StoreTimeout
 	within  BoundedDecider
-	timeout *adaptiveTimeout
 	gate    *gate // nil: no bound on the requests in flight
+	// nodes holds a circuit breaker and an adaptive store timeout per
+	// node of the store; without a locator, the store is one node, single.
+	locator NodeLocator
+	nodes   *nodes
+	single  *node
+	pinger  Pinger // probes the node "" when not nil
+	nodeObs NodeObserver
 	fell    fallbacks
 	// shadow: the store can fail (it is not in memory), so what it admits
 	// for rules of failure_mode local is counted in admitted (see decide).
@@ -260,7 +265,6 @@ func New(cfg Config) (*Limiter, error) {
 	if l.obs == nil {
 		l.obs = nopObserver{}
 	}
-	l.timeout = newAdaptiveTimeout(cfg.StoreTimeout, cfg.StoreTimeoutMax)
 	if b, ok := cfg.Store.(Bounded); ok {
 		l.bounded = b.CallBound() > 0 && b.CallBound() <= cfg.StoreTimeout
 	}
@@ -277,16 +281,11 @@ func New(cfg Config) (*Limiter, error) {
 	l.shadow = !inMemory
 	l.outage = newOutageKeys(cfg.LocalKeys)
 	l.admitted = newAdmissions(cfg.LocalKeys)
-	bcfg := cfg.Breaker
-	if bcfg.Now == nil {
-		bcfg.Now = cfg.Now
-	}
-	l.breaker, err = breaker.New(bcfg, func(s breaker.State) {
-		l.log.Warn("store circuit breaker changed state", "state", s.String())
-		l.obs.BreakerState(s)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
+	l.nodeObs, _ = l.obs.(NodeObserver)
+	l.pinger, _ = cfg.Store.(Pinger)
+	l.nodes = newNodes(l.newNode, l.nodeCreated, l.forgetNode)
+	if l.locator, _ = cfg.Store.(NodeLocator); l.locator == nil {
+		l.single = l.nodes.add("", cfg.Now().UnixNano())
 	}
 	if cfg.CacheKeys > 0 {
 		l.cache, err = ristretto.NewCache(&ristretto.Config[string, blocked]{
@@ -919,100 +918,151 @@ var (
 	errGaveUp = errors.New("limiter: the caller gave up before the store answered")
 )
 
-// storeCall asks the store to decide reqs: through the circuit breaker,
-// through the gate on requests in flight, and within the adaptive store
-// timeout. It returns nil results and errBreakerOpen when the breaker
-// refuses the call, errShed when the gate does. A caller that gives up
-// (ctx done) says nothing about the store: its failure is not held against
-// the breaker, and the call fails with an error wrapping errGaveUp.
-// Decisions that fall to the failure modes are reported by reason
-// (l.fell).
+// storeCall asks the store to decide reqs: through the circuit breakers
+// of their nodes, through the gate on requests in flight, and within the
+// adaptive store timeout. The requests whose node's breaker is open are
+// not sent: their results fail with errBreakerOpen, and when none is
+// sent, storeCall returns nil results and errBreakerOpen; it returns
+// errShed when the gate refuses the call. A caller that gives up (ctx
+// done) says nothing about the store: its failure is not held against
+// any breaker, and the call fails with an error wrapping errGaveUp.
+// Otherwise each node's requests feed its breaker: a failure when any of
+// them failed (every node of the call when the whole call did), a success
+// when all were decided. Decisions that fall to the failure modes are
+// reported by node and reason (l.fell).
 func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
-	ok, probe := l.breaker.Allow()
-	if probe {
-		if p, isPinger := l.store.(Pinger); isPinger && !l.closed.Load() {
-			// Probe in the background; this request does not wait on it.
-			l.probes.Add(1)
-			bound := l.timeout.bound()
-			go func() {
-				defer l.probes.Done()
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
-				defer cancel()
-				if err := p.Ping(pctx); err != nil {
-					l.breaker.Failure()
-					return
-				}
-				l.breaker.Success()
-			}()
-			ok = false
+	var hopBuf [4]hop
+	rt := route{hops: hopBuf[:0]}
+	l.route(ctx, reqs, &rt)
+	allowed := 0
+	for i := range rt.hops {
+		h := &rt.hops[i]
+		h.ok, h.probe = h.n.breaker.Allow()
+		if h.probe {
+			// Probe in the background; these requests do not wait on it.
+			if !l.closed.Load() {
+				l.probe(ctx, now, h.n, reqs, &rt, i)
+			}
+			h.ok, h.probe = false, false
+		}
+		if h.ok {
+			allowed += h.reqs
+		} else {
+			l.fell.add(l, h.n.name, FallbackBreakerOpen, h.reqs)
 		}
 	}
-	if !ok {
-		l.fell.add(l, FallbackBreakerOpen, len(reqs))
+	if allowed == 0 {
 		return nil, errBreakerOpen
 	}
-	n := int64(len(reqs))
+	sub := reqs
+	if allowed < len(reqs) {
+		sub = make([]algorithm.Request, 0, allowed)
+		for i, r := range reqs {
+			if rt.hopOf(i).ok {
+				sub = append(sub, r)
+			}
+		}
+	}
+	n := int64(len(sub))
 	if l.gate != nil {
 		if !l.gate.enter(ctx.Done(), n, l.cfg.AdmitWait) {
-			if probe {
-				l.breaker.Release()
-			}
+			rt.release()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 			}
-			l.fell.add(l, FallbackShed, len(reqs))
+			for i := range rt.hops {
+				if h := &rt.hops[i]; h.ok {
+					l.fell.add(l, h.n.name, FallbackShed, h.reqs)
+				}
+			}
 			return nil, errShed
 		}
 		defer l.gate.leave(n)
 	}
-	bound := l.timeout.bound()
+	// The call waits for all its nodes at once: its bound is the longest
+	// of theirs. A node's bound rises only with the calls it was in.
+	var bound time.Duration
+	for i := range rt.hops {
+		if h := &rt.hops[i]; h.ok {
+			bound = max(bound, h.n.timeout.bound())
+		}
+	}
 	callStart := l.now()
 	var results []algorithm.Result
 	var err error
 	switch {
 	case l.within != nil:
-		results, err = l.within.DecideWithin(ctx, bound, now, reqs)
+		results, err = l.within.DecideWithin(ctx, bound, now, sub)
 	case l.bounded && bound <= l.cfg.StoreTimeout:
-		results, err = l.store.Decide(ctx, now, reqs)
+		results, err = l.store.Decide(ctx, now, sub)
 	default:
 		sctx, cancel := context.WithTimeout(ctx, bound)
-		results, err = l.store.Decide(sctx, now, reqs)
+		results, err = l.store.Decide(sctx, now, sub)
 		cancel()
 	}
 	callEnd := l.now()
 	callTime := callEnd.Sub(callStart)
-	callErr, failed := err, len(reqs)
+	callErr := err
 	if err == nil {
-		failed = 0
-		for _, r := range results {
-			if r.Err != nil {
-				failed++
-				if callErr == nil {
-					callErr = r.Err
+		j := 0
+		for i := range reqs {
+			h := rt.hopOf(i)
+			if !h.ok {
+				continue
+			}
+			if e := results[j].Err; e != nil {
+				h.failed++
+				if h.firstErr == nil {
+					h.firstErr = e
 				}
+				if callErr == nil {
+					callErr = e
+				}
+			}
+			j++
+		}
+	} else {
+		for i := range rt.hops {
+			if h := &rt.hops[i]; h.ok {
+				h.failed, h.firstErr = h.reqs, err
 			}
 		}
 	}
 	if callErr != nil && ctx.Err() != nil {
-		if probe {
-			l.breaker.Release()
-		}
+		rt.release()
 		return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 	}
 	l.obs.StoreCall(callTime, callErr)
-	switch {
-	case callErr == nil:
-		l.timeout.observe(callTime, callEnd)
-		l.breaker.Success()
-	case isTimeout(callErr):
-		l.timeout.timedOut(bound, callEnd)
-		l.breaker.FailureOf(callStart)
-		l.fell.add(l, FallbackTimeout, failed)
-	default:
-		l.breaker.FailureOf(callStart)
-		l.fell.add(l, FallbackError, failed)
+	for i := range rt.hops {
+		h := &rt.hops[i]
+		switch {
+		case !h.ok:
+		case h.failed == 0:
+			h.n.timeout.observe(callTime, callEnd)
+			h.n.breaker.Success()
+		case isTimeout(h.firstErr):
+			h.n.timeout.timedOut(bound, callEnd)
+			h.n.breaker.FailureOf(callStart)
+			l.fell.add(l, h.n.name, FallbackTimeout, h.failed)
+		default:
+			h.n.breaker.FailureOf(callStart)
+			l.fell.add(l, h.n.name, FallbackError, h.failed)
+		}
 	}
-	return results, err
+	if err != nil || len(sub) == len(reqs) {
+		return results, err
+	}
+	full := make([]algorithm.Result, len(reqs))
+	j := 0
+	for i := range reqs {
+		if rt.hopOf(i).ok {
+			full[i] = results[j]
+			j++
+		} else {
+			full[i].Err = errBreakerOpen
+		}
+	}
+	return full, nil
 }
 
 // isTimeout reports whether err is a timeout: a deadline that passed, or
@@ -1023,8 +1073,12 @@ func isTimeout(err error) bool {
 }
 
 // StoreTimeout returns the bound on store calls in force (see
-// Config.StoreTimeout).
-func (l *Limiter) StoreTimeout() time.Duration { return l.timeout.bound() }
+// Config.StoreTimeout): the longest of the nodes' bounds.
+func (l *Limiter) StoreTimeout() time.Duration {
+	bound := l.cfg.StoreTimeout
+	l.nodes.each(func(n *node) { bound = max(bound, n.timeout.bound()) })
+	return bound
+}
 
 func failAll(n int, err error) []algorithm.Result {
 	out := make([]algorithm.Result, n)
@@ -1077,7 +1131,7 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 	}
 	if len(storeRefunds) > 0 {
 		// A client hang-up must not leave the refund half done.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout.bound())
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.StoreTimeout())
 		callStart := l.now()
 		err := l.store.Refund(rctx, now, l.now(), storeRefunds)
 		cancel()

@@ -16,7 +16,9 @@ type Observer interface {
 	// StoreCall is called after every store call with its latency and
 	// error (nil on success; a request's own error counts as the call's).
 	StoreCall(latency time.Duration, err error)
-	// BreakerState is called when the store's circuit breaker changes state.
+	// BreakerState is called when a store circuit breaker changes state:
+	// the store's, or, on a store of several nodes (NodeLocator), any
+	// node's when the Observer is not a NodeObserver.
 	BreakerState(s breaker.State)
 }
 
@@ -50,6 +52,27 @@ func (o Observers) BreakerState(s breaker.State) {
 	}
 }
 
+// NodeBreakerState implements NodeObserver: those of o that are
+// NodeObservers are told the node, the others only the state.
+func (o Observers) NodeBreakerState(node string, s breaker.State) {
+	for _, x := range o {
+		if n, ok := x.(NodeObserver); ok {
+			n.NodeBreakerState(node, s)
+		} else {
+			x.BreakerState(s)
+		}
+	}
+}
+
+// NodeForgotten implements NodeObserver for those of o that do.
+func (o Observers) NodeForgotten(node string) {
+	for _, x := range o {
+		if n, ok := x.(NodeObserver); ok {
+			n.NodeForgotten(node)
+		}
+	}
+}
+
 // Fallback says why rule decisions that should have been the store's
 // went to their rules' failure modes.
 type Fallback uint8
@@ -80,18 +103,19 @@ func (f Fallback) String() string {
 	return "Fallback(" + strconv.Itoa(int(f)) + ")"
 }
 
-// FallbackObserver is an Observer that is also told, per store call, how
+// FallbackObserver is an Observer that is also told, per store call and
+// node of the store (see NodeLocator; "" for a store that names none), how
 // many rule decisions went to their failure modes and why. The limiter
 // uses it when its Observer implements it.
 type FallbackObserver interface {
-	FellBack(reason Fallback, decisions int)
+	FellBack(node string, reason Fallback, decisions int)
 }
 
 // FellBack implements FallbackObserver for those of o that do.
-func (o Observers) FellBack(reason Fallback, decisions int) {
+func (o Observers) FellBack(node string, reason Fallback, decisions int) {
 	for _, x := range o {
 		if f, ok := x.(FallbackObserver); ok {
-			f.FellBack(reason, decisions)
+			f.FellBack(node, reason, decisions)
 		}
 	}
 }
@@ -107,12 +131,12 @@ type fallbacks struct {
 
 const fallbackLogEvery = 10 * time.Second
 
-func (f *fallbacks) add(l *Limiter, reason Fallback, n int) {
+func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int) {
 	if n <= 0 {
 		return
 	}
 	if f.observer != nil {
-		f.observer.FellBack(reason, n)
+		f.observer.FellBack(node, reason, n)
 	}
 	f.counts[reason].Add(int64(n))
 	now := l.now().UnixNano()
@@ -126,6 +150,6 @@ func (f *fallbacks) add(l *Limiter, reason Fallback, n int) {
 			attrs = append(attrs, r.String(), c)
 		}
 	}
-	attrs = append(attrs, "store_timeout", l.timeout.bound())
+	attrs = append(attrs, "store_timeout", l.StoreTimeout())
 	l.log.Warn("rule decisions went to their failure modes instead of the store (counts since the last such line, at most one every 10s)", attrs...)
 }

@@ -32,7 +32,7 @@ func (f *fallbackCounter) BreakerState(s breaker.State) {
 		f.opens.Add(1)
 	}
 }
-func (f *fallbackCounter) FellBack(r limiter.Fallback, n int) { f.by[r].Add(int64(n)) }
+func (f *fallbackCounter) FellBack(_ string, r limiter.Fallback, n int) { f.by[r].Add(int64(n)) }
 func (f *fallbackCounter) total() (n int64) {
 	for _, r := range limiter.Fallbacks {
 		n += f.by[r].Load()

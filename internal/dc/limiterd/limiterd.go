@@ -459,17 +459,17 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
 		}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClient(opt)
 		c, closeFn = rc, rc.Close
 	case strings.Contains(cfg.Redis, ","):
 		opt := &redis.ClusterOptions{Addrs: strings.Split(cfg.Redis, ",")}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClusterClient(opt)
 		c, closeFn = rc, rc.Close
 	default:
 		opt := &redis.Options{Addr: cfg.Redis}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClient(opt)
 		c, closeFn = rc, rc.Close
 	}
@@ -500,11 +500,13 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 
 // tune sets go-redis timeouts for a limiter: short, no retries (a retry
 // doubles the latency a dead Redis adds; the limiter's failure modes take
-// over instead).
-func tune(dial, read, write, pool *time.Duration, retries *int, ctxTimeout *bool, timeout time.Duration) {
+// over instead), and one dial per connection: a dead Redis Cluster primary
+// refuses at once, where go-redis's five dials 100ms apart would hold the
+// coalescer's merged calls, and with them decisions on healthy nodes.
+func tune(dial, read, write, pool *time.Duration, retries, dials *int, ctxTimeout *bool, timeout time.Duration) {
 	*dial = max(100*time.Millisecond, 5*timeout)
 	*read, *write, *pool = timeout, timeout, timeout
-	*retries = -1
+	*retries, *dials = -1, 1
 	*ctxTimeout = true
 }
 

@@ -20,8 +20,8 @@ type Limiter struct {
 	latency       prometheus.Histogram
 	storeLatency  prometheus.Histogram
 	storeErrors   prometheus.Counter
-	fallbacks     [8]prometheus.Counter // by limiter.Fallback
-	breakerOpen   prometheus.Gauge
+	fallbacks     *prometheus.CounterVec // by node and reason
+	breakerState  *prometheus.GaugeVec   // by node
 	cacheAbsorbed prometheus.Counter
 	reloads       *prometheus.CounterVec
 	rulesVersion  *prometheus.GaugeVec
@@ -30,6 +30,14 @@ type Limiter struct {
 	// counters caches the children of decisions by decisionKey, which is
 	// cheaper to look up than their label values for every result.
 	counters sync.Map
+	// fellBack caches the children of fallbacks by fallbackKey.
+	fellBack sync.Map
+}
+
+// fallbackKey names a child of weir_store_fallbacks_total.
+type fallbackKey struct {
+	node   string
+	reason limiter.Fallback
 }
 
 // decisionKey names a child of weir_decisions_total.
@@ -53,6 +61,7 @@ var resultNames = [...]string{allowed: "allowed", rejected: "rejected", shadowRe
 var (
 	_ limiter.Observer         = (*Limiter)(nil)
 	_ limiter.FallbackObserver = (*Limiter)(nil)
+	_ limiter.NodeObserver     = (*Limiter)(nil)
 )
 
 // NewLimiter creates the limiter's metrics and registers them on reg.
@@ -76,10 +85,14 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 			Name: "weir_store_errors_total",
 			Help: "Store calls that failed (timeouts, connection errors, bad replies).",
 		}),
-		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "weir_store_breaker_state",
-			Help: "The store circuit breaker: 0 closed, 1 open, 2 half-open.",
-		}),
+			Help: "The circuit breaker of each store node (a Redis Cluster primary's address; \"\" for a store of one node that names none): 0 closed, 1 open, 2 half-open. Nodes no request went to for a minute (a dead primary after its failover) are dropped.",
+		}, []string{"node"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weir_store_fallbacks_total",
+			Help: "Rule decisions that should have been the store's and went to their rules' failure modes, by store node (as weir_store_breaker_state) and reason: breaker_open, timeout (beyond the adaptive store timeout), error, shed (store requests in flight at their bound: the store was not asked).",
+		}, []string{"node", "reason"}),
 		cacheAbsorbed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "weir_cache_absorbed_total",
 			Help: "Rule decisions answered by the hot-key cache without a store call.",
@@ -97,23 +110,13 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 			Help: "When the rule set in force was loaded.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.storeLatency, m.storeErrors, m.breakerOpen, m.cacheAbsorbed, m.reloads, m.rulesVersion, m.rulesLoaded} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.storeLatency, m.storeErrors, m.breakerState, m.fallbacks, m.cacheAbsorbed, m.reloads, m.rulesVersion, m.rulesLoaded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
-	fallbacks := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "weir_store_fallbacks_total",
-		Help: "Rule decisions that should have been the store's and went to their rules' failure modes, by reason: breaker_open, timeout (beyond the adaptive store timeout), error, shed (store requests in flight at their bound: the store was not asked).",
-	}, []string{"reason"})
-	if err := reg.Register(fallbacks); err != nil {
-		return nil, err
-	}
-	for _, r := range limiter.Fallbacks {
-		m.fallbacks[r] = fallbacks.WithLabelValues(r.String())
-	}
 	return m, nil
 }
 
@@ -159,10 +162,17 @@ func (m *Limiter) StoreCall(latency time.Duration, err error) {
 }
 
 // FellBack implements limiter.FallbackObserver.
-func (m *Limiter) FellBack(reason limiter.Fallback, decisions int) {
-	if int(reason) < len(m.fallbacks) && m.fallbacks[reason] != nil {
-		m.fallbacks[reason].Add(float64(decisions))
+func (m *Limiter) FellBack(node string, reason limiter.Fallback, decisions int) {
+	m.fallback(fallbackKey{node, reason}).Add(float64(decisions))
+}
+
+// fallback returns the child of fallbacks for k.
+func (m *Limiter) fallback(k fallbackKey) prometheus.Counter {
+	if c, ok := m.fellBack.Load(k); ok {
+		return c.(prometheus.Counter)
 	}
+	c, _ := m.fellBack.LoadOrStore(k, m.fallbacks.WithLabelValues(k.node, k.reason.String()))
+	return c.(prometheus.Counter)
 }
 
 // StoreTimeout registers weir_store_timeout_seconds, read from timeout when
@@ -174,8 +184,27 @@ func StoreTimeout(reg prometheus.Registerer, timeout func() time.Duration) error
 	}, func() float64 { return timeout().Seconds() }))
 }
 
-// BreakerState implements limiter.Observer.
-func (m *Limiter) BreakerState(s breaker.State) { m.breakerOpen.Set(float64(s)) }
+// BreakerState implements limiter.Observer: the breaker of node "".
+func (m *Limiter) BreakerState(s breaker.State) { m.NodeBreakerState("", s) }
+
+// NodeBreakerState implements limiter.NodeObserver. A node's series,
+// every reason of weir_store_fallbacks_total included (so that rate()
+// sees the first fallback), exist from its first state.
+func (m *Limiter) NodeBreakerState(node string, s breaker.State) {
+	for _, r := range limiter.Fallbacks {
+		m.fallback(fallbackKey{node, r})
+	}
+	m.breakerState.WithLabelValues(node).Set(float64(s))
+}
+
+// NodeForgotten implements limiter.NodeObserver: the node's series go.
+func (m *Limiter) NodeForgotten(node string) {
+	m.breakerState.DeleteLabelValues(node)
+	for _, r := range limiter.Fallbacks {
+		m.fellBack.Delete(fallbackKey{node, r})
+		m.fallbacks.DeleteLabelValues(node, r.String())
+	}
+}
 
 // RulesLoaded records a rule set put in force.
 func (m *Limiter) RulesLoaded(domain, version string, at time.Time) {

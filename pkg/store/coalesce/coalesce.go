@@ -372,6 +372,18 @@ func (c *Coalescer) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Node passes the lookup of a request's node to the wrapped store when it
+// has one (see limiter.NodeLocator); otherwise it returns "": the store is
+// one node.
+func (c *Coalescer) Node(ctx context.Context, r algorithm.Request) (string, error) {
+	if l, ok := c.inner.(interface {
+		Node(context.Context, algorithm.Request) (string, error)
+	}); ok {
+		return l.Node(ctx, r)
+	}
+	return "", nil
+}
+
 func (c *Coalescer) work() {
 	var batch []*job
 	var reqs []algorithm.Request

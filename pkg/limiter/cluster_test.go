@@ -1,0 +1,224 @@
+package limiter_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/breaker"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/store/coalesce"
+	"github.com/weirhq/weir/pkg/store/redisstore"
+)
+
+const clusterYAML = `
+domain: cluster
+rules:
+  - {rule_id: open, key_type: k, limit: 1000000000, window_seconds: 3600, algorithm: FixedWindow, failure_mode: open}
+`
+
+// keysPerNode is how many keys of each primary the cluster test decides.
+const keysPerNode = 2
+
+// TestClusterPrimaryKilledBreaksOnlyItsNode kills one of three Redis
+// Cluster primaries while decisions run for keys on all three, through the
+// coalescer as limiterd wires it: keys on the healthy primaries are
+// decided by the store the whole time; keys on the dead one follow their
+// rule's failure mode (open) until the replica is promoted and the
+// breaker's cooldown has passed, then are decided by the store again, on
+// the promoted replica, a node of its own whose breaker is closed. It logs
+// the failover and recovery times quoted in docs/operations.md.
+func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := context.Background()
+	rc := redis.NewClusterClient(&redis.ClusterOptions{
+		// As limiterd tunes it: no retries, short timeouts, the context
+		// bounds each call.
+		Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		// One dial: a dead primary refuses at once, where go-redis's five
+		// dials 100ms apart would hold the coalescer's merged calls, and
+		// with them the healthy nodes' decisions, for half a second.
+		DialerRetries: 1,
+	})
+	t.Cleanup(func() { _ = rc.Close() })
+	rs, err := redisstore.New(rc, redisstore.Config{Prefix: "pernode"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coalesce.New(rs, coalesce.Config{Timeout: time.Second, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(co.Close)
+	const cooldown = 500 * time.Millisecond
+	l, err := limiter.New(limiter.Config{
+		Store: co, CacheKeys: -1,
+		// The coalescer merges requests of every node into one call,
+		// which waits for the dead primary's connection refusals (80–140
+		// ms here under -race) until its breaker opens, and again for each
+		// probe of it: a bound well above that keeps the healthy nodes'
+		// decisions in those calls from timing out (docs/operations.md,
+		// Redis Cluster).
+		StoreTimeout: 500 * time.Millisecond,
+		Breaker:      breaker.Config{Cooldown: cooldown},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if err := l.SetRules(compile(t, clusterYAML)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(key string) limiter.RuleResult {
+		t.Helper()
+		resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"k": key}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Items[0].Results[0]
+	}
+
+	// keysPerNode keys on each primary, by the store key the limiter uses.
+	type key struct{ attr, node, redisKey string }
+	var keys []key
+	count := map[string]int{}
+	for i := 0; len(keys) < 3*keysPerNode; i++ {
+		if i > 1000 {
+			t.Fatalf("no %d keys on each of three primaries among 1000: %v", keysPerNode, count)
+		}
+		attr := "key" + strconv.Itoa(i)
+		r := check(attr)
+		if r.Source != limiter.SourceStore {
+			t.Fatalf("healthy cluster, key %s: got source %v, want store", attr, r.Source)
+		}
+		req := algorithm.Request{Key: r.Match.StoreKey}
+		node, err := rs.Node(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count[node] < keysPerNode {
+			count[node]++
+			keys = append(keys, key{attr, node, rs.RedisKey(req)})
+		}
+	}
+	victim := keys[0].node
+	victimSlot := redistest.Slot(keys[0].redisKey)
+
+	// One caller per key, deciding it every few milliseconds until stop.
+	var (
+		stop       = make(chan struct{})
+		wg         sync.WaitGroup
+		killedAt   atomic.Int64 // Unix ns
+		healthyBad atomic.Int64
+		mu         sync.Mutex // guards the maps below
+		firstFail  = map[string]time.Time{}
+		backAt     = map[string]time.Time{}   // first store decision after a failure
+		badSources = map[limiter.Source]int{} // of healthy keys
+		oddSources = map[limiter.Source]int{} // of victim keys: neither store nor failure_open
+	)
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"k": k.attr}}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				src := resp.Items[0].Results[0].Source
+				now := time.Now()
+				mu.Lock()
+				switch {
+				case k.node != victim && src != limiter.SourceStore:
+					healthyBad.Add(1)
+					badSources[src]++
+				case k.node == victim && src != limiter.SourceStore:
+					if src != limiter.SourceFailureOpen {
+						oddSources[src]++
+					}
+					if _, ok := firstFail[k.attr]; !ok {
+						firstFail[k.attr] = now
+					}
+				case k.node == victim && killedAt.Load() != 0:
+					if _, failed := firstFail[k.attr]; failed {
+						if _, ok := backAt[k.attr]; !ok {
+							backAt[k.attr] = now
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	victimKeys := keysPerNode
+	recovered := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(backAt) == victimKeys
+	}
+
+	killed := time.Now()
+	killedAt.Store(killed.UnixNano())
+	dead := cl.KillPrimaryOf(t, victimSlot)
+	if dead != victim {
+		t.Fatalf("killed %s, want the victim keys' primary %s", dead, victim)
+	}
+	promoted := cl.WaitPromoted(t, victimSlot, dead)
+	promotedAfter := time.Since(killed)
+	deadline := time.Now().Add(30 * time.Second)
+	for !recovered() {
+		if time.Now().After(deadline) {
+			t.Fatalf("victim keys still not back on the store 30s after the promotion; node breakers %v", l.States())
+		}
+		time.Sleep(10 * time.Millisecond) // polls the callers' records
+	}
+	recoveredAfter := time.Since(killed)
+	// The callers run a little longer: all keys stay on the store.
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	if n := healthyBad.Load(); n != 0 {
+		t.Errorf("keys on the healthy primaries: got %d decisions not from the store (%v), want 0", n, badSources)
+	}
+	if len(firstFail) != victimKeys {
+		t.Errorf("victim keys that followed the failure mode: got %d, want %d: the kill was not seen", len(firstFail), victimKeys)
+	}
+	if len(oddSources) > 0 {
+		t.Errorf("victim keys: got sources %v, want only store and failure_open", oddSources)
+	}
+	states := l.States()
+	if s, ok := states[promoted]; !ok || s != breaker.Closed {
+		t.Errorf("breaker of the promoted replica %s: got %v (known %v), want closed; all: %v", promoted, s, ok, states)
+	}
+	for _, k := range keys {
+		if s := states[k.node]; k.node != victim && s != breaker.Closed {
+			t.Errorf("breaker of healthy primary %s: got %v, want closed", k.node, s)
+		}
+	}
+	if got, _ := rs.Node(ctx, algorithm.Request{Key: check(keys[0].attr).Match.StoreKey}); got != promoted {
+		t.Errorf("node of a victim key after the failover: got %s, want the promoted replica %s", got, promoted)
+	}
+	var lastBack time.Duration
+	for _, at := range backAt {
+		lastBack = max(lastBack, at.Sub(killed))
+	}
+	t.Logf("primary %s killed: replica %s promoted (seen by the test) %v after the kill; victim keys back on the store %v after the kill (last one %v); breaker cooldown %v, cluster-node-timeout %v; healthy keys: all %d callers' decisions from the store",
+		dead, promoted, promotedAfter.Round(10*time.Millisecond), recoveredAfter.Round(10*time.Millisecond), lastBack.Round(10*time.Millisecond), cooldown, redistest.NodeTimeout, len(keys)-keysPerNode)
+}
