@@ -97,7 +97,7 @@ func TestEmptyRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := limiter.New(limiter.Config{Store: mem(t), Now: newClock().now, AnyDomain: tt.anyDomain})
+			l, err := limiter.New(limiter.Config{Store: mem(t), Now: newClock().Now, AnyDomain: tt.anyDomain})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/redisstore"
@@ -16,7 +17,7 @@ import (
 // redisLimiter returns a limiter over a real redis-server with rules
 // loaded and the hot-key cache off, on clock c (nil: the real clock);
 // mut adjusts its config.
-func redisLimiter(t testing.TB, srv *redistest.Server, c *clock, rules string, mut ...func(*limiter.Config)) *limiter.Limiter {
+func redisLimiter(t testing.TB, srv *redistest.Server, c *fakeclock.Clock, rules string, mut ...func(*limiter.Config)) *limiter.Limiter {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true, PoolSize: 64})
 	t.Cleanup(func() { _ = rc.Close() })
@@ -26,7 +27,7 @@ func redisLimiter(t testing.TB, srv *redistest.Server, c *clock, rules string, m
 	}
 	cfg := limiter.Config{Store: rs, CacheKeys: -1}
 	if c != nil {
-		cfg.Now = c.now
+		cfg.Now = c.Now
 	}
 	for _, m := range mut {
 		m(&cfg)
@@ -65,14 +66,14 @@ func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
 	if got := source(t, l, context.Background()); got != limiter.SourceFailureOpen {
 		t.Fatalf("Redis dead: got %v, want failure_open", got)
 	}
-	c.add(time.Second) // past the breaker's cooldown
+	c.Advance(time.Second) // past the breaker's cooldown
 	if _, err := l.Status(context.Background(), "", "open", "x"); err == nil {
 		t.Fatal("status with Redis dead: got nil error")
 	}
 	srv.Restart(t)
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		c.add(time.Second)
+		c.Advance(time.Second)
 		if got := source(t, l, context.Background()); got == limiter.SourceStore {
 			break
 		}

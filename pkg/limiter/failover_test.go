@@ -67,7 +67,7 @@ func TestLocalModeCountsAcrossStoreOutages(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("Redis back for 5 s: still not deciding from it")
 		}
-		c.add(100 * time.Millisecond) // past the breaker's cooldown, well within the window
+		c.Advance(100 * time.Millisecond) // past the breaker's cooldown, well within the window
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Redis never saw b's admissions; the local count rejects, and Redis
@@ -85,6 +85,6 @@ func TestLocalModeCountsAcrossStoreOutages(t *testing.T) {
 	expect("Redis back", "c", []limiter.Source{store, store, store, store, store}, []bool{true, true, true, true, false})
 
 	// Once the local admissions are out of the window, Redis alone decides.
-	c.add(time.Hour)
+	c.Advance(time.Hour)
 	expect("next window", "b", []limiter.Source{store, store, store, store, store}, []bool{true, true, true, true, false})
 }

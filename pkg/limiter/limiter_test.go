@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -69,15 +70,10 @@ rules:
 
 var compile = rulesettest.Compile
 
-type clock struct{ t atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.t.Store(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
+// newClock returns the tests' fake clock at a fixed noon.
+func newClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 }
-func (c *clock) now() time.Time      { return time.Unix(0, c.t.Load()).UTC() }
-func (c *clock) add(d time.Duration) { c.t.Add(int64(d)) }
 
 // countingStore counts the calls that reach a real store.
 type countingStore struct {
@@ -90,9 +86,9 @@ func (s *countingStore) Decide(ctx context.Context, now time.Time, reqs []algori
 	return s.Store.Decide(ctx, now, reqs)
 }
 
-func newLimiter(t testing.TB, store limiter.Store, c *clock, mut ...func(*limiter.Config)) *limiter.Limiter {
+func newLimiter(t testing.TB, store limiter.Store, c *fakeclock.Clock, mut ...func(*limiter.Config)) *limiter.Limiter {
 	t.Helper()
-	cfg := limiter.Config{Store: store, Now: c.now}
+	cfg := limiter.Config{Store: store, Now: c.Now}
 	for _, m := range mut {
 		m(&cfg)
 	}
@@ -163,7 +159,7 @@ func TestAllMatchingRulesMustAllow(t *testing.T) {
 		t.Fatalf("per-user-day after 2 admitted and 1 refunded: got remaining %d, want 3", st.Remaining)
 	}
 	// Next second: allowed again; the day rule now reports least remaining.
-	c.add(time.Second)
+	c.Advance(time.Second)
 	it = check(t, l, user, 1)
 	if !it.Allowed || it.Results[it.Decisive].Match.Rule.Spec.ID != "per-user-second" {
 		t.Fatalf("got allowed=%v decisive %v", it.Allowed, ruleIDs(it))
@@ -262,7 +258,7 @@ func TestHotKeyCacheAbsorbsAndRuleChangeInvalidates(t *testing.T) {
 		t.Fatalf("after raising the limit: got allowed=%v source %v, want allowed by the store", it.Allowed, it.Results[0].Source)
 	}
 	// Time passing past RetryAfter ends the cache's say too.
-	c.add(301 * time.Second)
+	c.Advance(301 * time.Second)
 	if it := check(t, l, login, 1); !it.Allowed {
 		t.Fatal("after the window: got rejected")
 	}
@@ -294,7 +290,7 @@ func TestGlobalRulesEnforceTheDCShare(t *testing.T) {
 	user := map[string]string{"user_id": "s"}
 	allowed := 0
 	for range 10 {
-		c.add(2 * time.Second) // stay clear of the per-second rule
+		c.Advance(2 * time.Second) // stay clear of the per-second rule
 		if check(t, l, user, 1).Allowed {
 			allowed++
 		}

@@ -41,7 +41,7 @@ func TestAuditTrail(t *testing.T) {
 	as := bearer(writerToken)
 	step := func(method, target, body string) {
 		t.Helper()
-		e.clock.Add(time.Second)
+		e.clock.Advance(time.Second)
 		rec := e.do(method, target, body, as...)
 		if rec.Code != 200 && rec.Code != 201 {
 			t.Fatalf("%s %s: got %d %s", method, target, rec.Code, rec.Body)
@@ -157,7 +157,7 @@ func TestAuditTrail(t *testing.T) {
 func TestAuditSameTransaction(t *testing.T) {
 	e := newEnv(t)
 	e.create(seedCreate)
-	e.clock.Add(time.Millisecond)
+	e.clock.Advance(time.Millisecond)
 	e.do("PUT", "/rate-limits/api-global-default/shares", `{"dcs": {}}`)
 	resp, err := e.cli.Get(context.Background(), e.layout.Audit(), clientv3.WithPrefix())
 	if err != nil {
@@ -180,7 +180,7 @@ func TestAuditRetention(t *testing.T) {
 	e := newEnv(t, func(c *adminserver.Config) { c.AuditRetention = 5 })
 	e.create(seedCreate)
 	for i := range 11 {
-		e.clock.Add(time.Second)
+		e.clock.Advance(time.Second)
 		want(t, e.do("PUT", "/rate-limits/api-global-default", `{"limit": `+strconv.Itoa(i+1)+`}`), 200)
 	}
 	recs := e.audit()
@@ -198,7 +198,7 @@ func TestAuditRetention(t *testing.T) {
 	for i := range 1500 {
 		e.put(e.layout.Audit()+"0000000000"+strconv.Itoa(1_000_000_000+i)+"-00000000", `{}`)
 	}
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	want(t, e.do("PUT", "/rate-limits/api-global-default", `{"limit": 100}`), 200)
 	resp, err := e.cli.Get(context.Background(), e.layout.Audit(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
@@ -207,7 +207,7 @@ func TestAuditRetention(t *testing.T) {
 	if resp.Count != 1506-1000 {
 		t.Errorf("after one change: %d records, want 506 (1,000 trimmed)", resp.Count)
 	}
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	want(t, e.do("PUT", "/rate-limits/api-global-default", `{"limit": 101}`), 200)
 	recs = e.audit()
 	if len(recs) != 5 || !strings.Contains(string(recs[4].After), `"limit":101`) {

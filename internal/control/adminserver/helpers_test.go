@@ -18,6 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -45,43 +46,6 @@ const (
 // t0 is the test clock's first time.
 var t0 = time.Date(2023, 8, 25, 10, 0, 0, 0, time.UTC)
 
-// clock is a test clock that moves only when told to. Hook, if set, runs on
-// every reading (the handlers read the clock between reading etcd and
-// writing it, which lets a test slip in a concurrent change).
-type clock struct {
-	mu   sync.Mutex
-	now  time.Time
-	hook func()
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	now, hook := c.now, c.hook
-	c.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	return now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *clock) SetHook(h func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hook = h
-}
-
 // syncBuffer is a log sink safe for concurrent use.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -105,7 +69,7 @@ type env struct {
 	t      testing.TB
 	cli    *clientv3.Client
 	layout etcdlayout.Layout
-	clock  *clock
+	clock  *fakeclock.Clock
 	live   *memLive
 	logs   *syncBuffer
 	srv    *adminserver.Server
@@ -118,7 +82,7 @@ var sharedDCs = []string{"us-east", "eu-west", "ap-south"}
 func newEnv(t testing.TB, opts ...func(*adminserver.Config)) *env {
 	t.Helper()
 	cli := etcdtest.Start(t).Client(t)
-	e := &env{t: t, cli: cli, layout: etcdlayout.Layout{Prefix: "/test/"}, clock: &clock{now: t0},
+	e := &env{t: t, cli: cli, layout: etcdlayout.Layout{Prefix: "/test/"}, clock: fakeclock.New(t0),
 		live: newMemLive(), logs: &syncBuffer{}}
 	cfg := adminserver.Config{
 		Etcd:   cli,

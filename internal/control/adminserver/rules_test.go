@@ -39,7 +39,7 @@ func TestCreateSeedRule(t *testing.T) {
 	}
 
 	// Again: 409, nothing changed.
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	wantError(t, e.do("POST", "/rate-limits", seedCreate), http.StatusConflict, "already exists")
 	if s, r := e.get(e.layout.Rule("default", "api-global-default")); s != stored || r != rev {
 		t.Errorf("a refused create changed the rule")
@@ -348,7 +348,7 @@ func TestConcurrentChanges(t *testing.T) {
 	// on its first times readings.
 	interfere := func(times int) {
 		n := 0
-		e.clock.SetHook(func() {
+		e.clock.OnNow(func() {
 			if n < times {
 				n++
 				cur, _ := e.get(key)
@@ -381,7 +381,7 @@ func TestConcurrentChanges(t *testing.T) {
 	wantError(t, e.do("PUT", "/rate-limits/api-global-default", `{"limit": 1}`), 409, "kept changing")
 	wantError(t, e.do("DELETE", "/rate-limits/api-global-default", ""), 409, "kept changing")
 	wantError(t, e.do("PUT", "/rate-limits/api-global-default/shares", `{"dcs": {"us-east": {"pin": 0.5}}}`), 409, "kept changing")
-	e.clock.SetHook(nil)
+	e.clock.OnNow(nil)
 	if r, _ := e.get(key); !strings.Contains(r, `"limit":150`) {
 		t.Errorf("a refused write changed the rule: %s", r)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/dc/quota"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 )
@@ -22,25 +23,33 @@ func putLimit(rev int64, id string, local, global int64, keys ...quota.KeyShare)
 func TestLimits(t *testing.T) {
 	r := globalRule("r", nil) // limit 100; static 50 of 100 among a and b
 	r.Spec.Burst = 10
-	lease := func(clk *clock) quota.Change { return leasePut(1, clk.Now().Add(time.Hour), 10*time.Second) }
+	lease := func(clk *fakeclock.Clock) quota.Change { return leasePut(1, clk.Now().Add(time.Hour), 10*time.Second) }
 	tests := []struct {
 		name         string
 		key          string
 		limit, burst int64
-		docs         func(clk *clock) []quota.Change
+		docs         func(clk *fakeclock.Clock) []quota.Change
 		after        time.Duration
 		want, wantB  int64
 	}{
-		{"no document: static limit", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk)} }, 0, 50, 5},
-		{"the integer sent", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)} }, 0, 67, 6},
-		{"the whole limit", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 100, 100)} }, 0, 100, 10},
-		{"an old document: floor(share × limit)", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.675)} }, 0, 67, 6},
-		{"an override's limit: scaled down", "", 7, 0, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)} }, 0, 4, 0},
-		{"a key's own integer", "hot", 100, 10, func(clk *clock) []quota.Change {
+		{"no document: static limit", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk)} }, 0, 50, 5},
+		{"the integer sent", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change {
+			return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)}
+		}, 0, 67, 6},
+		{"the whole limit", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change {
+			return []quota.Change{lease(clk), putLimit(2, "r", 100, 100)}
+		}, 0, 100, 10},
+		{"an old document: floor(share × limit)", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.675)} }, 0, 67, 6},
+		{"an override's limit: scaled down", "", 7, 0, func(clk *fakeclock.Clock) []quota.Change {
+			return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)}
+		}, 0, 4, 0},
+		{"a key's own integer", "hot", 100, 10, func(clk *fakeclock.Clock) []quota.Change {
 			return []quota.Change{lease(clk), putLimit(2, "r", 10, 100, quota.KeyShare{Key: "hot", Share: 0.97, Limit: 97, GlobalLimit: 100})}
 		}, 0, 97, 9},
-		{"lease run out: the lesser of static and assigned", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)} }, time.Minute, 50, 5},
-		{"lease run out, below static: assigned", "", 100, 10, func(clk *clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 3, 100)} }, time.Minute, 3, 0},
+		{"lease run out: the lesser of static and assigned", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change {
+			return []quota.Change{lease(clk), putLimit(2, "r", 67, 100)}
+		}, time.Minute, 50, 5},
+		{"lease run out, below static: assigned", "", 100, 10, func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), putLimit(2, "r", 3, 100)} }, time.Minute, 3, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/dc/quota"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
@@ -20,23 +20,14 @@ import (
 
 var _ limiter.Quotas = (*quota.Table)(nil)
 
-// clock is a fake clock, safe for concurrent use.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock returns the tests' fake clock.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 const dc = "a"
 
 var dcs = []string{"a", "b"}
 
-func newTable(t testing.TB, clk *clock) *quota.Table {
+func newTable(t testing.TB, clk *fakeclock.Clock) *quota.Table {
 	t.Helper()
 	tb, err := quota.New(quota.Config{
 		DC:     dc,
@@ -90,7 +81,7 @@ func TestShare(t *testing.T) {
 	static3 := pinned.Spec.StaticShare(dc, dcs)
 
 	// lease is a lease put at revision 1 valid for 10 s.
-	lease := func(clk *clock) quota.Change { return leasePut(1, clk.Now().Add(time.Hour), 10*time.Second) }
+	lease := func(clk *fakeclock.Clock) quota.Change { return leasePut(1, clk.Now().Add(time.Hour), 10*time.Second) }
 	tests := []struct {
 		name string
 		rule *ruleset.Rule
@@ -98,162 +89,162 @@ func TestShare(t *testing.T) {
 		// setup fills the table; it is synced first with list.
 		// list, apply and relist change the table in this order, when
 		// set: Reset(10, list), Apply(20, apply), Reset(30, relist).
-		list, apply, relist func(clk *clock) []quota.Change
+		list, apply, relist func(clk *fakeclock.Clock) []quota.Change
 		after               time.Duration // clock advance before Share
 		want                float64
 	}{
 		{name: "not synced: static", rule: plain, want: half},
 		{name: "no document: static", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk)} }, want: half},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk)} }, want: half},
 		{name: "no document, rule with static shares", rule: pinned,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk)} }, want: static3},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk)} }, want: static3},
 		{name: "document above static", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
 		{name: "document below static", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 0.2},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 0.2},
 		{name: "document of another rule: static", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "other", 0.9)} }, want: half},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "other", 0.9)} }, want: half},
 		{name: "document of another domain: static", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				c := put(2, "r", 0.9)
 				c.Domain, c.Assignment.Domain = "e", "e"
 				return []quota.Change{lease(clk), c}
 			}, want: half},
 		{name: "key with its own share", rule: plain, key: "hot",
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), put(2, "r", 0.2, quota.KeyShare{Key: "hot", Share: 0.95})}
 			}, want: 0.95},
 		{name: "key not listed takes the rule's share", rule: plain, key: "cold",
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), put(2, "r", 0.2, quota.KeyShare{Key: "hot", Share: 0.95})}
 			}, want: 0.2},
 		{name: "empty key can be listed", rule: plain, key: "",
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), put(2, "r", 0.2, quota.KeyShare{Key: "", Share: 0.6})}
 			}, want: 0.6},
 		{name: "share 0", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0)} }, want: 0},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0)} }, want: 0},
 		{name: "share 1", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 1)} }, want: 1},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 1)} }, want: 1},
 		{name: "local rule: 1", rule: local,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 1},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 1},
 		{name: "local rule without lease: 1", rule: local, want: 1},
 
 		{name: "lease never received: min(static, assigned above)", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{put(2, "r", 0.8)} }, want: half},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{put(2, "r", 0.8)} }, want: half},
 		{name: "lease never received: min(static, assigned below)", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{put(2, "r", 0.2)} }, want: 0.2},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{put(2, "r", 0.2)} }, want: 0.2},
 		{name: "lease never received: key share capped", rule: plain, key: "hot",
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{put(2, "r", 0.2, quota.KeyShare{Key: "hot", Share: 0.95})}
 			}, want: half},
 		{name: "lease never received, no document: static", rule: plain,
-			list: func(clk *clock) []quota.Change { return nil }, want: half},
+			list: func(clk *fakeclock.Clock) []quota.Change { return nil }, want: half},
 		{name: "lease TTL from reception run out", rule: plain, after: 10 * time.Second,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: half},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: half},
 		{name: "lease TTL just not run out", rule: plain, after: 10*time.Second - time.Nanosecond,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
 		{name: "lease run out: assigned below static stays", rule: plain, after: time.Minute,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 0.2},
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} }, want: 0.2},
 		{name: "lease run out: key share capped", rule: pinned, key: "hot", after: time.Minute,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), put(2, "r", 0.2, quota.KeyShare{Key: "hot", Share: 0.95})}
 			}, want: static3},
 		{name: "lease valid_until passed first", rule: plain, after: 2 * time.Second,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{leasePut(1, clk.Now().Add(time.Second), time.Minute), put(2, "r", 0.8)}
 			}, want: half},
 		{name: "lease valid_until already passed on reception", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{leasePut(1, clk.Now().Add(-time.Millisecond), time.Minute), put(2, "r", 0.8)}
 			}, want: half},
 		{name: "lease TTL 0", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{leasePut(1, clk.Now().Add(time.Hour), 0), put(2, "r", 0.8)}
 			}, want: half},
 		{name: "lease renewed", rule: plain, after: 7 * time.Second, // 15 s after the first lease
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			apply: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				clk.Advance(8 * time.Second)
 				return []quota.Change{leasePut(3, clk.Now().Add(time.Hour), 10*time.Second)}
 			}, want: 0.8},
 		{name: "lease deleted", rule: plain,
-			list:  func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			apply: func(clk *clock) []quota.Change { return []quota.Change{{Revision: 3, Delete: true}} }, want: half},
+			list:  func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{{Revision: 3, Delete: true}} }, want: half},
 		{name: "lease of another DC is corrupt: no lease", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				l := lease(clk)
 				l.Lease.DC = "b"
 				return []quota.Change{l, put(2, "r", 0.8)}
 			}, want: half},
 		{name: "lease negative TTL is corrupt", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{leasePut(1, clk.Now().Add(time.Hour), -time.Second), put(2, "r", 0.8)}
 			}, want: half},
 		{name: "undecodable lease replaces a good one", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			apply: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{{Revision: 3, Err: errors.New("proto: cannot parse")}}
 			}, want: half},
 
 		{name: "corrupt after a share above static: static", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			apply: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{corrupt(3, "r", func(c *quota.Change) { c.Assignment.Share = math.NaN() })}
 			}, want: half},
 		{name: "corrupt after a share below static: previous", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
-			apply: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{corrupt(3, "r", func(c *quota.Change) { c.Assignment.Share = 2 })}
 			}, want: 0.2},
 		{name: "corrupt keeps previous key shares, capped", rule: plain, key: "hot",
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), put(2, "r", 0.8, quota.KeyShare{Key: "hot", Share: 0.1})}
 			},
-			apply: func(clk *clock) []quota.Change {
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{corrupt(3, "r", func(c *quota.Change) { c.Err = errors.New("bad wire type") })}
 			}, want: 0.1},
 		{name: "two corrupt in a row keep the last valid share", rule: plain,
-			list: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.3)} },
-			apply: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.3)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{
 					corrupt(3, "r", func(c *quota.Change) { c.Assignment.Share = -1 }),
 					corrupt(4, "r", func(c *quota.Change) { c.Assignment.DC = "b" }),
 				}
 			}, want: 0.3},
 		{name: "corrupt without any previous: 0", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), corrupt(2, "r", func(c *quota.Change) { c.Err = errors.New("bad") })}
 			}, want: 0},
 		{name: "valid after corrupt: in force", rule: plain,
-			list: func(clk *clock) []quota.Change {
+			list: func(clk *fakeclock.Clock) []quota.Change {
 				return []quota.Change{lease(clk), corrupt(2, "r", func(c *quota.Change) { c.Err = errors.New("bad") })}
 			},
-			apply: func(clk *clock) []quota.Change { return []quota.Change{put(3, "r", 0.7)} }, want: 0.7},
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{put(3, "r", 0.7)} }, want: 0.7},
 		{name: "deleted after a share above static: static", rule: plain,
-			list:  func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			apply: func(clk *clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: half},
+			list:  func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: half},
 		{name: "deleted after a share below static: previous", rule: plain,
-			list:  func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
-			apply: func(clk *clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: 0.2},
+			list:  func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: 0.2},
 		{name: "deleted then put again", rule: plain,
-			list:  func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
-			apply: func(clk *clock) []quota.Change { return []quota.Change{del(3, "r"), put(4, "r", 0.9)} }, want: 0.9},
+			list:  func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{del(3, "r"), put(4, "r", 0.9)} }, want: 0.9},
 		{name: "delete of an unknown document: static", rule: plain,
-			list:  func(clk *clock) []quota.Change { return []quota.Change{lease(clk)} },
-			apply: func(clk *clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: half},
+			list:  func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk)} },
+			apply: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{del(3, "r")} }, want: half},
 		{name: "unlisted on re-list: as deleted", rule: plain,
-			list:   func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
-			relist: func(clk *clock) []quota.Change { return []quota.Change{lease(clk)} }, want: 0.2},
+			list:   func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.2)} },
+			relist: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk)} }, want: 0.2},
 		{name: "listed again unchanged on re-list", rule: plain,
-			list:   func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			relist: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
+			list:   func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			relist: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} }, want: 0.8},
 		{name: "changed while not watching, on re-list", rule: plain,
-			list:   func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			relist: func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(25, "r", 0.6)} }, want: 0.6},
+			list:   func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			relist: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(25, "r", 0.6)} }, want: 0.6},
 		{name: "lease gone on re-list", rule: plain,
-			list:   func(clk *clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
-			relist: func(clk *clock) []quota.Change { return []quota.Change{put(2, "r", 0.8)} }, want: half},
+			list:   func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{lease(clk), put(2, "r", 0.8)} },
+			relist: func(clk *fakeclock.Clock) []quota.Change { return []quota.Change{put(2, "r", 0.8)} }, want: half},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

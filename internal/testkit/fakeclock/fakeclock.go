@@ -21,6 +21,7 @@ type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []waiter
+	onNow   func()
 }
 
 type waiter struct {
@@ -36,11 +37,24 @@ func New(now time.Time) *Clock {
 	return &Clock{now: now}
 }
 
-// Now returns the clock's time.
+// Now returns the clock's time, after running the function set by OnNow.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
+	now, hook := c.now, c.onNow
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return now
+}
+
+// OnNow sets a function that every Now runs (outside the clock's lock),
+// nil for none: code that reads the clock between two steps lets a test
+// slip a concurrent change in there.
+func (c *Clock) OnNow(f func()) {
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.now
+	c.onNow = f
 }
 
 // After returns a channel that receives the clock's time once the clock has

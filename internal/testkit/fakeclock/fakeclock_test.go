@@ -62,3 +62,17 @@ func TestWaitForTimers(t *testing.T) {
 		t.Errorf("waiter got %v, want %v", got, want)
 	}
 }
+
+func TestOnNow(t *testing.T) {
+	c := fakeclock.New(time.Time{})
+	calls := 0
+	c.OnNow(func() { calls++; c.Advance(time.Second) })
+	first := c.Now()
+	if calls != 1 || !first.Equal(fakeclock.Start) {
+		t.Fatalf("Now() = %v after %d hook calls, want %v after 1", first, calls, fakeclock.Start)
+	}
+	c.OnNow(nil)
+	if got, want := c.Now(), fakeclock.Start.Add(time.Second); !got.Equal(want) || calls != 1 {
+		t.Errorf("Now() = %v after %d hook calls, want %v after 1", got, calls, want)
+	}
+}

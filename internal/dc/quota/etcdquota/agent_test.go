@@ -20,6 +20,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
@@ -35,17 +36,8 @@ var (
 	dcs    = []string{"a", "b", "c"}
 )
 
-// clock is a fake clock, safe for concurrent use.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock returns the tests' fake clock.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Now()) }
 
 func globalRule(id string) *ruleset.Rule {
 	return &ruleset.Rule{Spec: rule.Rule{ID: id, Domain: "d", Scope: rule.ScopeGlobal, Limit: 100, WindowSeconds: 1}}
@@ -132,7 +124,7 @@ func shareIs(tb *quota.Table, id, key string, want float64) func() string {
 type instance struct {
 	agent *Agent
 	table *quota.Table
-	clock *clock
+	clock *fakeclock.Clock
 	stop  func() // cancels Run and waits for it, checking it returned soon
 }
 
