@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,8 +57,11 @@ var _ limiter.BoundedDecider = (*coalesce.Coalescer)(nil)
 type Config struct {
 	// DC names the datacenter. Default "local".
 	DC string
-	// Redis is the DC's Redis: host:port, a redis:// URL, or several
-	// comma-separated host:port for Redis Cluster. Empty keeps state in
+	// Redis is the DC's Redis: host:port, a redis:// (rediss://) URL, or
+	// for Redis Cluster several comma-separated host:port, or a URL naming
+	// further nodes with addr parameters
+	// (rediss://user:pass@node1:6379?addr=node2:6379), which is how a
+	// cluster needing TLS or a password is given. Empty keeps state in
 	// memory (single-node use).
 	Redis string
 	// StoreTimeout is the least bound on each store call; the bound adapts
@@ -439,6 +443,14 @@ func storeName(addr string) string {
 	return "redis"
 }
 
+// clusterURL reports whether a Redis URL names several Redis Cluster
+// nodes: further nodes come in addr query parameters (go-redis's
+// ParseClusterURL).
+func clusterURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Query().Has("addr")
+}
+
 // openStore returns the DC's store and a function that releases it.
 func openStore(cfg Config) (limiter.Store, func(), error) {
 	if cfg.Redis == "" {
@@ -454,6 +466,14 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	// own timeouts are the most that may adapt to.
 	timeout := cfg.StoreTimeoutMax
 	switch {
+	case strings.Contains(cfg.Redis, "://") && clusterURL(cfg.Redis):
+		opt, err := redis.ParseClusterURL(cfg.Redis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+		}
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		rc := redis.NewClusterClient(opt)
+		c, closeFn = rc, rc.Close
 	case strings.Contains(cfg.Redis, "://"):
 		opt, err := redis.ParseURL(cfg.Redis)
 		if err != nil {
