@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,35 +15,6 @@ import (
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/pkg/rule"
 )
-
-// startLimiter runs a limiter in DC a on the etcd at endpoints until the
-// test ends and returns the base URL of its HTTP API.
-func startLimiter(t *testing.T, endpoints []string) string {
-	t.Helper()
-	addrs := make(chan string, 1)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- limiterd.Run(ctx, limiterd.Config{
-			DC: "a", Etcd: endpoints, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(httpAddr, _ string) { addrs <- "http://" + httpAddr },
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("limiterd: %v", err)
-		}
-	})
-	select {
-	case base := <-addrs:
-		return base
-	case err := <-done:
-		t.Fatalf("limiterd stopped: %v", err)
-	}
-	return ""
-}
 
 // TestNewLimiterEnforcesLastValidRule corrupts a rule's document in etcd
 // by hand, then starts a limiter: it enforces the rule's last valid
@@ -71,7 +41,7 @@ func TestNewLimiterEnforcesLastValidRule(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base := startLimiter(t, etcd.Endpoints())
+	base := startLimiter(t, limiterd.Config{DC: "a", Etcd: etcd.Endpoints()})
 	get := func(method, path, body string) (int, []byte) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))

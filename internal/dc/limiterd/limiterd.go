@@ -471,7 +471,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
 		}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.ContextTimeoutEnabled, timeout)
+		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClusterClient(opt)
 		c, closeFn = rc, rc.Close
 	case strings.Contains(cfg.Redis, "://"):
