@@ -51,6 +51,24 @@ func TestReadmeRunMultiDC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// docs/operations.md's weirctl block and docs/admin-api.md's curl
+	// example are pasted against the same system after it.
+	ops, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsBlock, err := fencedBlock(string(ops), marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := os.ReadFile(filepath.Join(root, "docs", "admin-api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminBlock, err := fencedBlock(string(admin), marker)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The README's own ports when they are free; else the script's
 	// PORT_OFFSET moves every port, and the block's are moved alike.
 	off, ok := freeOffset()
@@ -59,11 +77,16 @@ func TestReadmeRunMultiDC(t *testing.T) {
 	}
 	if off != 0 {
 		t.Logf("run-multidc's ports %v are in use (another run-multidc?): running with PORT_OFFSET=%d", takenPorts(0), off)
-		block = shiftPorts(block, off)
+		block, opsBlock, adminBlock = shiftPorts(block, off), shiftPorts(opsBlock, off), shiftPorts(adminBlock, off)
 	}
 
 	dir := t.TempDir() // the reader's working directory: the block sources .cache/run-multidc/env
 	logs := filepath.Join(dir, ".cache", "run-multidc")
+	// The reader is in a checkout: the operations block applies
+	// deploy/multidc/rules.yaml.
+	if err := os.Symlink(filepath.Join(root, "deploy"), filepath.Join(dir, "deploy")); err != nil {
+		t.Fatal(err)
+	}
 	up := startMultiDC(t, root, logs, off)
 	select {
 	case <-up.ready:
@@ -73,31 +96,48 @@ func TestReadmeRunMultiDC(t *testing.T) {
 		t.Fatalf("run-multidc not ready after 4 minutes:\n%s%s", up.output(), tails(logs))
 	}
 
-	// The block runs as one script, so that what it sources stays in
+	// Each block runs as one script, so that what it sources stays in
 	// force; curl fails on an HTTP error as a reader would see one. The
 	// first seconds after start the leader may not have planned every
-	// rule yet, so the block is run again until it passes or time is up.
+	// rule yet, so a block that can run twice is run again until it passes
+	// or time is up; the admin API example creates and deletes a rule, and
+	// runs once.
+	for _, b := range []struct {
+		name, block string
+		again       bool
+	}{
+		{"README.md", block, true},
+		{"docs/operations.md", opsBlock, true},
+		{"docs/admin-api.md", adminBlock, false},
+	} {
+		out, err := runBlock(dir, b.block, b.again)
+		if err != nil {
+			t.Fatalf("the block of %s failed (%v):\n%s\noutput:\n%s%s", b.name, err, b.block, out, tails(logs))
+		}
+		t.Logf("%s block:\n%s\noutput:\n%s", b.name, b.block, out)
+	}
+}
+
+// runBlock runs a block of pasted commands in dir as one bash script that
+// stops at the first failing command, again for up to 30 s while it fails
+// when again is set.
+func runBlock(dir, block string, again bool) ([]byte, error) {
 	script := "set -euo pipefail\n" +
 		"curl() { command curl --fail-with-body \"$@\"; }\n" +
-		"trap 'echo \"README command failed: $BASH_COMMAND\" >&2' ERR\n" + block
-	var out []byte
+		"trap 'echo \"command failed: $BASH_COMMAND\" >&2' ERR\n" + block
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, "bash", "-c", script)
 		cmd.Dir = dir
 		cmd.Env = readerEnv()
-		out, err = cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
 		cancel()
-		if err == nil || time.Now().After(deadline) {
-			break
+		if err == nil || !again || time.Now().After(deadline) {
+			return out, err
 		}
 		time.Sleep(time.Second)
 	}
-	if err != nil {
-		t.Fatalf("the README's block failed (%v):\n%s\noutput:\n%s%s", err, block, out, tails(logs))
-	}
-	t.Logf("README block:\n%s\noutput:\n%s", block, out)
 }
 
 // fencedBlock returns the body of the first fenced code block of md that
@@ -118,7 +158,7 @@ func fencedBlock(md, marker string) (string, error) {
 			body = append(body, line)
 		}
 	}
-	return "", fmt.Errorf("README.md has no fenced block holding %q: the README changed; point this test at the block that goes with `make run-multidc`", marker)
+	return "", fmt.Errorf("no fenced block holds %q: the document changed; keep a block that goes with `make run-multidc` and sources the env file", marker)
 }
 
 // freeOffset returns a PORT_OFFSET at which every port of run-multidc is
