@@ -35,7 +35,16 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /rate-limits", func(w http.ResponseWriter, r *http.Request) {
-		js(w, map[string]any{"rules": []map[string]any{{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true}}})
+		js(w, map[string]any{
+			"rules": []map[string]any{
+				{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true},
+				{"rule_id": "held", "domain": "d", "limit": 5, "window_seconds": 1, "scope": "local", "enabled": true},
+			},
+			"invalid": []adminapi.InvalidRule{
+				{Domain: "d", RuleID: "held", Error: "limit: want an integer", InForce: true},
+				{Domain: "d", RuleID: "lost", Error: "malformed JSON"},
+			},
+		})
 	})
 	mux.HandleFunc("GET /rate-limits/r/shares", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"3"`)
@@ -260,5 +269,25 @@ func TestAssetsAndHeaders(t *testing.T) {
 	rec := do(c, "GET", "/ui/signin", "", nil)
 	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
 		t.Errorf("got CSP %q, want scripts from the console only", csp)
+	}
+}
+
+// TestOverviewMarksCorruptRules: a rule whose stored document is invalid is
+// shown at the version in force with a marker, and one with no valid
+// version kept gets a row saying it is not enforced.
+func TestOverviewMarksCorruptRules(t *testing.T) {
+	c, _ := newConsole(t, false)
+	rec := do(c, "GET", "/ui/", roToken, nil)
+	if rec.Code != 200 {
+		t.Fatalf("GET /ui/: got %d, want 200:\n%s", rec.Code, rec.Body)
+	}
+	body := rec.Body.String()
+	for _, want := range []string{
+		"stored document invalid, last valid version in force: limit: want an integer",
+		"stored document invalid and no valid version kept: not enforced by processes started since: malformed JSON",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview: no %q in\n%s", want, body)
+		}
 	}
 }

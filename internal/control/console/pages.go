@@ -107,12 +107,18 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 	var rows []overviewRow
 	for _, d := range domains {
 		cl := c.client(s, d)
-		rules, err := cl.ListRules(ctx)
+		list, err := cl.RuleList(ctx)
 		if err != nil {
 			p.noteLive(err)
 			continue
 		}
-		for _, ru := range rules {
+		// A rule whose stored document is invalid is listed at its last
+		// valid version (the one every process enforces), and marked.
+		invalid := map[string]string{}
+		for _, in := range list.Invalid {
+			invalid[in.RuleID] = in.Error
+		}
+		for _, ru := range list.Rules {
 			row := overviewRow{Domain: d, ID: ru.ID, Scope: string(ru.Scope), Limit: limitText(ru), Global: ru.Scope == rule.ScopeGlobal, Disabled: !ru.Enabled}
 			if ro, ok := byRule[[2]string{d, ru.ID}]; ok {
 				row.Planned, row.DCs = true, ro.DCs
@@ -134,7 +140,15 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 			if row.Disabled {
 				row.Markers = append(row.Markers, "disabled")
 			}
+			if reason, ok := invalid[ru.ID]; ok {
+				row.Markers = append(row.Markers, "stored document invalid, last valid version in force: "+reason)
+			}
 			rows = append(rows, row)
+		}
+		for _, in := range list.Invalid {
+			if !in.InForce {
+				rows = append(rows, overviewRow{Domain: d, ID: in.RuleID, Markers: []string{"stored document invalid and no valid version kept: not enforced by processes started since: " + in.Error}})
+			}
 		}
 	}
 	p.Data = rows
