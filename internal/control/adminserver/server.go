@@ -115,9 +115,10 @@ func (c Config) Validate() error {
 // coordinator may serve it, all writing to the same etcd) and is safe for
 // concurrent use.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	routes []string // the patterns of mux, in order
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -163,6 +164,11 @@ func New(cfg Config) (*Server, error) {
 	s.routeSeries()
 	return s, nil
 }
+
+// Routes returns the patterns ("METHOD /path/{name}") of the endpoints s
+// serves, in net/http.ServeMux syntax, for tests that hold them against
+// the API's documentation (docs/openapi/admin.yaml).
+func (s *Server) Routes() []string { return slices.Clone(s.routes) }
 
 // ServeHTTP serves the admin API. Requests that match no endpoint are
 // answered 404 (or 405, with Allow, when the path exists for other
@@ -221,6 +227,7 @@ func (h *headerRecorder) WriteHeader(code int) {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.routes = append(s.routes, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil && !s.forward(w, r, err) {
 			s.writeError(w, r, err)
