@@ -35,6 +35,17 @@
 //	                                       hold '/'; keys named "stats" and "shares" are shadowed.
 //	GET    /audit?limit=N&rule_id=&domain= 200 {"records": [...]}, newest first; limit 100 by default, at
 //	                                       most 1,000; the filters are optional
+//	GET    /rate-limits/{rule_id}/series   200 the rule's per-DC demand, shares and counts over the last
+//	                                       15 minutes (the console's charts); 404, 503
+//	GET    /overview                       200 every planned global rule's shares and recent counts; 503
+//	GET    /cluster                        200 the coordinators, and each DC's limiter instances with
+//	                                       their applied revision and last report; 503
+//
+// docs/openapi/admin.yaml describes every route with its status codes and
+// schemas; TestOpenAPI holds it to the server. A request naming no domain
+// gets the default one if it holds the rule, else the only one that does
+// (409 when several other domains do); a standby forwards the live views
+// to the leader (Config.Forward).
 //
 // Every error is JSON {"error": "..."}: 400 for malformed JSON or query
 // parameters, 404 for unknown rules and paths, 405 (with Allow) for a
