@@ -37,12 +37,13 @@ start_redis() {
   for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 
-# start_limiter NAME [limiter flags...]: sets gport, hport and lpid.
+# start_limiter NAME [limiter flags...]: sets gport, hport and lpid. RULES
+# is the --rules file or directory (default scripts/bench-limiter/rules.yaml).
 start_limiter() {
   local name=$1
   shift
   gport=$(free_port) hport=$(free_port)
-  "${pin_service[@]}" "$work/limiter" --dc bench --rules scripts/bench-limiter/rules.yaml \
+  "${pin_service[@]}" "$work/limiter" --dc bench --rules "${RULES:-scripts/bench-limiter/rules.yaml}" \
     --grpc-addr "127.0.0.1:$gport" --http-addr "127.0.0.1:$hport" --log-level warn "$@" >"$work/$name.log" 2>&1 &
   lpid=$!
   pids+=($lpid)

@@ -3,11 +3,15 @@
 # weir.v1 Check side by side, at closed-loop peak with a lean client
 # (weirload), 100k distinct keys, one and 16 descriptors (items) per call,
 # with the gRPC health call — the floor of any call — in the same run.
+# envoy-N asks a domain loaded from an envoyproxy/ratelimit configuration
+# (scripts/bench-envoy/envoy.yaml, answered as the peer answers), envoyw-N
+# a Weir rule file's domain, weir-N weir.v1 on that rule; the three decide
+# the same limit.
 # Each line gives decisions/s, p50/p99/p99.9, the limiter's CPU per
 # decision (and per call), redis-server's CPU and commands (INFO
 # commandstats) per decision, and the share of decisions that went to a
 # failure mode. A summary then states each API's CPU per decision over the
-# floor. Method: redis-server and the limiter share CPU 0, the load client
+# floor, and Envoy's CPU per decision over weir.v1's. Method: redis-server and the limiter share CPU 0, the load client
 # runs on CPU 1 (taskset), everything on loopback; default settings.
 # DURATION per phase (default 10s), CONC workers (default 50), LIMITER_BIN
 # to measure another build of the limiter.
@@ -16,6 +20,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 CONC=${CONC:-50}
 . scripts/bench-common.sh
+RULES=scripts/bench-envoy
 
 start_redis
 start_limiter limiter --redis "127.0.0.1:$rport"
@@ -30,22 +35,32 @@ load() {
     --duration "$DURATION" --warmup 2s --concurrency "$CONC" --name "$name" --json "$@" >"$work/$name.json"
 }
 load health --call health
-load envoy-1 --api envoy --keys 100000 --attrs bench=under
-load envoy-16 --api envoy --keys 100000 --attrs bench=under --batch 16
-load weir-1 --keys 100000 --attrs bench=under
-load weir-16 --keys 100000 --attrs bench=under --batch 16
+load envoy-1 --api envoy --domain envoybench --keys 100000 --attrs bench=under
+load envoy-16 --api envoy --domain envoybench --keys 100000 --attrs bench=under --batch 16
+load envoyw-1 --api envoy --domain bench --keys 100000 --attrs bench=under
+load envoyw-16 --api envoy --domain bench --keys 100000 --attrs bench=under --batch 16
+load weir-1 --domain bench --keys 100000 --attrs bench=under
+load weir-16 --domain bench --keys 100000 --attrs bench=under --batch 16
 
 field() { sed -E "s/.*\"$2\":([-0-9.e+]+).*/\1/" "$work/$1.json"; }
 floor=$(field health limiter_cpu_us_per_call)
 echo
 printf "summary (limiter CPU per decision over the floor, a gRPC health call of %.1fµs, shared by a call's decisions)\n" "$floor"
-for run in envoy-1 envoy-16 weir-1 weir-16; do
+for run in envoy-1 envoy-16 envoyw-1 envoyw-16 weir-1 weir-16; do
   cpu=$(field "$run" limiter_cpu_us_per_decision)
   awk -v r="$run" -v c="$cpu" -v f="$floor" -v b="${run##*-}" -v rc="$(field "$run" store_cpu_us_per_decision)" \
     -v cmds="$(field "$run" store_commands_per_decision)" -v fs="$(field "$run" failure_share)" \
     -v p50="$(field "$run" p50_us)" -v p99="$(field "$run" p99_us)" -v p999="$(field "$run" p999_us)" \
     -v dps="$(field "$run" decisions_per_second)" \
     'BEGIN { printf "%-9s %8.0f decisions/s  CPU %5.1fµs/decision (floor/%d + %5.1fµs)  redis %4.1fµs, %4.2f commands/decision  failure modes %.4f%%  p50/p99/p99.9 %.0f/%.0f/%.0fµs\n", r, dps, c, b, c - f / b, rc, cmds, 100 * fs, p50, p99, p999 }'
+done
+echo
+echo "Envoy's API over weir.v1, limiter CPU per decision (the issue's target: at most 1.10)"
+for b in 1 16; do
+  for e in envoy envoyw; do
+    awk -v r="$e-$b" -v e="$(field "$e-$b" limiter_cpu_us_per_decision)" -v w="$(field "weir-$b" limiter_cpu_us_per_decision)" \
+      'BEGIN { printf "%-9s %5.1fµs / weir-%s %5.1fµs = %.2f\n", r, e, substr(r, index(r, "-") + 1), w, e / w }'
+  done
 done
 echo
 echo "limiter warnings (failure modes, breaker; at most one line per 10s of each kind):"

@@ -18,6 +18,8 @@
 // the window's end. An empty domain or descriptor list is envoyproxy/
 // ratelimit's error (codes.Unknown), an unknown domain limits nothing.
 // Config.Headers adds its rate limit headers.
+// JSONHandler serves the same calls as envoyproxy/ratelimit's /json
+// endpoint: protojson in and out, 200/429/400 as the peer answers.
 //
 // Other domains (Weir rule files, etcd) are answered as follows.
 //

@@ -54,18 +54,19 @@ var PeerHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remain
 // concurrent use; create it with NewService.
 type Service struct {
 	rlsv3.UnimplementedRateLimitServiceServer
-	lim     *limiter.Limiter
-	now     func() time.Time
-	configs func(string) *envoyconf.Domain
-	headers Headers
-	units   unitRules
+	lim      *limiter.Limiter
+	now      func() time.Time
+	configs  func(string) *envoyconf.Domain
+	headers  Headers
+	units    unitRules
+	prefixes map[envoyconf.Unit]string
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, units: newUnitRules()}
+	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, units: newUnitRules(), prefixes: storePrefixes()}
 	if s.now == nil {
 		s.now = time.Now
 	}

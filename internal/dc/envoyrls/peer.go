@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -20,6 +20,16 @@ import (
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 )
+
+// storePrefixes are the store keys' prefixes of each unit's counters,
+// "envoy/<window seconds>/".
+func storePrefixes() map[envoyconf.Unit]string {
+	out := map[envoyconf.Unit]string{}
+	for u := envoyconf.Second; u <= envoyconf.Week; u++ {
+		out[u] = "envoy/" + strconv.FormatInt(u.Seconds(), 10) + "/"
+	}
+	return out
+}
 
 // unitRules are rules of one FixedWindow per Envoy unit, for limits that
 // have no Weir rule of their own: a descriptor's own limit, a
@@ -62,10 +72,19 @@ type peerLimit struct {
 func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
 	ds := req.GetDescriptors()
 	limits := make([]peerLimit, len(ds))
-	replacing := map[string]bool{}
+	n := 0
+	for _, d := range ds {
+		n += len(d.GetEntries())
+	}
+	all := make([]envoyconf.Entry, 0, n) // one array for every descriptor's entries
+	var replacing map[string]bool        // made when a limit replaces another
 	for i, d := range ds {
 		p := &limits[i]
-		p.entries = entriesOf(d)
+		start := len(all)
+		for _, e := range d.GetEntries() {
+			all = append(all, envoyconf.Entry{Key: e.GetKey(), Value: e.GetValue()})
+		}
+		p.entries = all[start:len(all):len(all)]
 		if o := d.GetLimit(); o != nil {
 			// The descriptor's own limit, never in shadow mode.
 			p.limit = &envoyconf.Limit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: envoyconf.Unit(o.GetUnit())}
@@ -80,6 +99,9 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 			continue
 		}
 		for _, r := range p.limit.Replaces {
+			if replacing == nil {
+				replacing = map[string]bool{}
+			}
 			replacing[r] = true
 		}
 		if p.limit.Unlimited {
@@ -92,8 +114,8 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 		}
 	}
 	set, _ := s.lim.Rules(req.GetDomain())
-	var items []limiter.Item
-	var itemOf []int
+	items := make([]limiter.Item, 0, len(ds))
+	itemOf := make([]int, 0, len(ds))
 	for i, d := range ds {
 		l := limits[i].limit
 		if l == nil {
@@ -119,9 +141,15 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 		}
 	}
 	now := s.now().Unix()
+	// Each kind of message in one array: three allocations a request, not
+	// three a descriptor.
+	statuses := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(ds))
+	current := make([]rlsv3.RateLimitResponse_RateLimit, len(itemOf))
+	resets := make([]durationpb.Duration, len(itemOf))
 	out := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(ds))}
 	for i := range ds {
-		out.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		out.Statuses[i] = &statuses[i]
+		statuses[i].Code = rlsv3.RateLimitResponse_OK
 		if limits[i].unlimited {
 			out.Statuses[i].LimitRemaining = math.MaxUint32
 		}
@@ -132,14 +160,15 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 		r := &resp.Items[k].Results[0]
 		over := !r.Allowed
 		st := out.Statuses[i]
-		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
-			Name: l.Name, RequestsPerUnit: l.RequestsPerUnit, Unit: rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit),
-		}
+		cl := &current[k]
+		cl.Name, cl.RequestsPerUnit, cl.Unit = l.Name, l.RequestsPerUnit, rlsv3.RateLimitResponse_RateLimit_Unit(l.Unit)
+		st.CurrentLimit = cl
 		if !over {
 			st.LimitRemaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
 		}
 		sec := l.Unit.Seconds()
-		st.DurationUntilReset = &durationpb.Duration{Seconds: sec - now%sec}
+		resets[k].Seconds = sec - now%sec
+		st.DurationUntilReset = &resets[k]
 		if over && !l.ShadowMode {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
@@ -173,22 +202,20 @@ func (s *Service) match(set *ruleset.Set, domain string, p *peerLimit) ruleset.M
 			r = own
 		}
 	}
-	key := envoyconf.CounterKey(domain, p.entries, p.found)
-	store := "envoy/" + strconv.FormatInt(l.Unit.Seconds(), 10) + "/" + key
+	// The store key is "envoy/<window seconds>/" and the counter key, built
+	// once: the counter key is its tail.
+	prefix := s.prefixes[l.Unit]
+	var b strings.Builder
+	b.Grow(len(prefix))
+	b.WriteString(prefix)
+	envoyconf.WriteCounterKey(&b, domain, p.entries, p.found)
+	store := b.String()
+	key := store[len(prefix):]
 	if len(store) > algorithm.MaxKeyLen {
 		sum := sha256.Sum256([]byte(key))
-		store = "envoy/" + strconv.FormatInt(l.Unit.Seconds(), 10) + "/sha256:" + hex.EncodeToString(sum[:])
+		store = prefix + "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return ruleset.Match{Rule: r, Key: key, StoreKey: store, Action: rule.ActionLimit, Limit: int64(l.RequestsPerUnit)}
-}
-
-func entriesOf(d *rlcommonv3.RateLimitDescriptor) []envoyconf.Entry {
-	es := d.GetEntries()
-	out := make([]envoyconf.Entry, len(es))
-	for i, e := range es {
-		out[i] = envoyconf.Entry{Key: e.GetKey(), Value: e.GetValue()}
-	}
-	return out
 }
 
 // addHeaders adds the rate limit headers, when configured, of the

@@ -88,9 +88,9 @@ descriptors:
 // hour's.
 var t1 = time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC)
 
-// peerServe serves the Envoy API over a limiter on a real Redis with the
-// given configurations of envoyproxy/ratelimit.
-func peerServe(t *testing.T, headers envoyrls.Headers, docs ...string) (rlsv3.RateLimitServiceClient, *fakeclock.Clock) {
+// peerService returns the Envoy API over a limiter on a real Redis with
+// the given configurations of envoyproxy/ratelimit.
+func peerService(t *testing.T, headers envoyrls.Headers, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
 	t.Helper()
 	srv := redistest.Start(t)
 	store, err := redisstore.New(srv.Client(t), redisstore.Config{})
@@ -120,15 +120,22 @@ func peerServe(t *testing.T, headers envoyrls.Headers, docs ...string) (rlsv3.Ra
 	if err := lim.SetRules(sets...); err != nil {
 		t.Fatal(err)
 	}
+	return envoyrls.NewService(lim, envoyrls.Config{
+		Now: c.Now, Headers: headers,
+		Configs: func(d string) *envoyconf.Domain { return trees[d] },
+	}), c
+}
+
+// peerServe serves the Envoy API over gRPC, as peerService makes it.
+func peerServe(t *testing.T, headers envoyrls.Headers, docs ...string) (rlsv3.RateLimitServiceClient, *fakeclock.Clock) {
+	t.Helper()
+	svc, c := peerService(t, headers, docs...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	envoyrls.Register(gs, envoyrls.NewService(lim, envoyrls.Config{
-		Now: c.Now, Headers: headers,
-		Configs: func(d string) *envoyconf.Domain { return trees[d] },
-	}))
+	envoyrls.Register(gs, svc)
 	done := make(chan error, 1)
 	go func() { done <- gs.Serve(ln) }()
 	t.Cleanup(func() {

@@ -30,6 +30,9 @@ type Config struct {
 	Limiter *limiter.Limiter
 	// Metrics serves /metrics; nil serves 404 there.
 	Metrics http.Handler
+	// Envoy serves POST /json, envoyproxy/ratelimit's JSON endpoint of
+	// Envoy's rate limit API (envoyrls.JSONHandler); nil serves 404 there.
+	Envoy http.Handler
 	// MaxBody limits request bodies in bytes. Default DefaultMaxBody.
 	MaxBody int64
 	// Logger. Default slog.Default().
@@ -47,6 +50,7 @@ type Config struct {
 type Server struct {
 	lim     *limiter.Limiter
 	metrics http.Handler
+	envoy   http.Handler
 	maxBody int64
 	log     *slog.Logger
 	now     func() time.Time
@@ -63,7 +67,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody < 0 {
 		return nil, fmt.Errorf("httpapi: negative MaxBody %d", cfg.MaxBody)
 	}
-	s := &Server{lim: cfg.Limiter, metrics: cfg.Metrics, maxBody: cfg.MaxBody, log: cfg.Logger}
+	s := &Server{lim: cfg.Limiter, metrics: cfg.Metrics, envoy: cfg.Envoy, maxBody: cfg.MaxBody, log: cfg.Logger}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBody
 	}
@@ -88,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	handle("GET /readyz", s.ready)
 	if s.metrics != nil {
 		handle("GET /metrics", s.metrics.ServeHTTP)
+	}
+	if s.envoy != nil {
+		handle("POST /json", s.envoy.ServeHTTP)
 	}
 	s.mux = mux
 	return s, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
 )
@@ -45,8 +46,10 @@ rules:
 func openapiServer(t *testing.T, rules string) (*httptest.Server, *httpapi.Server) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
+	lim := limitertest.New(t, rules, nil)
 	api, err := httpapi.New(httpapi.Config{
-		Limiter: limitertest.New(t, rules, nil), Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Envoy:  envoyrls.JSONHandler(envoyrls.NewService(lim, envoyrls.Config{})),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -121,6 +124,11 @@ func TestOpenAPI(t *testing.T) {
 		{"readyz", srv, "GET", "/readyz", "", "", false, 200},
 		{"readyz, no rules", bare, "GET", "/readyz", "", "", false, 503},
 		{"metrics", srv, "GET", "/metrics", "", "", false, 200},
+		{"envoy json", srv, "POST", "/json", "application/json", `{"domain":"shop","descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, false, 200},
+		{"envoy json, over limit", srv, "POST", "/json", "application/json", `{"domain":"shop","descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, false, 429},
+		{"envoy json, unknown domain", srv, "POST", "/json", "application/json", `{"domain":"nope","hitsAddend":2,"descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, false, 200},
+		{"envoy json, malformed", srv, "POST", "/json", "application/json", `}`, true, 400},
+		{"envoy json, no domain", srv, "POST", "/json", "application/json", `{"descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, true, 400},
 	}
 	seen := map[string]bool{} // "METHOD path status"
 	for _, c := range calls {

@@ -298,7 +298,15 @@ func Run(ctx context.Context, cfg Config) error {
 		httpLn.Close()
 		return fmt.Errorf("limiterd: listen grpc: %w", err)
 	}
-	api, err := httpapi.New(httpapi.Config{Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log, Warnings: glob.warnings})
+	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders}
+	if rules != nil {
+		ecfg.Configs = rules.Tree
+	}
+	envoySvc := envoyrls.NewService(lim, ecfg)
+	api, err := httpapi.New(httpapi.Config{
+		Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Envoy: envoyrls.JSONHandler(envoySvc),
+		Logger: log, Warnings: glob.warnings,
+	})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
 	}
@@ -334,11 +342,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	hs := grpcapi.Register(grpcSrv, grpcapi.NewService(lim))
-	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders}
-	if rules != nil {
-		ecfg.Configs = rules.Tree
-	}
-	envoyrls.Register(grpcSrv, envoyrls.NewService(lim, ecfg))
+	envoyrls.Register(grpcSrv, envoySvc)
 
 	var wg sync.WaitGroup
 	gctx, stopGlobal := context.WithCancel(context.WithoutCancel(ctx))
