@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -14,7 +16,10 @@ import (
 
 // BenchmarkRedisDecide measures decisions per second against a local
 // redis-server: one EVALSHA per call, and batches of 16 in one pipeline,
-// from one goroutine and from 32.
+// from one goroutine and from 32. It also reports Redis's own work per
+// decision: the commands its INFO commandstats counts (EVALSHA and the
+// commands the script runs) and the CPU time its INFO cpu counts (user +
+// system, all of the server's threads).
 func BenchmarkRedisDecide(b *testing.B) {
 	srv := redistest.Start(b)
 	c := srv.Client(b)
@@ -33,6 +38,7 @@ func BenchmarkRedisDecide(b *testing.B) {
 					if par == 1 {
 						b.SetParallelism(1)
 					}
+					cmds0, cpu0 := redisWork(b, c)
 					start := time.Now()
 					b.RunParallel(func(pb *testing.PB) {
 						reqs := make([]algorithm.Request, batch)
@@ -52,11 +58,45 @@ func BenchmarkRedisDecide(b *testing.B) {
 							}
 						}
 					})
-					b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "decisions/s")
+					elapsed := time.Since(start)
+					cmds1, cpu1 := redisWork(b, c)
+					n := float64(b.N * batch)
+					b.ReportMetric(n/elapsed.Seconds(), "decisions/s")
+					b.ReportMetric(float64(cmds1-cmds0-1)/n, "redis-cmds/decision") // less the INFO itself
+					b.ReportMetric((cpu1-cpu0)*1e6/n, "redis-µs/decision")
 				})
 			}
 		}
 	}
+}
+
+// redisWork returns the commands Redis has run (INFO commandstats) and
+// the CPU seconds it has used (INFO cpu) so far.
+func redisWork(b *testing.B, c *redis.Client) (cmds int64, cpu float64) {
+	b.Helper()
+	ctx := context.Background()
+	stats, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, calls := range commandCalls(stats) {
+		cmds += calls
+	}
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, v, _ := strings.Cut(line, ":")
+		if name == "used_cpu_sys" || name == "used_cpu_user" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %q: %v", line, err)
+			}
+			cpu += f
+		}
+	}
+	return cmds, cpu
 }
 
 // BenchmarkRedisMemory reports the Redis memory one active key takes, per

@@ -94,12 +94,18 @@ func New(c Client, cfg Config) (*Store, error) {
 	s.scripts[algorithm.FixedWindow] = newScript(fixedLua)
 	s.scripts[algorithm.SlidingWindowCounter] = newScript(counterLua)
 	s.scripts[algorithm.SlidingWindowLog] = newScript(logLua)
+	// The tags of the counter algorithms end in a layout version: their
+	// states were hashes under "tb", "lb", "fw" and "sc", and are packed
+	// strings since version 2. A new name rather than reading both
+	// layouts keeps limiters of both versions working side by side during
+	// a rolling upgrade (each on its own keys); the old keys expire
+	// through their TTLs.
 	s.tags = [...]string{
-		algorithm.TokenBucket:          "tb",
-		algorithm.LeakyBucket:          "lb",
-		algorithm.FixedWindow:          "fw",
+		algorithm.TokenBucket:          "tb2",
+		algorithm.LeakyBucket:          "lb2",
+		algorithm.FixedWindow:          "fw2",
 		algorithm.SlidingWindowLog:     "sl",
-		algorithm.SlidingWindowCounter: "sc",
+		algorithm.SlidingWindowCounter: "sc2",
 	}
 	return s, nil
 }

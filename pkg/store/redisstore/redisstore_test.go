@@ -113,7 +113,7 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, c, "weir")
 	r := algorithm.Request{Key: "k", Params: algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: time.Minute}, Cost: 1}
-	if err := c.Set(ctx, s.RedisKey(r), "not a hash", 0).Err(); err != nil {
+	if err := c.HSet(ctx, s.RedisKey(r), "w", "0", "c", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	ok := r
@@ -128,15 +128,50 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 	if res[1].Err != nil || !res[1].Allowed {
 		t.Errorf("other key in the batch: got %+v, want allowed", res[1])
 	}
-	// Fields of the wrong kind inside the right type read as fresh, never panic.
-	if err := c.Del(ctx, s.RedisKey(r)).Err(); err != nil {
-		t.Fatal(err)
+	// A value of the wrong shape inside the right type reads as fresh,
+	// never panics.
+	for _, a := range []algorithm.Algorithm{algorithm.TokenBucket, algorithm.FixedWindow, algorithm.SlidingWindowCounter} {
+		r := r
+		r.Params.Algorithm = a
+		for _, v := range []string{"garbage", "1:x", "1:2:3:4", ":", "12"} {
+			if err := c.Set(ctx, s.RedisKey(r), v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r})
+			if err != nil || res[0].Err != nil || res[0].Remaining != 2 {
+				t.Errorf("%s over %q: got %+v %v, want allowed with 2 remaining", a, v, res, err)
+			}
+		}
 	}
-	if err := c.HSet(ctx, s.RedisKey(r), "w", "garbage", "c", "x").Err(); err != nil {
-		t.Fatal(err)
+}
+
+// TestOldLayoutIsIgnored checks that keys in the layout before version 2
+// (hashes under the tags "tb", "lb", "fw" and "sc"), which a running
+// deployment leaves behind, neither break nor sway a decision: the packed
+// states live under new tags, and the old keys expire.
+func TestOldLayoutIsIgnored(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := storetest.T0
+	start := now.UnixMilli() - now.UnixMilli()%time.Minute.Milliseconds()
+	old := map[algorithm.Algorithm][]any{
+		algorithm.TokenBucket:          {"tb", "l", 3 * 60_000, "t", now.UnixMilli()},
+		algorithm.LeakyBucket:          {"lb", "l", 3 * 60_000, "t", now.UnixMilli()},
+		algorithm.FixedWindow:          {"fw", "w", start, "c", 3},
+		algorithm.SlidingWindowCounter: {"sc", "w", start, "c", 3, "p", 0},
 	}
-	if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r}); err != nil {
-		t.Fatal(err)
+	for a, fields := range old {
+		p := algorithm.Params{Algorithm: a, Limit: 3, Burst: 3, Window: time.Minute}
+		r := algorithm.Request{Key: "user", Params: p, Cost: 1}
+		if err := c.HSet(ctx, "weir:{user}:"+fields[0].(string), fields[1:]...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Decide(ctx, now, []algorithm.Request{r})
+		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != 2 {
+			t.Errorf("%s next to a full old-layout key: got %+v %v, want allowed with 2 remaining", a, res, err)
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 -- Token bucket and leaky bucket: one meter (see pkg/algorithm/bucket.go).
--- KEYS[1]  hash {l = fill in 1/window-ms tokens, t = Unix ms of last update}
+-- KEYS[1]  string "<fill in 1/window-ms tokens>:<Unix ms of last update>"
 -- ARGV     mode ("d" decide | "r" refund), now ms, window ms, limit,
 --          capacity, cost, at ms (refund: when the refunded request was
 --          admitted)
 -- Returns  {allowed, fill, last}
+-- Commands: GET, then SET ... PX (or DEL, for an empty bucket) only when
+-- the state changes.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -12,9 +14,15 @@ local limit = tonumber(ARGV[4])
 local capacity = tonumber(ARGV[5])
 local cost = tonumber(ARGV[6])
 
-local v = redis.call('HMGET', key, 'l', 't')
-local level = tonumber(v[1]) or 0
-local last = tonumber(v[2]) or 0
+local level, last
+local v = redis.call('GET', key)
+if v then
+  local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
+  level, last = tonumber(a), tonumber(b)
+end
+if level == nil or last == nil then
+  level, last = 0, 0
+end
 if now > last then
   if limit == 0 then
     last = now
@@ -57,11 +65,10 @@ end
 if write then
   if level == 0 or limit == 0 then
     -- A drained bucket, or one that never drains, is as good as fresh.
-    redis.call('DEL', key)
+    if v then redis.call('DEL', key) end
   else
-    redis.call('HSET', key, 'l', string.format('%d', level), 't', string.format('%d', last))
     local ttl = last - now + math.ceil(level / limit) + 1000
-    redis.call('PEXPIRE', key, string.format('%d', ttl))
+    redis.call('SET', key, string.format('%d:%d', level, last), 'PX', string.format('%d', ttl))
   end
 end
 return {allowed, level, last}

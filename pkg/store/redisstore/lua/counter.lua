@@ -1,8 +1,9 @@
 -- Sliding window counter (see pkg/algorithm/window.go).
--- KEYS[1]  hash {w = current window start in Unix ms, c = its count,
---          p = the previous window's count}
+-- KEYS[1]  string "<current window start in Unix ms>:<its count>:<the
+--          previous window's count>"
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
 -- Returns  {allowed, window start, count, previous count}
+-- Commands: GET, then SET ... PX only when the state changes.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -11,11 +12,13 @@ local limit = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 
 local start = now - (now % w)
-local v = redis.call('HMGET', key, 'w', 'c', 'p')
-local sw = tonumber(v[1])
-local count = tonumber(v[2]) or 0
-local prev = tonumber(v[3]) or 0
-if sw == nil then
+local sw, count, prev
+local v = redis.call('GET', key)
+if v then
+  local a, b, c = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
+  sw, count, prev = tonumber(a), tonumber(b), tonumber(c)
+end
+if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
   -- current window (or a clock ahead of ours): keep
@@ -49,15 +52,15 @@ else
   if as == sw then
     count = count - cost
     if count < 0 then count = 0 end
+    write = true
   elseif as == sw - w then
     prev = prev - cost
     if prev < 0 then prev = 0 end
+    write = true
   end
-  write = true
 end
 
 if write then
-  redis.call('HSET', key, 'w', string.format('%d', sw), 'c', string.format('%d', count), 'p', string.format('%d', prev))
-  redis.call('PEXPIRE', key, string.format('%d', sw + 2 * w - now + 1000))
+  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000))
 end
 return {allowed, sw, count, prev}

@@ -1,8 +1,9 @@
 -- Fixed window counter (see pkg/algorithm/window.go).
--- KEYS[1]  hash {w = window start in Unix ms, c = cost admitted in it}
+-- KEYS[1]  string "<window start in Unix ms>:<cost admitted in it>"
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund),
 --          count rejected ("1": a rejected cost is counted too)
 -- Returns  {allowed, window start, count}
+-- Commands: GET, then SET ... PX only when the state changes.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -11,10 +12,13 @@ local limit = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 
 local start = now - (now % w)
-local v = redis.call('HMGET', key, 'w', 'c')
-local sw = tonumber(v[1])
-local count = tonumber(v[2]) or 0
-if sw == nil or sw < start then
+local sw, count
+local v = redis.call('GET', key)
+if v then
+  local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
+  sw, count = tonumber(a), tonumber(b)
+end
+if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
 end
@@ -39,7 +43,6 @@ else
 end
 
 if write then
-  redis.call('HSET', key, 'w', string.format('%d', sw), 'c', string.format('%d', count))
-  redis.call('PEXPIRE', key, string.format('%d', sw + w - now + 1000))
+  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', sw + w - now + 1000))
 end
 return {allowed, sw, count}

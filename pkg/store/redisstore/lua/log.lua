@@ -3,6 +3,10 @@
 --          Unix ms; members at one score are named "<ms>:0" .. "<ms>:n-1".
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
 -- Returns  {allowed, count, newest ms, kth ms} (see algorithm.LogView)
+-- Commands: ZREMRANGEBYSCORE and ZCARD always; the newest entry is read
+-- once (ZRANGE) and not at all for an empty log; an admission adds ZCOUNT
+-- only when its stamp already has entries, then ZADD and PEXPIRE; a
+-- rejection adds a ZRANGE for the k-th entry; a refund ZCOUNT and ZREM.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -11,24 +15,31 @@ local limit = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 
 local function fmt(n) return string.format('%d', n) end
+local count
+-- newest returns the score of the log's newest entry, or 0 if it is empty.
 local function newest()
+  if count == 0 then return 0 end
   local r = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if r[2] then return tonumber(r[2]) end
   return 0
 end
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - w))
-local count = redis.call('ZCARD', key)
+count = redis.call('ZCARD', key)
 local allowed = 0
+local nw
 if mode == 'd' then
   if count + cost <= limit then
     allowed = 1
+    nw = newest()
     if cost > 0 then
       -- Keep the log sorted when this clock is behind the newest entry.
       local at = now
-      local nw = newest()
       if nw > at then at = nw end
-      local base = redis.call('ZCOUNT', key, fmt(at), fmt(at))
+      local base = 0
+      if nw == at then
+        base = redis.call('ZCOUNT', key, fmt(at), fmt(at))
+      end
       local ats = fmt(at)
       local i = 0
       while i < cost do
@@ -43,6 +54,7 @@ if mode == 'd' then
         redis.call('ZADD', key, unpack(args))
       end
       count = count + cost
+      nw = at
       redis.call('PEXPIRE', key, fmt(at + w - now + 1000))
     end
   end
@@ -52,19 +64,26 @@ else
   local n = redis.call('ZCOUNT', key, ats, ats)
   local k = 0
   while k < cost and n > 0 do
-    n = n - 1
-    redis.call('ZREM', key, ats .. ':' .. fmt(n))
-    k = k + 1
+    local args = {}
+    local j = 0
+    while k < cost and n > 0 and j < 500 do
+      n = n - 1
+      args[#args + 1] = ats .. ':' .. fmt(n)
+      k = k + 1
+      j = j + 1
+    end
+    redis.call('ZREM', key, unpack(args))
   end
   count = count - k
 end
 
 local kth = 0
-if allowed == 0 then
+if allowed == 0 and mode == 'd' then
   local k = count + cost - limit - 1
   if k >= 0 and k < count then
     local r = redis.call('ZRANGE', key, k, k, 'WITHSCORES')
     if r[2] then kth = tonumber(r[2]) end
   end
 end
-return {allowed, count, newest(), kth}
+if nw == nil then nw = newest() end
+return {allowed, count, nw, kth}

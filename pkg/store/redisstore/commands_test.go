@@ -1,0 +1,144 @@
+package redisstore_test
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/storetest"
+	"github.com/weirhq/weir/pkg/algorithm"
+)
+
+// commandCalls returns the calls per command in the reply of INFO
+// commandstats ("cmdstat_get:calls=3,usec=..." lines), by lowercase name.
+func commandCalls(info string) map[string]int64 {
+	calls := make(map[string]int64)
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || len(name) == len(line) {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err == nil {
+					calls[name] = n
+				}
+			}
+		}
+	}
+	return calls
+}
+
+// TestCommandsPerDecision pins the commands Redis runs for one decision of
+// each algorithm, as INFO commandstats counts them: the EVALSHA and the
+// commands its script runs. docs/algorithms.md lists the same counts.
+func TestCommandsPerDecision(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "cmds")
+	if err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := storetest.T0
+	ms := time.Millisecond
+	type step struct {
+		at     time.Duration // after t0
+		cost   int64
+		refund bool // give back cost admitted at t0
+	}
+	const (
+		admitFresh = "admit fresh key"
+		admit      = "admit"
+		admitSame  = "admit in the same ms"
+		reject     = "reject"
+		peek       = "peek"
+		refund     = "refund"
+	)
+	// Each case runs its setup steps at limit 2, then resets the stats
+	// and runs the measured step.
+	steps := map[string]struct {
+		setup []step
+		step  step
+	}{
+		admitFresh: {nil, step{at: 0, cost: 1}},
+		admit:      {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 1}},
+		admitSame:  {[]step{{at: 0, cost: 1}}, step{at: 0, cost: 1}},
+		reject:     {[]step{{at: 0, cost: 2}}, step{at: ms, cost: 1}},
+		peek:       {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 0}},
+		refund:     {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 1, refund: true}},
+	}
+	counter := map[string]map[string]int64{
+		admitFresh: {"evalsha": 1, "get": 1, "set": 1},
+		admit:      {"evalsha": 1, "get": 1, "set": 1},
+		admitSame:  {"evalsha": 1, "get": 1, "set": 1},
+		reject:     {"evalsha": 1, "get": 1},
+		peek:       {"evalsha": 1, "get": 1},
+		refund:     {"evalsha": 1, "get": 1, "set": 1},
+	}
+	bucket := maps.Clone(counter)
+	// The refund empties the bucket: an empty bucket is deleted.
+	bucket[refund] = map[string]int64{"evalsha": 1, "get": 1, "del": 1}
+	want := map[algorithm.Algorithm]map[string]map[string]int64{
+		algorithm.TokenBucket:          bucket,
+		algorithm.LeakyBucket:          bucket,
+		algorithm.FixedWindow:          counter,
+		algorithm.SlidingWindowCounter: counter,
+		algorithm.SlidingWindowLog: {
+			admitFresh: {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zadd": 1, "pexpire": 1},
+			admit:      {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 1, "zadd": 1, "pexpire": 1},
+			admitSame:  {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 1, "zcount": 1, "zadd": 1, "pexpire": 1},
+			reject:     {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 2},
+			peek:       {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 1},
+			refund:     {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zcount": 1, "zrem": 1}, // the log is empty after
+		},
+	}
+	n := 0
+	for _, a := range algorithm.All {
+		for name, st := range steps {
+			t.Run(a.String()+"/"+name, func(t *testing.T) {
+				n++
+				p := algorithm.Params{Algorithm: a, Limit: 2, Window: time.Minute}
+				if a == algorithm.LeakyBucket {
+					p.Burst = 2
+				}
+				r := algorithm.Request{Key: "k" + strconv.Itoa(n), Params: p}
+				run := func(st step) {
+					t.Helper()
+					r.Cost = st.cost
+					if st.refund {
+						if err := s.Refund(ctx, t0, t0.Add(st.at), []algorithm.Request{r}); err != nil {
+							t.Fatal(err)
+						}
+						return
+					}
+					res, err := s.Decide(ctx, t0.Add(st.at), []algorithm.Request{r})
+					if err != nil || res[0].Err != nil {
+						t.Fatal(err, res[0].Err)
+					}
+				}
+				for _, st := range st.setup {
+					run(st)
+				}
+				if err := c.ConfigResetStat(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				run(st.step)
+				info, err := c.Info(ctx, "commandstats").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := commandCalls(info)
+				delete(got, "config|resetstat")
+				if w := want[a][name]; !maps.Equal(got, w) {
+					t.Errorf("got commands %v, want %v", got, w)
+				}
+			})
+		}
+	}
+}
