@@ -153,13 +153,15 @@ type dcState struct {
 	lateAt     time.Time
 	leaseUntil time.Time // valid_until of the last lease written
 	expired    bool
-	ack        int64 // every instance of the DC has applied up to here
+	expiredAt  time.Time // when the planner saw the lease surely run out
+	ack        int64     // every instance of the DC has applied up to here
 	acks       []ackSample
 }
 
 type ruleState struct {
 	ref      ruleRef
 	wait     time.Duration // quarantine of released quota
+	memory   time.Duration // how long an admission weighs on the rule's decisions
 	spec     rule.Rule
 	policy   []allocate.DC
 	entry    *entry
@@ -187,9 +189,16 @@ type entry struct {
 	// hist holds, per DC, the writes the DC may not have applied yet: the
 	// first was in force at some revision the DC has acknowledged, the
 	// others came later. Whatever the DC enforces is one of them.
-	hist     [][]write
-	next     []int64 // grants of the write in flight
-	quiet    int     // intervals without pressure (keys)
+	hist [][]write
+	next []int64 // grants of the write in flight
+	// used holds, per DC, its latest report of what it consumed in the
+	// window; carry, what it may have consumed when it applied the write
+	// in force at revision carryRev, until a reading after that revision
+	// comes (consumed.go).
+	used     []reading
+	carry    []int64
+	carryRev []int64
+	quiet    int // intervals without pressure (keys)
 	retiring bool
 }
 
@@ -251,6 +260,7 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
+		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n),
 	}
 	p.setStatic(rs, e)
 	for d := range e.pend {

@@ -1,0 +1,91 @@
+package planner
+
+import "github.com/weirhq/weir/pkg/allocate"
+
+// Usage-aware limits (docs/architecture.md, "Usage-aware limits"): quota
+// moved between DCs is quota not yet consumed in the window. A DC that
+// applied local limit l at instant t, having consumed c(t) by its
+// algorithm's count, consumes at most max(c(t), l) in every window that
+// ends after t while l stays in force — whatever the window's length. So
+// the planner counts a DC as holding the larger of its writes not yet
+// acknowledged and what it reported consumed after applying the write in
+// force, and the others grow only into what is left.
+
+// reading is a DC's latest report of what it consumed of an entry.
+type reading struct {
+	v   int64 // consumed, in units of the entry's limit
+	rev int64 // the revision the reporting instance had applied
+	ok  bool  // the DC reports consumption for the entry
+}
+
+// observe records that DC d consumed v of e, read after the reporting
+// instance had applied its DC's documents up to rev.
+func (e *entry) observe(d int, v, rev int64) {
+	v = min(max(v, 0), e.limit)
+	r := &e.used[d]
+	if r.ok && rev < r.rev {
+		return // an older instance's view, or a report overtaken
+	}
+	*r = reading{v: v, rev: rev, ok: true}
+	if rev >= e.carryRev[d] {
+		e.carry[d] = 0
+	}
+}
+
+// release is called when DC d's writes older than its write in force at
+// revision rev stop counting as held, their largest limit being pruned:
+// the DC may have consumed up to that much by the time it applied rev, and
+// it stays held until a reading taken after rev says otherwise.
+func (e *entry) release(d int, pruned, rev int64) {
+	if !e.used[d].ok {
+		return
+	}
+	e.carry[d] = max(e.carry[d], pruned, e.used[d].v)
+	e.carryRev[d] = max(e.carryRev[d], rev)
+	if e.used[d].rev >= rev {
+		e.carry[d] = 0
+	}
+}
+
+// consumed returns the most DC d may have consumed of e in the window, as
+// far as its readings say: 0 for a DC that does not report consumption.
+func (e *entry) consumed(d int) int64 {
+	if !e.used[d].ok {
+		return 0
+	}
+	return max(e.used[d].v, e.carry[d])
+}
+
+// usageAware reports whether any DC reports consumption for e, so that its
+// targets are usage-aware.
+func (e *entry) usageAware() bool {
+	for _, r := range e.used {
+		if r.ok {
+			return true
+		}
+	}
+	return false
+}
+
+// awareTargets turns e's target shares into usage-aware local limits:
+// each DC keeps what it consumed, and what nobody consumed yet is
+// apportioned by the shares — so Σ targets = e.limit, and quota moves
+// between DCs only as it is left unconsumed.
+func (e *entry) awareTargets() {
+	n := len(e.target)
+	free := e.limit
+	c := make([]int64, n)
+	for d := range n {
+		c[d] = e.consumed(d)
+		free -= c[d]
+	}
+	if free < 0 {
+		// The readings disagree in time; what is held bounds the sum.
+		free = 0
+	}
+	a := make([]int64, n)
+	allocate.Apportion(e.share, free, a)
+	for d := range n {
+		e.target[d] = min(e.limit, c[d]+a[d])
+	}
+}
