@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,15 +34,25 @@ func (a *app) listRules(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := c.ListRules(ctx)
+	list, err := c.RuleList(ctx)
 	if err != nil {
 		return err
 	}
+	rules := list.Rules
 	if a.json() {
-		if rules == nil {
-			rules = []rule.Rule{}
+		if list.Rules == nil {
+			list.Rules = []rule.Rule{}
 		}
-		return writeJSON(a.env.stdout, map[string]any{"rules": rules})
+		return writeJSON(a.env.stdout, list)
+	}
+	// Corrupt documents first, where an operator looks.
+	for _, bad := range list.Invalid {
+		what := "NOT ENFORCED by processes started since: no valid version kept"
+		if bad.InForce {
+			what = "in force: its last valid version (updated_at " + bad.UpdatedAt.Format(time.RFC3339) + ")"
+		}
+		fmt.Fprintf(a.env.stdout, "WARNING: rule %s in domain %s: stored document invalid (%s); %s; fix it (weirctl apply or update) or delete it\n",
+			bad.RuleID, bad.Domain, oneLine(bad.Error), what)
 	}
 	if len(rules) == 0 {
 		fmt.Fprintln(a.env.stdout, "no rules")
@@ -87,12 +98,19 @@ func (a *app) getRule(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	r, etag, err := c.GetRule(ctx, id)
+	sr, err := c.GetStoredRule(ctx, id)
 	if err != nil {
 		return err
 	}
+	r, etag := sr.Rule, sr.ETag
 	if a.json() {
+		if sr.Invalid != "" {
+			fmt.Fprintf(a.env.stderr, "weirctl: WARNING: the stored document of rule %s is invalid (%s); shown: its last valid version, in force\n", id, sr.Invalid)
+		}
 		return writeJSON(a.env.stdout, r)
+	}
+	if sr.Invalid != "" {
+		fmt.Fprintf(a.env.stdout, "WARNING: the stored document of rule %s is invalid (%s); shown: its last valid version, in force until it is fixed or deleted\n", id, sr.Invalid)
 	}
 	doc, err := json.Marshal(r)
 	if err != nil {
@@ -110,6 +128,11 @@ func (a *app) getRule(ctx context.Context, id string) error {
 		t.row("etag", etag)
 	}
 	return t.flush()
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
 }
 
 // cell shows a JSON value in a table: strings without their quotes,

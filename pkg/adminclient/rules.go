@@ -31,6 +31,41 @@ func (c *Client) GetRule(ctx context.Context, id string) (r rule.Rule, etag stri
 	return r, h.Get("ETag"), nil
 }
 
+// StoredRule is a rule as GetStoredRule returns it.
+type StoredRule struct {
+	// Rule is the version in force.
+	Rule rule.Rule
+	// ETag is the stored document's, as GetRule returns it.
+	ETag string
+	// Invalid, when not empty, says why the stored document is invalid:
+	// Rule is then its last valid version, which limiters enforce and
+	// coordinators plan until the document is fixed or deleted.
+	Invalid string
+}
+
+// GetStoredRule is GetRule that also says whether the rule's stored
+// document is invalid (adminapi.HeaderInvalidDocument).
+func (c *Client) GetStoredRule(ctx context.Context, id string) (StoredRule, error) {
+	var out StoredRule
+	h, err := c.do(ctx, request{method: http.MethodGet, path: []string{"rate-limits", id}}, &out.Rule)
+	if err != nil {
+		return StoredRule{}, fmt.Errorf("get rule %q: %w", id, err)
+	}
+	out.ETag, out.Invalid = h.Get("ETag"), h.Get(adminapi.HeaderInvalidDocument)
+	return out, nil
+}
+
+// RuleList returns the whole answer of GET /rate-limits: the rules in
+// force, as ListRules does, and the rules whose stored document is
+// invalid.
+func (c *Client) RuleList(ctx context.Context) (adminapi.RuleList, error) {
+	var out adminapi.RuleList
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: []string{"rate-limits"}}, &out); err != nil {
+		return adminapi.RuleList{}, fmt.Errorf("list rules: %w", err)
+	}
+	return out, nil
+}
+
 // ListRules returns every rule of c's domain (GET /rate-limits), in the
 // server's order. Without a domain, the server may answer the rules of
 // every domain (the coordinator's does), each carrying its domain.

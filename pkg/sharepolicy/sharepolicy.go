@@ -5,14 +5,13 @@
 package sharepolicy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/weirhq/weir/pkg/allocate"
+	"github.com/weirhq/weir/pkg/document"
+	"github.com/weirhq/weir/pkg/fielderr"
 )
 
 // MaxBytes bounds a policy document.
@@ -44,23 +43,68 @@ type DCPolicy struct {
 	Drained bool `json:"drained,omitempty"`
 }
 
-// Decode reads a policy document strictly: unknown fields, trailing
-// data and documents over MaxBytes are refused. It does not check DC
-// names; Settings does, against the DCs it is given.
+// ValidationError lists every problem of a policy document that Decode
+// found, each at its field path ("dcs.eu.pin: appears more than once");
+// it matches ErrPolicy with errors.Is.
+type ValidationError = fielderr.List[invalid]
+
+type invalid struct{}
+
+func (invalid) Sentinel() error { return ErrPolicy }
+
+// Decode reads a policy document strictly with package document. A
+// document that is not well-formed JSON, or is over MaxBytes, gives an
+// error wrapping ErrPolicy; any other problem (a key repeated at any
+// level, an unknown field, a value of the wrong type) a *ValidationError
+// that lists them all. It does not check DC names or values; Settings
+// does, against the DCs it is given.
 func Decode(data []byte) (Policy, error) {
-	if len(data) > MaxBytes {
-		return Policy{}, fmt.Errorf("%w: %d bytes; at most %d", ErrPolicy, len(data), MaxBytes)
+	tree, err := document.ParseJSON(data, document.Limits{MaxSize: MaxBytes})
+	if err != nil {
+		return Policy{}, document.Wrap(err, ErrPolicy, ErrPolicy)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var p Policy
-	if err := dec.Decode(&p); err != nil {
-		return Policy{}, fmt.Errorf("%w: %v", ErrPolicy, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Policy{}, fmt.Errorf("%w: data after the document", ErrPolicy)
+	var rep fielderr.Report[invalid]
+	p := decode(&rep, tree)
+	if err := rep.Err(); err != nil {
+		return Policy{}, err
 	}
 	return p, nil
+}
+
+// decode reads a policy from its tree; a field present but unreadable is
+// reported and left zero.
+func decode(rep *fielderr.Report[invalid], tree *document.Node) Policy {
+	var p Policy
+	o := document.Open(rep, "", tree)
+	if o == nil {
+		return p
+	}
+	if v, ok := o.Get("dcs"); ok {
+		if dcs := document.OpenAs(rep, o.FieldPath("dcs"), v, "an object of DC settings"); dcs != nil {
+			p.DCs = make(map[string]DCPolicy, len(v.Fields))
+			for _, f := range v.Fields {
+				p.DCs[f.Key] = decodeDC(rep, dcs.FieldPath(f.Key), f.Value)
+			}
+		}
+	}
+	o.Done()
+	return p
+}
+
+func decodeDC(rep *fielderr.Report[invalid], path string, v *document.Node) DCPolicy {
+	var d DCPolicy
+	o := document.OpenAs(rep, path, v, "a DC's settings (an object)")
+	if o == nil {
+		return d
+	}
+	if pin, ok := o.Float("pin"); ok {
+		d.Pin = &pin
+	}
+	d.Floor, _ = o.Float("floor")
+	d.Ceiling, _ = o.Float("ceiling")
+	d.Drained, _ = o.Bool("drained")
+	o.Done()
+	return d
 }
 
 // Settings returns the policy as allocate settings over dcs, in their

@@ -2,7 +2,11 @@ package sharepolicy
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/pkg/document"
 )
 
 func TestDecodeAndSettings(t *testing.T) {
@@ -19,6 +23,10 @@ func TestDecodeAndSettings(t *testing.T) {
 		{"negative floor", `{"dcs":{"a":{"floor":-0.1}}}`, false},
 		{"trailing data", `{"dcs":{}} {}`, false},
 		{"not JSON", `pin a`, false},
+		{"repeated pin", `{"dcs":{"a":{"pin":0.9,"pin":0.1}}}`, false},
+		{"repeated DC", `{"dcs":{"a":{"pin":0.9},"a":{"drained":true}}}`, false},
+		{"repeated dcs", `{"dcs":{"a":{"pin":0.9}},"dcs":{}}`, false},
+		{"null settings", `{"dcs":{"a":{"pin":null,"floor":null}}}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,13 +44,63 @@ func TestDecodeAndSettings(t *testing.T) {
 	}
 }
 
+// TestDecodeErrors checks that every problem of a document is reported at
+// its field path, repeated keys at any level included: the coordinator
+// and a proxy reading the first value must not disagree with a reader of
+// the last.
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // "path: reason"
+	}{
+		{"repeated pin", `{"dcs":{"a":{"pin":0.9,"pin":0.1}}}`, []string{"dcs.a.pin: appears more than once"}},
+		{"repeated DC", `{"dcs":{"a":{"pin":0.9},"a":{"drained":true}}}`, []string{"dcs.a: appears more than once"}},
+		{"repeated dcs", `{"dcs":{},"dcs":{"a":{"pin":0.9}}}`, []string{"dcs: appears more than once"}},
+		{"unknown field", `{"dcs":{"a":{"pinned":0.5}}}`, []string{"dcs.a.pinned: unknown field (want pin, floor, ceiling or drained)"}},
+		{"case matters", `{"DCs":{}}`, []string{"DCs: unknown field (want dcs)"}},
+		{"wrong types", `{"dcs":{"a":{"pin":"0.5","drained":1},"b":[]}}`, []string{
+			`dcs.a.pin: want a number, got "0.5"`, "dcs.a.drained: want true or false, got 1", "dcs.b: want a DC's settings (an object), got a list"}},
+		{"dcs not an object", `{"dcs":[]}`, []string{"dcs: want an object of DC settings, got a list"}},
+		{"not an object", `null`, []string{"want an object, got null"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.doc))
+			ve, ok := errors.AsType[*ValidationError](err)
+			if !ok {
+				t.Fatalf("got %v, want a *ValidationError", err)
+			}
+			if !errors.Is(err, ErrPolicy) {
+				t.Errorf("got %v, want an error matching ErrPolicy", err)
+			}
+			var got []string
+			for _, fe := range ve.Errors {
+				got = append(got, fe.Error())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, doc := range []string{`{"dcs":`, `{} {}`, `{"dcs":{}}` + strings.Repeat(" ", MaxBytes)} {
+		if _, err := Decode([]byte(doc)); !errors.Is(err, ErrPolicy) || errors.As(err, new(*ValidationError)) {
+			t.Errorf("%.20q: got %v, want an error matching ErrPolicy that is no *ValidationError", doc, err)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"dcs":{"a":{"pin":0.5},"b":{"floor":0.1,"ceiling":0.8},"c":{"drained":true}}}`))
 	f.Add([]byte(`{"dcs":{"a":{"pin":1e308}}}`))
+	f.Add([]byte(`{"dcs":{"a":{"pin":0.9,"pin":0.1},"a":{}},"dcs":null}`))
+	f.Add([]byte(`{"dcs":{"b":{"floor":0.1,"\u0066loor":0.9}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Decode(data)
 		if err != nil {
 			return
+		}
+		if tree, err := document.ParseJSON(data, document.Limits{}); err != nil || len(tree.Duplicates("")) > 0 {
+			t.Fatalf("accepted %q, which repeats a key or is malformed (%v)", data, err)
 		}
 		s, err := p.Settings([]string{"a", "b", "c"})
 		if err != nil {

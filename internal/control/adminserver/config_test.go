@@ -42,8 +42,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestTooLargeForEtcd checks that a valid rule too large for one etcd
-// transaction (with its audit record) is answered 413, not 503.
+// TestTooLargeForEtcd checks that a valid rule too large for the limiters
+// to read (or for one etcd transaction, with its shadow and audit record)
+// is answered 413, not 503, and not stored.
 func TestTooLargeForEtcd(t *testing.T) {
 	e := newEnv(t)
 	var b strings.Builder
@@ -55,5 +56,5 @@ func TestTooLargeForEtcd(t *testing.T) {
 		fmt.Fprintf(&b, `{"key": "%04d%s", "action": "deny"}`, i, strings.Repeat("k", 1000))
 	}
 	b.WriteString(`]}`)
-	wantError(t, e.do("POST", "/rate-limits", b.String()), 413, "larger than etcd accepts")
+	wantError(t, e.do("POST", "/rate-limits", b.String()), 413, "larger than limiters read")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -54,6 +55,7 @@ func FuzzCreate(f *testing.F) {
 	e := fuzzEnv(f)
 	f.Add([]byte(seedCreate))
 	f.Add([]byte(loginRule))
+	f.Add([]byte(`{"rule_id": "r", "limit": 1, "window_seconds": 1, "key_type": "ip", "conditions": {"a": "x", "a": "y"}, "overrides": [{"key": "k", "action": "deny", "action": "allow"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := e.with(t)
 		req := httptest.NewRequest("POST", "/rate-limits", bytes.NewReader(body))
@@ -117,6 +119,8 @@ func FuzzUpdate(f *testing.F) {
 	base, _ := e.get(key)
 	f.Add([]byte(seedUpdate))
 	f.Add([]byte(`{"burst": null, "algorithm": "TokenBucket", "burst": 5}`))
+	f.Add([]byte(`{"conditions": {"plan": "a", "plan": "b"}, "methods": ["GET"]}`))
+	f.Add([]byte(`{"overrides": [{"key": "k", "action": "deny"}, {"key": "j", "key": "i", "action": "allow"}], "key_type": "ip"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := e.with(t)
 		e.put(key, base)
@@ -134,6 +138,9 @@ func FuzzUpdate(f *testing.F) {
 		}
 		if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
 			t.Fatalf("body %q: not an object, but the update was accepted", body)
+		}
+		if tree, err := document.ParseJSON(body, document.Limits{}); err != nil || len(tree.Duplicates("")) > 0 {
+			t.Fatalf("body %q: malformed or repeating a key (%v), but the update was accepted", body, err)
 		}
 		if stored != string(bytes.TrimSpace(rec.Body.Bytes())) {
 			t.Fatalf("body %q: answered %s, stored %s", body, rec.Body, stored)

@@ -95,28 +95,45 @@ func TestShares(t *testing.T) {
 		t.Errorf("a policy without dcs is stored as %s, want {\"dcs\":{}}", got)
 	}
 
-	// Errors.
+	// Errors. A policy's own problems are listed field by field, repeated
+	// keys at any level included.
 	tests := []struct {
 		name, target, body string
 		code               int
 		msg                string
+		fields             []adminapi.FieldError
 	}{
-		{"unknown DC", path, `{"dcs": {"mars": {"pin": 0.5}}}`, 422, `unknown DC "mars"`},
-		{"pin out of range", path, `{"dcs": {"us-east": {"pin": 1.5}}}`, 422, "sharepolicy: invalid share policy"},
-		{"pins over 1", path, `{"dcs": {"us-east": {"pin": 0.6}, "eu-west": {"pin": 0.6}}}`, 422, "sharepolicy: invalid share policy"},
-		{"unknown field", path, `{"dcs": {"us-east": {"weight": 1}}}`, 422, "unknown field"},
-		{"wrong type", path, `{"dcs": []}`, 422, "sharepolicy: invalid share policy"},
-		{"trailing data", path, `{"dcs": {}} {}`, 400, "malformed JSON"},
-		{"malformed", path, `{"dcs": `, 400, "malformed JSON"},
-		{"too large", path, `{"dcs": {}, "x": "` + strings.Repeat("x", sharepolicy.MaxBytes) + `"}`, 413, "at most 65536"},
-		{"local rule", "/rate-limits/per-dc/shares", `{"dcs": {}}`, 422, `has scope "local"`},
-		{"unknown rule", "/rate-limits/nope/shares", `{"dcs": {}}`, 404, "not found"},
-		{"unknown domain", path + "?domain=shop", `{"dcs": {}}`, 404, "not found"},
+		{"unknown DC", path, `{"dcs": {"mars": {"pin": 0.5}}}`, 422, `unknown DC "mars"`, nil},
+		{"pin out of range", path, `{"dcs": {"us-east": {"pin": 1.5}}}`, 422, "sharepolicy: invalid share policy", nil},
+		{"pins over 1", path, `{"dcs": {"us-east": {"pin": 0.6}, "eu-west": {"pin": 0.6}}}`, 422, "sharepolicy: invalid share policy", nil},
+		{"unknown field", path, `{"dcs": {"us-east": {"weight": 1}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.us-east.weight", Reason: "unknown field (want pin, floor, ceiling or drained)"}}},
+		{"wrong type", path, `{"dcs": []}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs", Reason: "want an object of DC settings, got a list"}}},
+		{"repeated pin", path, `{"dcs": {"us-east": {"pin": 0.9, "pin": 0.1}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.us-east.pin", Reason: "appears more than once"}}},
+		{"repeated DC", path, `{"dcs": {"us-east": {"pin": 0.9}, "us-east": {"drained": true}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.us-east", Reason: "appears more than once"}}},
+		{"repeated dcs", path, `{"dcs": {"us-east": {"pin": 0.9}}, "dcs": {}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs", Reason: "appears more than once"}}},
+		{"trailing data", path, `{"dcs": {}} {}`, 400, "malformed JSON", nil},
+		{"malformed", path, `{"dcs": `, 400, "malformed JSON", nil},
+		{"too large", path, `{"dcs": {}, "x": "` + strings.Repeat("x", sharepolicy.MaxBytes) + `"}`, 413, "at most 65536", nil},
+		{"local rule", "/rate-limits/per-dc/shares", `{"dcs": {}}`, 422, `has scope "local"`, nil},
+		{"unknown rule", "/rate-limits/nope/shares", `{"dcs": {}}`, 404, "not found", nil},
+		{"unknown domain", path + "?domain=shop", `{"dcs": {}}`, 404, "not found", nil},
 	}
+	_, rev = e.get(e.layout.Policy("default", "api-global-default"))
 	for _, tt := range tests {
 		t.Run("PUT "+tt.name, func(t *testing.T) {
-			wantError(t, e.do("PUT", tt.target, tt.body), tt.code, tt.msg)
+			body := wantError(t, e.do("PUT", tt.target, tt.body), tt.code, tt.msg)
+			if !reflect.DeepEqual(body.Fields, tt.fields) {
+				t.Errorf("fields:\ngot  %+v\nwant %+v", body.Fields, tt.fields)
+			}
 		})
+	}
+	if _, r := e.get(e.layout.Policy("default", "api-global-default")); r != rev {
+		t.Errorf("a refused policy was written: revision %d, want %d", r, rev)
 	}
 	wantError(t, e.do("GET", "/rate-limits/per-dc/shares", ""), 422, "only global rules have shares")
 	wantError(t, e.do("GET", "/rate-limits/nope/shares", ""), 404, "not found")

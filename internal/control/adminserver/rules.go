@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -22,29 +26,36 @@ const maxAttempts = 3
 
 // storedRule is a rule as read from etcd.
 type storedRule struct {
-	r   rule.Rule
-	doc []byte // as stored
-	rev int64  // its mod revision
+	r   rule.Rule // the version in force: the document, or its shadow when the document is invalid
+	doc []byte    // the document of r: the stored document, or the shadow
+	raw []byte    // the stored document, as stored
+	rev int64     // the stored document's mod revision
+	bad error     // why the stored document is invalid; nil when it is valid
 }
 
-// readRule reads a rule; ok is false when there is none.
+// readRule reads a rule; ok is false when there is none. A rule whose
+// document is invalid is answered with its last valid version (bad set)
+// or, without one, 409: there is nothing to show or patch, only to delete.
 func (s *Server) readRule(ctx context.Context, domain, id string) (sr storedRule, ok bool, err error) {
-	resp, err := s.cfg.Etcd.Get(ctx, s.cfg.Layout.Rule(domain, id))
+	st, err := rulestore.Read(ctx, s.cfg.Etcd, s.cfg.Layout, domain, id)
 	if err != nil {
 		return storedRule{}, false, etcdError("read rule", err)
 	}
-	if len(resp.Kvs) == 0 {
+	if !st.Exists() {
 		return storedRule{}, false, nil
 	}
-	kv := resp.Kvs[0]
-	r, err := rule.ParseRule(kv.Value)
-	if err != nil {
-		he := errorf(http.StatusInternalServerError, "the stored rule '%s' in domain '%s' is invalid", id, domain)
-		he.cause = err
-		return storedRule{}, false, he
+	sr = storedRule{raw: st.Doc, rev: st.Revision, bad: st.Err}
+	r, kept := st.InForce()
+	switch {
+	case st.Err == nil:
+		sr.r, sr.doc = r, st.Doc
+	case kept:
+		sr.r, sr.doc = r, st.Shadow
+	default:
+		s.log.Warn("invalid rule in etcd, with no valid version kept", "domain", domain, "rule", id, "err", st.Err)
+		return sr, true, errorf(http.StatusConflict, "the stored document of rule '%s' in domain '%s' is invalid (%v) and no valid version of it is kept: delete the rule and create it again", id, domain, st.Err)
 	}
-	r.Domain, r.ID = domain, id // the key is authoritative
-	return storedRule{r: r, doc: kv.Value, rev: kv.ModRevision}, true, nil
+	return sr, true, nil
 }
 
 // mustReadRule is readRule with 404 for a missing rule.
@@ -54,6 +65,23 @@ func (s *Server) mustReadRule(ctx context.Context, domain, id string) (storedRul
 		err = notFound(domain, id)
 	}
 	return sr, err
+}
+
+// encodeRule returns the document to store for rl: one that every reader
+// takes (rulestore.Encode), or the answer that refuses it.
+func encodeRule(rl rule.Rule) ([]byte, error) {
+	doc, err := rulestore.Encode(rl)
+	switch {
+	case err == nil:
+		return doc, nil
+	case errors.Is(err, rulestore.ErrTooLarge):
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the rule's document would be larger than limiters read (%d bytes): %v", rulestore.MaxDocumentBytes, err)
+	}
+	var ve *rule.ValidationError
+	if errors.As(err, &ve) {
+		return nil, ruleError(ve, 0)
+	}
+	return nil, errorf(http.StatusUnprocessableEntity, "invalid rule: %v", err)
 }
 
 // ruleError turns an error of rule.ParseRule into an answer.
@@ -102,7 +130,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.cfg.Now().UTC()
 	rl.CreatedAt, rl.UpdatedAt = now, now
-	doc, err := json.Marshal(&rl)
+	doc, err := encodeRule(rl)
 	if err != nil {
 		return err
 	}
@@ -112,7 +140,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
 	rec := s.newRecord(r, now, adminapi.ActionCreate, rl.Domain, rl.ID, nil, doc)
 	resp, err := s.commit(ctx, rec,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		clientv3.OpPut(key, string(doc)))
+		rulestore.PutOps(s.cfg.Layout, rl.Domain, rl.ID, doc)...)
 	if err != nil {
 		return err
 	}
@@ -142,24 +170,42 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.readCtx(r)
 	defer cancel()
-	resp, err := s.cfg.Etcd.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := s.cfg.Etcd.Txn(ctx).Then(
+		clientv3.OpGet(prefix, clientv3.WithPrefix()),
+		clientv3.OpGet(s.cfg.Layout.ValidRules()+strings.TrimPrefix(prefix, s.cfg.Layout.Rules()), clientv3.WithPrefix()),
+	).Commit()
 	if err != nil {
 		return etcdError("list rules", err)
 	}
-	list := adminapi.RuleList{Rules: make([]rule.Rule, 0, len(resp.Kvs))}
-	for _, kv := range resp.Kvs {
-		domain, id, err := s.cfg.Layout.ParseRule(string(kv.Key))
-		var rl rule.Rule
-		if err == nil {
-			rl, err = rule.ParseRule(kv.Value)
+	docs, shadows := resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1].GetResponseRange().GetKvs()
+	valid := make(map[string]rule.Rule, len(shadows))
+	for _, kv := range shadows {
+		if domain, id, err := s.cfg.Layout.ParseValidRule(string(kv.Key)); err == nil {
+			if rl, err := rulestore.Decode(domain, id, kv.Value); err == nil {
+				valid[domain+"/"+id] = rl
+			}
 		}
+	}
+	list := adminapi.RuleList{Rules: make([]rule.Rule, 0, len(docs))}
+	for _, kv := range docs {
+		domain, id, err := s.cfg.Layout.ParseRule(string(kv.Key))
 		if err != nil {
-			// One bad document must not hide the others.
-			s.log.Warn("skipping an invalid rule in etcd", "key", string(kv.Key), "err", err)
+			s.log.Warn("skipping a key of no known shape under the rules", "key", string(kv.Key))
 			continue
 		}
-		rl.Domain, rl.ID = domain, id
-		list.Rules = append(list.Rules, rl)
+		rl, err := rulestore.Decode(domain, id, kv.Value)
+		if err == nil {
+			list.Rules = append(list.Rules, rl)
+			continue
+		}
+		// One bad document must not hide the others: it is listed apart,
+		// and its last valid version, in force, with the rules.
+		bad := adminapi.InvalidRule{Domain: domain, RuleID: id, Error: err.Error()}
+		if rl, ok := valid[domain+"/"+id]; ok {
+			list.Rules = append(list.Rules, rl)
+			bad.InForce, bad.UpdatedAt = true, rl.UpdatedAt
+		}
+		list.Invalid = append(list.Invalid, bad)
 	}
 	sort.Slice(list.Rules, func(i, j int) bool {
 		a, b := &list.Rules[i], &list.Rules[j]
@@ -182,6 +228,9 @@ func (s *Server) getRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("ETag", etag(sr.rev))
+	if sr.bad != nil {
+		w.Header().Set(adminapi.HeaderInvalidDocument, headerValue(sr.bad.Error()))
+	}
 	writeJSON(w, http.StatusOK, &sr.r)
 	return nil
 }
@@ -217,14 +266,14 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) error {
 		}
 		now := s.cfg.Now().UTC()
 		rl.CreatedAt, rl.UpdatedAt = cur.r.CreatedAt, now
-		doc, err := json.Marshal(&rl)
+		doc, err := encodeRule(rl)
 		if err != nil {
 			return err
 		}
-		rec := s.newRecord(r, now, adminapi.ActionUpdate, domain, id, cur.doc, doc)
+		rec := s.newRecord(r, now, adminapi.ActionUpdate, domain, id, auditDoc(cur.raw), doc)
 		resp, err := s.commit(ctx, rec,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)},
-			clientv3.OpPut(key, string(doc)))
+			rulestore.PutOps(s.cfg.Layout, domain, id, doc)...)
 		if err != nil {
 			return err
 		}
@@ -249,17 +298,22 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	key := s.cfg.Layout.Rule(domain, id)
 	for range maxAttempts {
-		cur, err := s.mustReadRule(ctx, domain, id)
-		if err != nil {
+		// A rule whose document is invalid, kept version or not, can be
+		// deleted.
+		cur, ok, err := s.readRule(ctx, domain, id)
+		if !ok {
+			if err == nil {
+				err = notFound(domain, id)
+			}
 			return err
 		}
 		if err := checkIfMatch(r, cur.rev); err != nil {
 			return err
 		}
-		rec := s.newRecord(r, s.cfg.Now().UTC(), adminapi.ActionDelete, domain, id, cur.doc, nil)
+		rec := s.newRecord(r, s.cfg.Now().UTC(), adminapi.ActionDelete, domain, id, auditDoc(cur.raw), nil)
 		resp, err := s.commit(ctx, rec,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.rev)},
-			clientv3.OpDelete(key), clientv3.OpDelete(s.cfg.Layout.Policy(domain, id)))
+			append(rulestore.DeleteOps(s.cfg.Layout, domain, id), clientv3.OpDelete(s.cfg.Layout.Policy(domain, id)))...)
 		if err != nil {
 			return err
 		}
@@ -279,8 +333,9 @@ type patchField struct {
 }
 
 // parsePatch reads a PUT body: one JSON object, whose top-level fields it
-// returns in order. Duplicate names are refused (422), as rule.ParseRule
-// refuses them.
+// returns in order. A key repeated at any level is refused (422, each
+// repeat at its path), as rule.ParseRule refuses them: the merge would
+// otherwise keep one value silently.
 func parsePatch(body []byte) ([]patchField, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	malformed := func(err error) error { return errorf(http.StatusBadRequest, "malformed JSON: %v", err) }
@@ -295,8 +350,6 @@ func parsePatch(body []byte) ([]patchField, error) {
 		return nil, errorf(http.StatusBadRequest, "want a JSON object of the fields to change")
 	}
 	var fields []patchField
-	seen := make(map[string]bool)
-	var dups []adminapi.FieldError
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -307,11 +360,6 @@ func parsePatch(body []byte) ([]patchField, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, malformed(err)
 		}
-		if seen[name] {
-			dups = append(dups, adminapi.FieldError{Field: name, Reason: "appears more than once"})
-			continue
-		}
-		seen[name] = true
 		fields = append(fields, patchField{name, v})
 	}
 	if _, err := dec.Token(); err != nil { // '}'
@@ -320,10 +368,14 @@ func parsePatch(body []byte) ([]patchField, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errorf(http.StatusBadRequest, "malformed JSON: data after the object")
 	}
-	if len(dups) > 0 {
-		he := errorf(http.StatusUnprocessableEntity, "invalid rule")
-		he.body.Fields = dups
-		return nil, he
+	repeats, err := document.RepeatedKeys(body, rule.Limits)
+	if err != nil {
+		return nil, ruleError(document.Wrap(err, rule.ErrSyntax, rule.ErrTooLarge), len(body))
+	}
+	if len(repeats) > 0 {
+		var rep rule.Report
+		document.ReportRepeats(&rep, repeats)
+		return nil, ruleError(rep.Err(), len(body))
 	}
 	return fields, nil
 }
@@ -373,4 +425,34 @@ func mergeRule(stored []byte, patch []patchField, domain, id string) (rule.Rule,
 		return rule.Rule{}, ruleError(err, len(merged))
 	}
 	return rl, nil
+}
+
+// headerValue makes s fit in a header value: control characters become
+// spaces and it is cut at 1,024 bytes.
+func headerValue(s string) string {
+	b := []byte(s)
+	if len(b) > 1024 {
+		b = b[:1024]
+	}
+	for i, c := range b {
+		if c < ' ' || c == 0x7f {
+			b[i] = ' '
+		}
+	}
+	return strings.ToValidUTF8(string(b), "")
+}
+
+// auditDoc returns a stored document as an audit record holds it: as is
+// when it is JSON, else (a corrupt document) as a JSON string, or only
+// its size when it is larger than any valid rule.
+func auditDoc(raw []byte) []byte {
+	switch {
+	case len(raw) > rulestore.MaxDocumentBytes:
+		b, _ := json.Marshal(fmt.Sprintf("(an invalid document of %d bytes)", len(raw)))
+		return b
+	case json.Valid(raw):
+		return raw
+	}
+	b, _ := json.Marshal(strings.ToValidUTF8(string(raw), "\uFFFD"))
+	return b
 }

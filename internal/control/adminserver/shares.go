@@ -3,6 +3,7 @@ package adminserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -29,6 +30,21 @@ func (s *Server) readPolicy(ctx context.Context, domain, id string) (sharepolicy
 		s.log.Warn("invalid share policy in etcd", "key", string(kv.Key), "err", err)
 	}
 	return p, kv.Value, kv.ModRevision, nil
+}
+
+// policyError turns an error of sharepolicy.Decode into an answer: 422
+// listing each field's problem (a key repeated at any level, an unknown
+// field, a wrong type), or 400 for a body that is not one JSON document.
+func policyError(err error) error {
+	if ve, ok := errors.AsType[*sharepolicy.ValidationError](err); ok {
+		he := errorf(http.StatusUnprocessableEntity, "invalid share policy")
+		for _, fe := range ve.Errors {
+			he.body.Fields = append(he.body.Fields, adminapi.FieldError{Field: fe.Path, Reason: fe.Reason})
+		}
+		he.body.Omitted = ve.Omitted
+		return he
+	}
+	return errorf(http.StatusBadRequest, "malformed JSON: %v", err)
 }
 
 // globalRule reads a rule and checks that it has shares: 404 when it does
@@ -85,14 +101,11 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !json.Valid(body) {
-		return errorf(http.StatusBadRequest, "malformed JSON")
-	}
 	pol, err := sharepolicy.Decode(body)
-	if err == nil {
-		_, err = pol.Settings(s.cfg.DCs)
-	}
 	if err != nil {
+		return policyError(err)
+	}
+	if _, err := pol.Settings(s.cfg.DCs); err != nil {
 		return errorf(http.StatusUnprocessableEntity, "%v", err)
 	}
 	if pol.DCs == nil {

@@ -108,7 +108,7 @@ type Coordinator struct {
 	policies *policyWatch // the share policies, watched while Run runs
 
 	stats struct {
-		badMessages, badDocs, badPolicies, badInstances, deposed, elections atomic.Uint64
+		badMessages, badDocs, badPolicies, badInstances, deposed, elections, repairs atomic.Uint64
 	}
 }
 
@@ -250,7 +250,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	c.policies.wait(ctx, time.Second)
 	c.applyPolicies(p)
 	acks := newAckTracker(c.cfg.Planner.TTL + c.cfg.Planner.Skew)
-	if err := c.load(ctx, p, acks); err != nil {
+	own := ownDocs{}
+	if err := c.load(ctx, p, acks, own); err != nil {
 		return err
 	}
 
@@ -274,6 +275,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	acked := make(chan struct{}, 1)
 	wg.Go(func() { c.consume(ctx, reports) })
 	wg.Go(func() { c.watchInstances(ctx, acks, acked) })
+	quotas := newQuotaWatch()
+	wg.Go(func() { c.watchQuotas(ctx, quotas) })
 
 	interval := c.cfg.Planner.Interval
 	timer := time.NewTimer(untilTick(c.now(), interval))
@@ -305,7 +308,14 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 					drained = true
 				}
 			}
-			if err := c.tick(ctx, p, acks, fence); err != nil {
+			if err := c.tick(ctx, p, acks, own, fence); err != nil {
+				return err
+			}
+			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
+				return err
+			}
+		case <-quotas.changed:
+			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
 				return err
 			}
 		case <-c.policies.changed:
@@ -318,7 +328,7 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		case <-grow.C:
 			growing = false
 			lastGrow = c.now()
-			if err := c.round(ctx, p, acks, fence); err != nil {
+			if err := c.round(ctx, p, acks, own, fence); err != nil {
 				return err
 			}
 		}
@@ -328,12 +338,12 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 // tick is the planning step of every interval: rules refreshed, policies
 // applied to new rules, intervals closed, shares rebalanced and written, leases
 // renewed.
-func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTracker, fence clientv3.Cmp) error {
+func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
 	p.SetRules(c.cfg.Rules())
 	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
-	if err := c.round(ctx, p, acks, fence); err != nil {
+	if err := c.round(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
 	leases := p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name)
@@ -341,24 +351,29 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 		return nil
 	}
 	ops := make([]clientv3.Op, len(leases))
+	docs := make([][]byte, len(leases))
 	for i, l := range leases {
 		b, err := proto.Marshal(l)
 		if err != nil {
 			return fmt.Errorf("coordinator: marshal lease: %w", err)
 		}
-		ops[i] = clientv3.OpPut(c.cfg.Layout.Lease(l.GetDc()), string(b))
+		ops[i], docs[i] = clientv3.OpPut(c.cfg.Layout.Lease(l.GetDc()), string(b)), b
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	resp, err := c.cfg.Etcd.Txn(wctx).If(fence).Then(ops...).Commit()
 	switch {
 	case err != nil:
+		for _, l := range leases {
+			delete(own, c.cfg.Layout.Lease(l.GetDc())) // unknown now: see round
+		}
 		return c.softError("renew leases", err)
 	case !resp.Succeeded:
 		return errDeposed
 	}
-	for _, l := range leases {
+	for i, l := range leases {
 		p.LeaseWritten(l)
+		own[c.cfg.Layout.Lease(l.GetDc())] = owned{doc: docs[i], rev: resp.Header.Revision}
 	}
 	return nil
 }
@@ -377,7 +392,7 @@ func untilTick(now time.Time, interval time.Duration) time.Duration {
 
 // round applies the acknowledgements and writes the grants the planner
 // asks for.
-func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, fence clientv3.Cmp) error {
+func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
 	now := c.now()
 	for _, dc := range p.DCs() {
 		p.SetAck(dc, acks.ack(dc, now), now)
@@ -386,6 +401,7 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 	defer p.Settle()
 	for len(ws) > 0 {
 		var ops []clientv3.Op
+		var docs [][]byte
 		size, n := 0, 0
 		for n < len(ws) && len(ops) < maxTxnOps {
 			b, err := proto.Marshal(ws[n].Doc)
@@ -397,6 +413,7 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 			}
 			size += len(b)
 			ops = append(ops, clientv3.OpPut(c.cfg.Layout.Assignment(ws[n].DC, ws[n].Domain, ws[n].RuleID), string(b)))
+			docs = append(docs, b)
 			n++
 		}
 		batch := ws[:n]
@@ -408,6 +425,12 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 		case err != nil:
 			p.Written(batch, 0, false)
 			p.Written(ws, 0, false)
+			// The batch may or may not be in etcd: the leader no longer
+			// knows its own documents there, and repair leaves them to
+			// the planner, which rewrites them.
+			for _, w := range batch {
+				delete(own, c.cfg.Layout.Assignment(w.DC, w.Domain, w.RuleID))
+			}
 			return c.softError("write assignments", err)
 		case !resp.Succeeded:
 			p.Written(batch, 0, false)
@@ -415,6 +438,9 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 			return errDeposed
 		}
 		p.Written(batch, resp.Header.Revision, true)
+		for i, w := range batch {
+			own[c.cfg.Layout.Assignment(w.DC, w.Domain, w.RuleID)] = owned{doc: docs[i], rev: resp.Header.Revision}
+		}
 	}
 	return nil
 }

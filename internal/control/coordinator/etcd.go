@@ -18,8 +18,9 @@ import (
 )
 
 // load gives a new leader's planner what etcd holds: the documents, the
-// leases and the instances' acknowledgements.
-func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTracker) error {
+// leases and the instances' acknowledgements. The valid documents and
+// leases become the leader's own (see repair).
+func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs) error {
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := c.cfg.Etcd.Get(gctx, c.cfg.Layout.Quotas(), clientv3.WithPrefix())
@@ -44,6 +45,7 @@ func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTra
 			}
 			if err == nil {
 				leases = append(leases, &l)
+				own[key] = owned{doc: kv.Value, rev: kv.ModRevision}
 				continue
 			}
 		} else if err == nil {
@@ -53,6 +55,7 @@ func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTra
 			}
 			if err == nil {
 				docs, revs = append(docs, &d), append(revs, kv.ModRevision)
+				own[key] = owned{doc: kv.Value, rev: kv.ModRevision}
 				continue
 			}
 		}

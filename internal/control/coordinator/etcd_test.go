@@ -18,8 +18,9 @@ import (
 
 // A policy written to etcd reaches the leader's planner without waiting for
 // a planning tick: the interval here is an hour, so only the watch can
-// bring it. An invalid policy is counted and leaves the last valid one in
-// force; a deleted one clears the settings.
+// bring it. An invalid policy (a key repeated at any level included) is
+// counted and leaves the last valid one in force; a deleted one clears the
+// settings.
 func TestPoliciesReachThePlannerWithoutATick(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -71,8 +72,11 @@ func TestPoliciesReachThePlannerWithoutATick(t *testing.T) {
 		{"floor", `{"dcs":{"a":{"floor":0.2},"c":{"drained":true}}}`, "-/0.2/false", 0},
 		{"unknown DC", `{"dcs":{"zz":{"pin":0.5}}}`, "-/0.2/false", 1},
 		{"undecodable", `{"dcs":`, "-/0.2/false", 2},
-		{"drain", `{"dcs":{"a":{"drained":true}}}`, "-/0/true", 2},
-		{"deleted", "", "-/0/false", 2},
+		// A proxy or tool reading the first value would pin 0.9.
+		{"repeated key", `{"dcs":{"a":{"pin":0.9,"pin":0.1}}}`, "-/0.2/false", 3},
+		{"repeated DC", `{"dcs":{"a":{"drained":true},"a":{"floor":0.3}}}`, "-/0.2/false", 4},
+		{"drain", `{"dcs":{"a":{"drained":true}}}`, "-/0/true", 4},
+		{"deleted", "", "-/0/false", 4},
 	}
 	for _, st := range steps {
 		if st.value == "" {
@@ -86,8 +90,8 @@ func TestPoliciesReachThePlannerWithoutATick(t *testing.T) {
 		waitFor(t, 5*time.Second, st.name+": bad policies counted", func() bool { return c.stats.badPolicies.Load() == st.wantBad })
 		waitFor(t, 5*time.Second, st.name+": planner's policy of DC a is "+st.want, func() bool { return policyOf() == st.want })
 	}
-	if got := c.stats.badPolicies.Load(); got != 2 {
-		t.Errorf("bad policies: got %d, want 2", got)
+	if got := c.stats.badPolicies.Load(); got != 4 {
+		t.Errorf("bad policies: got %d, want 4", got)
 	}
 }
 

@@ -139,7 +139,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	rules := &etcdRules{}
-	watcher, err := rulestore.New(rulestore.Config{Client: cli, Layout: layout, Logger: log, Apply: rules.apply})
+	// Coordinators mend the rules' shadows (documents written by other
+	// means than the admin API), so that a later corruption still leaves
+	// the last valid version for processes started after it.
+	watcher, err := rulestore.New(rulestore.Config{Client: cli, Layout: layout, Logger: log, Apply: rules.apply, Mirror: true})
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
 	}

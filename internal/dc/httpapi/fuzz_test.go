@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/dc/httpapi"
+	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/memstore"
 )
@@ -88,12 +89,19 @@ func FuzzCheck(f *testing.F) {
 }
 
 // strictJSON returns nil if body is a check request the API may decide:
-// one JSON object whose names are CheckRequest's fields (encoding/json
-// matches them case-insensitively, and so does this) with values of their
-// types (null counting as absent), within the limits of the limiter.
+// one JSON object, repeating no key in any object, whose names are
+// CheckRequest's fields (encoding/json matches them case-insensitively,
+// and so does this) with values of their types (null counting as absent),
+// within the limits of the limiter. Repeated keys are found by the full
+// document parser, not the server's scan.
 func strictJSON(body []byte) error {
 	if !json.Valid(body) {
 		return fmt.Errorf("not one JSON value")
+	}
+	if tree, err := document.ParseJSON(body, document.Limits{MaxDepth: 1 << 20}); err != nil {
+		return err
+	} else if d := tree.Duplicates(""); len(d) > 0 {
+		return fmt.Errorf("repeated keys %q", d)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

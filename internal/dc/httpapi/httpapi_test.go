@@ -800,6 +800,68 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
+// TestRepeatedKeys checks that a body repeating a key at any level is
+// refused with the path of each repeat, on both endpoints that read JSON,
+// rather than decided on the last value, which a proxy reading the first
+// would not agree with.
+func TestRepeatedKeys(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"attribute", "/v1/check", `{"attributes":{"user_id":"a","user_id":"b"}}`, "attributes.user_id: appears more than once"},
+		{"hits", "/v1/check", `{"attributes":{"account":"x"},"hits":1,"hits":500}`, "hits: appears more than once"},
+		{"domain", "/v1/check", `{"domain":"other","domain":"shop","clientId":"x"}`, "domain: appears more than once"},
+		{"attributes object", "/v1/check", `{"attributes":{"ip":"1"},"attributes":{"ip":"2"}}`, "attributes: appears more than once"},
+		{"descriptor", "/v1/check", `{"descriptors":[{"key":"ip","value":"1"},{"key":"user_id","value":"a","value":"b"}]}`, "descriptors[1].value: appears more than once"},
+		{"escaped", "/v1/check", `{"attributes":{"user_id":"a","user_id":"b"}}`, "attributes.user_id: appears more than once"},
+		{"odd name", "/v1/check", `{"attributes":{"x.y":"a","x.y":"b"}}`, `attributes["x.y"]: appears more than once`},
+		{"several", "/v1/check", `{"hits":1,"attributes":{"ip":"1","ip":"1"},"hits":1}`, "hits: appears more than once; attributes.ip: appears more than once"},
+		{"seed clientId", "/shouldAllowRequest", `{"clientId":"a","clientId":"b"}`, "clientId: appears more than once"},
+		{"seed timestamp", "/shouldAllowRequest", `{"clientId":"a","timestamp":"2026-11-22T12:00:00Z","timestamp":"2026-11-22T12:00:00Z"}`, "timestamp: appears more than once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, tt.path, tt.body)
+			wantBadRequest(t, r, http.StatusBadRequest)
+			var e struct{ Error, Message string }
+			decode(t, r, &e)
+			if e.Error != "INVALID_REQUEST" || e.Message != tt.want {
+				t.Errorf("got %s %q, want INVALID_REQUEST %q", e.Error, e.Message, tt.want)
+			}
+		})
+	}
+	// Nothing was charged: the account's first check finds its whole limit.
+	r := f.post(t, "/v1/check", `{"attributes":{"account":"x"}}`)
+	var resp httpapi.CheckResponse
+	decode(t, r, &resp)
+	if r.code != http.StatusOK || resp.Remaining == nil || *resp.Remaining != 4 {
+		t.Errorf("account x after the refused bodies: got %d %s, want 200 with 4 remaining", r.code, r.body)
+	}
+	// Many repeats: the first ten are listed.
+	var b strings.Builder
+	b.WriteString(`{"attributes":{"k":"v"`)
+	for range 12 {
+		b.WriteString(`,"k":"v"`)
+	}
+	b.WriteString(`}}`)
+	r = f.post(t, "/v1/check", b.String())
+	wantBadRequest(t, r, http.StatusBadRequest)
+	var e struct{ Error, Message string }
+	decode(t, r, &e)
+	want := strings.Repeat("attributes.k: appears more than once; ", 10) + "and 2 more repeated keys"
+	if e.Message != want {
+		t.Errorf("12 repeats: got %q, want %q", e.Message, want)
+	}
+	// The same name at different places, or in different case, is no
+	// repeat.
+	for _, body := range []string{`{"attributes":{"user_id":"a","User_id":"b"},"descriptors":[{"key":"ip","value":"1"},{"key":"path","value":"/"}]}`} {
+		if r := f.post(t, "/v1/check", body); r.code != http.StatusOK {
+			t.Errorf("%s: got %d %s, want 200", body, r.code, r.body)
+		}
+	}
+}
+
 func TestSeveralDomains(t *testing.T) {
 	f := newFixture(t, "")
 	other := strings.Replace(rulesYAML, "domain: shop", "domain: blog", 1)

@@ -99,6 +99,9 @@ func TestOpenAPI(t *testing.T) {
 		{"status, deny override", srv, "GET", "/v1/rate-limits/per-user/banned", "", "", false, 200},
 		{"check, no rule", srv, "POST", "/v1/check", "application/json", `{"descriptors":[{"key":"other","value":"x"}]}`, false, 200},
 		{"check, unknown domain", srv, "POST", "/v1/check", "application/json", `{"domain":"nope","attributes":{"user_id":"u1"}}`, false, 400},
+		// The document says a key may not repeat; a schema cannot.
+		{"check, repeated key", srv, "POST", "/v1/check", "application/json", `{"attributes":{"user_id":"u9","user_id":"u1"}}`, false, 400},
+		{"seed, repeated key", srv, "POST", "/shouldAllowRequest", "application/json", `{"clientId":"c9","clientId":"c1"}`, false, 400},
 		{"check, unknown field", srv, "POST", "/v1/check", "application/json", `{"user":"u1"}`, true, 400},
 		{"check, body too large", srv, "POST", "/v1/check", "application/json", huge, true, 413},
 		{"check, text body", srv, "POST", "/v1/check", "text/plain", `{}`, true, 415},

@@ -195,6 +195,32 @@ func (g *global) skipped() map[string]func() uint64 {
 	return kinds
 }
 
+// held returns how many rules are held at their last valid version; 0
+// without rules from etcd.
+func (g *global) held() int {
+	if g.rules == nil {
+		return 0
+	}
+	return g.rules.Stats().Held
+}
+
+// warnings says, for /readyz, which rules' documents in etcd are invalid
+// and what is enforced instead.
+func (g *global) warnings() []string {
+	if g.rules == nil {
+		return nil
+	}
+	var out []string
+	for _, h := range g.rules.Held() {
+		what := "not enforced: no valid version known"
+		if h.Kept {
+			what = "enforced at its last valid version (updated_at " + h.Version.UpdatedAt.Format(time.RFC3339) + ")"
+		}
+		out = append(out, fmt.Sprintf("rule %s in domain %s: stored document invalid (%s); %s", h.ID, h.Domain, h.Reason, what))
+	}
+	return out
+}
+
 // close releases the clients once the goroutines have stopped.
 func (g *global) close() {
 	if g.pub != nil {

@@ -254,6 +254,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := metrics.SkippedDocuments(reg, glob.skipped()); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
+	if err := metrics.HeldRules(reg, glob.held); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -264,7 +267,7 @@ func Run(ctx context.Context, cfg Config) error {
 		httpLn.Close()
 		return fmt.Errorf("limiterd: listen grpc: %w", err)
 	}
-	api, err := httpapi.New(httpapi.Config{Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log})
+	api, err := httpapi.New(httpapi.Config{Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log, Warnings: glob.warnings})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
 	}

@@ -216,3 +216,13 @@ func SkippedDocuments(reg prometheus.Registerer, kinds map[string]func() uint64)
 	}
 	return nil
 }
+
+// HeldRules registers weir_rules_held_last_valid, read from held when
+// scraped: the rules whose stored document is invalid and that are
+// enforced at their last valid version until it is fixed or deleted.
+func HeldRules(reg prometheus.Registerer, held func() int) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weir_rules_held_last_valid",
+		Help: "Rules whose document in etcd is invalid, enforced at their last valid version until an operator fixes or deletes the document.",
+	}, func() float64 { return float64(held()) }))
+}

@@ -7,6 +7,7 @@
 //	{prefix}instances/{dc}/{instance}        weirv1.InstanceRecord, under an etcd lease
 //	{prefix}policies/{domain}/{rule_id}      operator settings of a rule's shares (JSON, package sharepolicy)
 //	{prefix}rules/{domain}/{rule_id}         a rule (JSON, package rule), written by the admin API
+//	{prefix}rules-valid/{domain}/{rule_id}   the rule's last valid document, its shadow (package rulestore)
 //	{prefix}audit/{id}                       one audit record (JSON), id sortable by time
 //	{prefix}coordinator/election/            the coordinators' election
 //
@@ -78,14 +79,39 @@ func (l Layout) Rule(domain, ruleID string) string { return l.Rules() + domain +
 
 // ParseRule parses a key under Rules.
 func (l Layout) ParseRule(key string) (domain, ruleID string, err error) {
-	rest, ok := strings.CutPrefix(key, l.Rules())
+	return parsePair(key, l.Rules())
+}
+
+// ValidRules is the prefix of the rules' shadows: the last valid document
+// of each rule, kept so that a process started while a rule's document is
+// corrupt still finds the version in force (package rulestore).
+func (l Layout) ValidRules() string { return l.p() + "rules-valid/" }
+
+// ValidRule is the key of one rule's shadow.
+func (l Layout) ValidRule(domain, ruleID string) string {
+	return l.ValidRules() + domain + "/" + ruleID
+}
+
+// ParseValidRule parses a key under ValidRules.
+func (l Layout) ParseValidRule(key string) (domain, ruleID string, err error) {
+	return parsePair(key, l.ValidRules())
+}
+
+// RuleDocs is the prefix common to Rules and ValidRules and to no other
+// key: a reader that lists and watches it sees a rule and its shadow,
+// written in one transaction, arrive together.
+func (l Layout) RuleDocs() string { return l.p() + "rules" }
+
+// parsePair parses prefix{a}/{b}.
+func parsePair(key, prefix string) (a, b string, err error) {
+	rest, ok := strings.CutPrefix(key, prefix)
 	if ok {
-		domain, ruleID, ok = strings.Cut(rest, "/")
+		a, b, ok = strings.Cut(rest, "/")
 	}
-	if !ok || domain == "" || ruleID == "" || strings.Contains(ruleID, "/") {
-		return "", "", fmt.Errorf("%w: %q: want %s{domain}/{rule_id}", ErrKey, key, l.Rules())
+	if !ok || a == "" || b == "" || strings.Contains(b, "/") {
+		return "", "", fmt.Errorf("%w: %q: want %s{domain}/{rule_id}", ErrKey, key, prefix)
 	}
-	return domain, ruleID, nil
+	return a, b, nil
 }
 
 // Audit is the prefix of the audit records; Audit()+id is one record.
@@ -131,12 +157,5 @@ func (l Layout) ParseInstance(key string) (dc, instance string, err error) {
 
 // ParsePolicy parses a key under Policies.
 func (l Layout) ParsePolicy(key string) (domain, ruleID string, err error) {
-	rest, ok := strings.CutPrefix(key, l.Policies())
-	if ok {
-		domain, ruleID, ok = strings.Cut(rest, "/")
-	}
-	if !ok || domain == "" || ruleID == "" || strings.Contains(ruleID, "/") {
-		return "", "", fmt.Errorf("%w: %q: want %s{domain}/{rule_id}", ErrKey, key, l.Policies())
-	}
-	return domain, ruleID, nil
+	return parsePair(key, l.Policies())
 }

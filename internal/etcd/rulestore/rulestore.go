@@ -1,25 +1,44 @@
-// Package rulestore follows the rules kept in etcd (SPEC §5): one JSON
-// document per rule at etcdlayout.Layout.Rule(domain, rule_id), written by
-// the admin API. A Watcher lists them, then watches for changes from the
-// listing's revision (listing again after a compaction or a broken watch,
-// with backoff: the loop of package listwatch), and hands every change to its Apply callback as the full
-// set of rules, per domain. Limiters and coordinators use it so that a rule
-// change reaches every one of them within about a second.
+// Package rulestore keeps the rules in etcd (SPEC §5) and follows them:
+// one JSON document per rule at etcdlayout.Layout.Rule(domain, rule_id),
+// written by the admin API, and beside it the rule's shadow at
+// Layout.ValidRule(domain, rule_id): the last valid version of the
+// document.
 //
-// A document that is not a valid rule — undecodable, failing validation,
-// over MaxDocumentBytes, or whose domain or id differ from its key's — is
-// skipped with a logged reason and counted, never loaded; the rule keeps its
-// previous valid version, if any, so that a bad write cannot switch a limit
-// off.
+// A Watcher lists the rules and their shadows (one prefix,
+// Layout.RuleDocs, so that a rule and its shadow, written in one
+// transaction, arrive together), then watches for changes from the
+// listing's revision (listing again after a compaction or a broken watch,
+// with backoff: the loop of package listwatch), and hands every change to
+// its Apply callback as the full set of rules in force, per domain.
+// Limiters and coordinators use it so that a rule change reaches every
+// one of them within about a second.
+//
+// A document that is not a valid rule (Decode: undecodable, failing
+// validation, over MaxDocumentBytes, or whose domain or id differ from its
+// key's) is never loaded. The rule is then held at its last valid
+// version: its shadow, which every process finds, including those started
+// after the corruption; without a shadow, the version the process had in
+// force, if any. The Watcher logs it, counts it (Stats) and lists it
+// (Held) until the document is fixed or deleted; a deleted document
+// deletes the rule, whatever its shadow says.
+//
+// Writers keep the shadow in step: the admin API and Put write both keys
+// in one transaction (PutOps, DeleteOps), with documents from Encode,
+// which refuses what Decode would not read back. A Watcher with
+// Config.Mirror set (the coordinators) also mends the shadows of
+// documents written by other means: it copies every valid document to its
+// shadow and deletes the shadows of deleted rules, each write conditional
+// on the document being unchanged.
 package rulestore
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,11 +47,7 @@ import (
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/listwatch"
 	"github.com/weirhq/weir/pkg/rule"
-	"github.com/weirhq/weir/pkg/rulefile"
 )
-
-// MaxDocumentBytes bounds one rule document.
-const MaxDocumentBytes = 256 << 10
 
 // Config configures a Watcher.
 type Config struct {
@@ -44,6 +59,10 @@ type Config struct {
 	// domain and id, after the first listing and after every change. An
 	// error is logged; the next change is applied anyway. Required.
 	Apply func(sets []rule.Set) error
+	// Mirror makes the Watcher write shadows: each valid document is
+	// copied to its shadow when the shadow differs, and the shadow of a
+	// deleted rule is deleted. Default false: the Watcher only reads.
+	Mirror bool
 	// MinBackoff and MaxBackoff pace retries (listwatch.Config). Defaults
 	// 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
@@ -52,15 +71,47 @@ type Config struct {
 }
 
 // Watcher follows the rules in etcd. Create it with New; Run drives it.
-// WaitSynced and Stats are safe for concurrent use.
+// WaitSynced, Stats and Held are safe for concurrent use.
 type Watcher struct {
 	cfg  Config
 	log  *slog.Logger
 	loop *listwatch.Loop
 
-	rules map[string]map[string]rule.Rule // by domain, by id; the loop's goroutine only
+	// The loop's goroutine only.
+	docs    map[ref]stored    // the rules' documents, valid or not
+	shadows map[ref]stored    // the valid shadows
+	inForce map[ref]rule.Rule // the version of each rule in force
 
-	invalid, applied atomic.Uint64
+	mu    sync.Mutex
+	held  map[ref]Held  // rules whose document is invalid; guarded by mu
+	mends map[ref]mend  // shadow writes to make; guarded by mu
+	wake  chan struct{} // capacity 1: mends has work
+
+	invalid, applied, mended atomic.Uint64
+}
+
+type ref struct{ domain, id string }
+
+// stored is one document read from etcd.
+type stored struct {
+	raw []byte
+	rev int64
+	r   rule.Rule
+	err error
+}
+
+// Held is a rule whose stored document is invalid.
+type Held struct {
+	Domain, ID string
+	// Reason says why the document is invalid.
+	Reason string
+	// Revision is the invalid document's mod revision.
+	Revision int64
+	// Kept tells whether a valid version of the rule is in force;
+	// Version is it then (its updated_at says which). Without one the
+	// rule is not enforced by this process.
+	Kept    bool
+	Version rule.Rule
 }
 
 // New returns a Watcher for cfg.
@@ -71,10 +122,14 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &Watcher{cfg: cfg, log: cfg.Logger, rules: map[string]map[string]rule.Rule{}}
+	w := &Watcher{
+		cfg: cfg, log: cfg.Logger,
+		docs: map[ref]stored{}, shadows: map[ref]stored{}, inForce: map[ref]rule.Rule{},
+		held: map[ref]Held{}, mends: map[ref]mend{}, wake: make(chan struct{}, 1),
+	}
 	loop, err := listwatch.New(listwatch.Config{
 		Client:     cfg.Client,
-		Prefix:     cfg.Layout.Rules(),
+		Prefix:     cfg.Layout.RuleDocs(),
 		Handler:    (*handler)(w),
 		MinBackoff: max(cfg.MinBackoff, 0),
 		MaxBackoff: max(cfg.MaxBackoff, 0),
@@ -89,15 +144,46 @@ func New(cfg Config) (*Watcher, error) {
 
 // Stats counts what the Watcher saw.
 type Stats struct {
-	// Invalid counts documents skipped; Applied counts calls of Apply.
-	Invalid, Applied uint64
+	// Invalid counts documents skipped (rules and shadows); Applied
+	// counts calls of Apply; Mended counts the shadows written or
+	// deleted (Config.Mirror).
+	Invalid, Applied, Mended uint64
+	// Held counts the rules whose document is invalid and that are held
+	// at a last valid version now; Dropped those with no valid version
+	// (not enforced by this process).
+	Held, Dropped int
 	// Revision is the etcd revision of the rules in force.
 	Revision int64
 }
 
 // Stats returns the counters.
 func (w *Watcher) Stats() Stats {
-	return Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Revision: w.loop.Revision()}
+	st := Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Mended: w.mended.Load(), Revision: w.loop.Revision()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.held {
+		if h.Kept {
+			st.Held++
+		} else {
+			st.Dropped++
+		}
+	}
+	return st
+}
+
+// Held returns the rules whose stored document is invalid, sorted by
+// domain and id.
+func (w *Watcher) Held() []Held {
+	w.mu.Lock()
+	out := make([]Held, 0, len(w.held))
+	for _, h := range w.held {
+		out = append(out, h)
+	}
+	w.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Domain < out[j].Domain || out[i].Domain == out[j].Domain && out[i].ID < out[j].ID
+	})
+	return out
 }
 
 // WaitSynced waits for the first listing to be applied, or ctx.
@@ -108,113 +194,213 @@ func (w *Watcher) WaitSynced(ctx context.Context) error {
 	return nil
 }
 
-// Run lists and watches the rules until ctx is done; it returns nil then.
-// A Watcher runs once.
-func (w *Watcher) Run(ctx context.Context) error { return w.loop.Run(ctx) }
+// Run lists and watches the rules, and mends shadows when configured to,
+// until ctx is done; it returns nil then. A Watcher runs once.
+func (w *Watcher) Run(ctx context.Context) error {
+	if !w.cfg.Mirror {
+		return w.loop.Run(ctx)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { w.mirror(ctx) })
+	err := w.loop.Run(ctx)
+	wg.Wait()
+	return err
+}
 
 // handler is the Watcher as its loop sees it.
 type handler Watcher
 
 var _ listwatch.Handler = (*handler)(nil)
 
-// Replace puts a listing of every rule in force.
+// Replace takes a listing of every rule and shadow.
 func (h *handler) Replace(rev int64, kvs []listwatch.Event) {
 	w := (*Watcher)(h)
-	old := w.rules
-	w.rules = map[string]map[string]rule.Rule{}
-	for _, kv := range kvs {
-		domain, id, r, err := w.decode(kv.Key, kv.Value)
-		if err != nil {
-			// Keep what was in force for this rule, if anything.
-			if prev, ok := old[domain][id]; ok {
-				w.put(domain, id, prev)
-			}
-			continue
-		}
-		w.put(domain, id, r)
+	touched := map[ref]bool{}
+	for r := range w.docs {
+		touched[r] = true
 	}
+	for r := range w.shadows {
+		touched[r] = true
+	}
+	w.docs, w.shadows = map[ref]stored{}, map[ref]stored{}
+	for _, kv := range kvs {
+		if r, ok := w.take(kv); ok {
+			touched[r] = true
+		}
+	}
+	w.settle(touched)
 	w.apply(rev)
 }
 
-// Apply puts the watch's changes in force.
+// Apply takes the watch's changes.
 func (h *handler) Apply(rev int64, events []listwatch.Event) {
+	if len(events) == 0 {
+		return
+	}
 	w := (*Watcher)(h)
+	touched := map[ref]bool{}
 	for _, ev := range events {
+		if r, ok := w.take(ev); ok {
+			touched[r] = true
+		}
+	}
+	w.settle(touched)
+	w.apply(rev)
+}
+
+// take records one key: a rule's document or its shadow, put or deleted.
+// Documents are decoded here; a bad one is logged and counted.
+func (w *Watcher) take(ev listwatch.Event) (ref, bool) {
+	key := string(ev.Key)
+	if domain, id, err := w.cfg.Layout.ParseRule(key); err == nil {
+		r := ref{domain, id}
 		if ev.Delete {
-			if domain, id, err := w.cfg.Layout.ParseRule(string(ev.Key)); err == nil {
-				delete(w.rules[domain], id)
-				if len(w.rules[domain]) == 0 {
-					delete(w.rules, domain)
+			delete(w.docs, r)
+			return r, true
+		}
+		d := stored{raw: ev.Value, rev: ev.Revision}
+		if d.r, d.err = Decode(domain, id, ev.Value); d.err != nil {
+			w.invalid.Add(1)
+			w.log.Error("rulestore: invalid rule document; the rule is held at its last valid version", "key", key, "revision", ev.Revision, "err", d.err)
+		}
+		w.docs[r] = d
+		return r, true
+	}
+	if domain, id, err := w.cfg.Layout.ParseValidRule(key); err == nil {
+		r := ref{domain, id}
+		if ev.Delete {
+			delete(w.shadows, r)
+			return r, true
+		}
+		d := stored{raw: ev.Value, rev: ev.Revision}
+		if d.r, d.err = Decode(domain, id, ev.Value); d.err != nil {
+			w.invalid.Add(1)
+			w.log.Error("rulestore: invalid shadow of a rule skipped", "key", key, "err", d.err)
+			delete(w.shadows, r)
+			return r, true
+		}
+		w.shadows[r] = d
+		return r, true
+	}
+	w.invalid.Add(1)
+	w.log.Error("rulestore: key of no known shape skipped", "key", key)
+	return ref{}, false
+}
+
+// settle decides the version in force of each touched rule: its document
+// when valid; else its shadow; else what was in force. It records the
+// rules held at a last valid version, and the shadows to mend.
+func (w *Watcher) settle(touched map[ref]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for r := range touched {
+		d, ok := w.docs[r]
+		s, shadowed := w.shadows[r]
+		switch {
+		case !ok:
+			delete(w.inForce, r)
+			delete(w.held, r)
+		case d.err == nil:
+			w.inForce[r] = d.r
+			delete(w.held, r)
+		default:
+			if shadowed {
+				w.inForce[r] = s.r
+			}
+			prev, kept := w.inForce[r]
+			h := Held{Domain: r.domain, ID: r.id, Reason: d.err.Error(), Revision: d.rev, Kept: kept, Version: prev}
+			if old, was := w.held[r]; !was || old.Kept != h.Kept || old.Revision != h.Revision || !old.Version.UpdatedAt.Equal(h.Version.UpdatedAt) {
+				if kept {
+					w.log.Warn("rulestore: rule held at its last valid version until its document is fixed or deleted", "domain", r.domain, "rule", r.id, "version_updated_at", prev.UpdatedAt, "from_shadow", shadowed)
+				} else {
+					w.log.Error("rulestore: rule document invalid and no valid version known: the rule is not enforced", "domain", r.domain, "rule", r.id)
 				}
 			}
-			continue
+			w.held[r] = h
 		}
-		domain, id, r, err := w.decode(ev.Key, ev.Value)
-		if err == nil {
-			w.put(domain, id, r)
+		if w.cfg.Mirror {
+			w.plan(r, d, ok, s, shadowed)
 		}
 	}
-	if len(events) > 0 {
-		w.apply(rev)
-	}
 }
 
-func (w *Watcher) put(domain, id string, r rule.Rule) {
-	if w.rules[domain] == nil {
-		w.rules[domain] = map[string]rule.Rule{}
-	}
-	w.rules[domain][id] = r
+// mend is a shadow write: put doc as the shadow if the rule's document
+// is still at rev, or (doc nil) delete the shadow if the rule has no
+// document.
+type mend struct {
+	doc []byte
+	rev int64
 }
 
-// decode reads the rule at key; a bad one is logged and counted. The
-// domain and id are those of the key, when it has the right shape.
-func (w *Watcher) decode(key, value []byte) (domain, id string, r rule.Rule, err error) {
-	domain, id, err = w.cfg.Layout.ParseRule(string(key))
-	if err == nil {
-		r, err = Decode(domain, id, value)
-	}
-	if err != nil {
-		w.invalid.Add(1)
-		w.log.Error("rulestore: invalid rule skipped; its previous version, if any, stays in force", "key", string(key), "err", err)
-	}
-	return domain, id, r, err
-}
-
-// Decode reads the rule document stored for (domain, id): strictly, with
-// every check of package rule, and only if it names that domain (or none)
-// and that id.
-func Decode(domain, id string, value []byte) (rule.Rule, error) {
-	if len(value) > MaxDocumentBytes {
-		return rule.Rule{}, fmt.Errorf("rule document of %d bytes; at most %d", len(value), MaxDocumentBytes)
-	}
-	r, err := rulefile.ParseRule(value)
-	if err != nil {
-		return rule.Rule{}, err
-	}
+// plan records the shadow write the rule needs, if any. Called with mu
+// held.
+func (w *Watcher) plan(r ref, d stored, ok bool, s stored, shadowed bool) {
+	delete(w.mends, r)
 	switch {
-	case r.ID != id:
-		return rule.Rule{}, fmt.Errorf("document of rule %q stored as %q", r.ID, id)
-	case r.Domain != "" && r.Domain != domain:
-		return rule.Rule{}, fmt.Errorf("document of domain %q stored under domain %q", r.Domain, domain)
+	case ok && d.err == nil && (!shadowed || !bytes.Equal(s.raw, d.raw)):
+		w.mends[r] = mend{doc: d.raw, rev: d.rev}
+	case !ok && shadowed:
+		w.mends[r] = mend{}
+	default:
+		return
 	}
-	r.Domain = domain
-	r.SetDefaults()
-	return r, nil
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// mirror makes the planned shadow writes until ctx ends. A failed write
+// is retried at the next change of the rule or the next listing.
+func (w *Watcher) mirror(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		mends := w.mends
+		w.mends = map[ref]mend{}
+		w.mu.Unlock()
+		for r, m := range mends {
+			key := w.cfg.Layout.Rule(r.domain, r.id)
+			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			txn := w.cfg.Client.Txn(tctx)
+			if m.doc != nil {
+				txn = txn.If(clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)).Then(clientv3.OpPut(w.cfg.Layout.ValidRule(r.domain, r.id), string(m.doc)))
+			} else {
+				txn = txn.If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpDelete(w.cfg.Layout.ValidRule(r.domain, r.id)))
+			}
+			resp, err := txn.Commit()
+			cancel()
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					w.log.Warn("rulestore: shadow not mended; retried at the next change", "domain", r.domain, "rule", r.id, "err", err)
+				}
+			case resp.Succeeded:
+				w.mended.Add(1)
+				w.log.Info("rulestore: shadow mended", "domain", r.domain, "rule", r.id, "deleted", m.doc == nil)
+			}
+		}
+	}
 }
 
 // apply hands the rules in force to Apply.
 func (w *Watcher) apply(rev int64) {
-	domains := make([]string, 0, len(w.rules))
-	for d := range w.rules {
+	byDomain := map[string][]rule.Rule{}
+	for r, x := range w.inForce {
+		byDomain[r.domain] = append(byDomain[r.domain], x)
+	}
+	domains := make([]string, 0, len(byDomain))
+	for d := range byDomain {
 		domains = append(domains, d)
 	}
 	sort.Strings(domains)
 	sets := make([]rule.Set, 0, len(domains))
 	for _, d := range domains {
-		s := rule.Set{Domain: d}
-		for _, r := range w.rules[d] {
-			s.Rules = append(s.Rules, r)
-		}
+		s := rule.Set{Domain: d, Rules: byDomain[d]}
 		sort.Slice(s.Rules, func(i, j int) bool { return s.Rules[i].ID < s.Rules[j].ID })
 		sets = append(sets, s)
 	}
@@ -222,29 +408,4 @@ func (w *Watcher) apply(rev int64) {
 	if err := w.cfg.Apply(sets); err != nil {
 		w.log.Error("rulestore: rules refused", "revision", rev, "err", err)
 	}
-}
-
-// Put writes a set's rules to etcd, creating the ones that do not exist
-// yet with created_at and updated_at set to now; it never overwrites. It
-// reports how many it created. Coordinators use it to bootstrap etcd from a
-// rule file.
-func Put(ctx context.Context, cli *clientv3.Client, layout etcdlayout.Layout, set rule.Set, now time.Time) (int, error) {
-	created := 0
-	for _, r := range set.Rules {
-		r.Domain = set.Domain
-		r.CreatedAt, r.UpdatedAt = now.UTC(), now.UTC()
-		b, err := json.Marshal(r)
-		if err != nil {
-			return created, fmt.Errorf("rulestore: %w", err)
-		}
-		key := layout.Rule(set.Domain, r.ID)
-		resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, string(b))).Commit()
-		if err != nil {
-			return created, fmt.Errorf("rulestore: put %s: %w", key, err)
-		}
-		if resp.Succeeded {
-			created++
-		}
-	}
-	return created, nil
 }

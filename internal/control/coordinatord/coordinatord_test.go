@@ -1,0 +1,76 @@
+package coordinatord
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/rulestore"
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/wait"
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// TestNewCoordinatorPlansLastValidRule corrupts a global rule's document,
+// then starts a coordinator: it plans the rule's last valid version. A
+// garbage share document of the rule in DC a makes the leader write the
+// rule's document there at once (it rewrites what it does not recognise,
+// for the rules it plans), so the rule's shares document appears without
+// waiting for demand to move the plan.
+func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	broker := kafkatest.Start(t, usagetopic.Name)
+	cli := etcd.Client(t)
+	var layout etcdlayout.Layout
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal}
+	r.SetDefaults()
+	r.Enabled = true
+	doc, err := rulestore.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Txn(ctx).Then(rulestore.PutOps(layout, "api", "login", doc)...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for key, value := range map[string]string{
+		layout.Rule("api", "login"):            `{"rule_id":"login","limit":100,"window_seconds":"soon"}`,
+		layout.Assignment("a", "api", "login"): "\xff garbage",
+	} {
+		if _, err := cli.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(rctx, Config{
+			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b", "c"},
+			AdminAddr: "127.0.0.1:0", Name: "c1", Interval: 200 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler),
+		})
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("coordinatord: %v", err)
+		}
+	})
+	wait.For(t, 10*time.Second, "the rule's shares document in DC a", func() bool {
+		resp, err := cli.Get(ctx, layout.Assignment("a", "api", "login"))
+		if err != nil || len(resp.Kvs) == 0 {
+			return false
+		}
+		var d weirv1.RuleAssignment
+		return proto.Unmarshal(resp.Kvs[0].Value, &d) == nil && d.GetDc() == "a" && d.GetRuleId() == "login"
+	})
+}
