@@ -8,7 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TOOLS     := $(CURDIR)/.cache/bin
 PROTOS    := $(shell find proto -name '*.proto')
 
-.PHONY: help all run run-multidc run-cluster chaos demo demo-wan sim sim-all build test test-short bench bench-limiter lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
+.PHONY: help all run run-multidc run-cluster chaos demo demo-wan sim sim-all build test test-short bench bench-limiter bench-envoy lint fmt vet staticcheck ensure-redis clean proto proto-check proto-tools
 
 all: lint test build
 
@@ -68,6 +68,10 @@ bench: ensure-redis
 ## bench-limiter: load the limiter over gRPC (weirload), with Redis; about a minute
 bench-limiter:
 	scripts/bench-limiter.sh
+
+## bench-envoy: Envoy's API and weir.v1 at closed-loop peak, with the gRPC health floor; about a minute
+bench-envoy:
+	scripts/bench-envoy.sh
 
 ## lint: formatting, go vet and staticcheck
 lint: fmt vet staticcheck

@@ -1,5 +1,6 @@
-// Command weirload is a lean load generator for the limiter's gRPC Check
-// API. It runs a bounded number of workers for a bounded time, closed-loop
+// Command weirload is a lean load generator for the limiter's gRPC APIs:
+// weir.v1 Check, or Envoy's ShouldRateLimit (--api envoy), or the gRPC
+// health service (--call health) as a floor. It runs a bounded number of workers for a bounded time, closed-loop
 // (each sends its next call when the last is answered) or paced (--rate:
 // calls fall due at an even rate, a free worker sends each, and latency
 // counts from when it was due), and reports decisions per second, latency
@@ -28,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -52,21 +55,25 @@ type config struct {
 	name        string
 	jsonOut     bool
 	call        string
+	api         string
 	samplesOut  string
+	storeAddr   string
+	metricsURL  string
 }
 
 // Result is what a run measured.
 type Result struct {
-	Name      string  `json:"name"`
-	Decisions int64   `json:"decisions"`
-	Calls     int64   `json:"calls"`
-	Errors    int64   `json:"errors"`
-	Allowed   int64   `json:"allowed"`
-	Seconds   float64 `json:"seconds"`
-	PerSecond float64 `json:"decisions_per_second"`
-	P50Micros float64 `json:"p50_us"`
-	P99Micros float64 `json:"p99_us"`
-	MaxMicros float64 `json:"max_us"`
+	Name       string  `json:"name"`
+	Decisions  int64   `json:"decisions"`
+	Calls      int64   `json:"calls"`
+	Errors     int64   `json:"errors"`
+	Allowed    int64   `json:"allowed"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"decisions_per_second"`
+	P50Micros  float64 `json:"p50_us"`
+	P99Micros  float64 `json:"p99_us"`
+	P999Micros float64 `json:"p999_us"`
+	MaxMicros  float64 `json:"max_us"`
 	// With --rate: how late the client's pacer woke after calls were due
 	// (its timer and scheduling, not the limiter's). Latency counts from
 	// when each call was due, so this lag is part of it.
@@ -75,6 +82,14 @@ type Result struct {
 	CallCPUMicro      float64 `json:"limiter_cpu_us_per_call,omitempty"`
 	// With --store-pid: redis-server's CPU per decision.
 	StoreCPUMicros float64 `json:"store_cpu_us_per_decision,omitempty"`
+	// With --store-addr: Redis commands per decision (INFO commandstats,
+	// the commands scripts call included, INFO itself not).
+	StoreCommands float64 `json:"store_commands_per_decision,omitempty"`
+	// With --metrics: the share of the limiter's rule decisions that came
+	// from a failure mode (weir_decisions_total, source failure_*), and
+	// how many.
+	FailureShare     float64 `json:"failure_share"`
+	FailureDecisions int64   `json:"failure_decisions"`
 }
 
 func main() {
@@ -102,6 +117,9 @@ func run(args []string) error {
 	fs.IntVar(&c.storePID, "store-pid", 0, "redis-server PID, to report its CPU per decision too (with the limiter's, how busy the core they share is)")
 	fs.StringVar(&c.name, "name", "run", "name of this run in the report")
 	fs.StringVar(&c.call, "call", "check", "what to call: check (weir.v1 Check) or health (grpc.health.v1 Check: the gRPC path with no decision, a floor)")
+	fs.StringVar(&c.api, "api", "weir", "API of --call check: weir (weir.v1 Check; --batch items per call) or envoy (envoy.service.ratelimit.v3 ShouldRateLimit; --batch descriptors per call, each the --attrs entries then the key's)")
+	fs.StringVar(&c.storeAddr, "store-addr", "", "redis-server host:port, to report Redis commands per decision from INFO commandstats")
+	fs.StringVar(&c.metricsURL, "metrics", "", "the limiter's /metrics URL, to report the share of decisions from failure modes")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&c.samplesOut, "samples", "", "write every measured call to this file, one line each: when it was due (µs after the first) and its latency (µs), to see whether slow calls come together")
 	if err := fs.Parse(args); err != nil {
@@ -119,6 +137,8 @@ func run(args []string) error {
 		return errors.New("--batch must be 1 to 256; --keys and --conns at least 1")
 	case c.call != "check" && c.call != "health":
 		return fmt.Errorf("--call %q, want check or health", c.call)
+	case c.api != "weir" && c.api != "envoy":
+		return fmt.Errorf("--api %q, want weir or envoy", c.api)
 	case c.call == "health" && c.batch != 1:
 		return errors.New("--call health takes no --batch")
 	}
@@ -146,7 +166,7 @@ func run(args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(human, "%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.MaxMicros, res.Errors)
+	fmt.Fprintf(human, "%-28s %10.0f decisions/s  p50 %7.0fµs  p99 %7.0fµs  p99.9 %7.0fµs  max %7.0fµs  errors %d", res.Name, res.PerSecond, res.P50Micros, res.P99Micros, res.P999Micros, res.MaxMicros, res.Errors)
 	if res.PacerLagP99Micros > 0 {
 		fmt.Fprintf(human, "  client pacer lag p99 %.0fµs", res.PacerLagP99Micros)
 	}
@@ -156,12 +176,19 @@ func run(args []string) error {
 	if res.StoreCPUMicros > 0 {
 		fmt.Fprintf(human, "  redis CPU %.1fµs/decision", res.StoreCPUMicros)
 	}
+	if c.storeAddr != "" {
+		fmt.Fprintf(human, "  redis %.2f commands/decision", res.StoreCommands)
+	}
+	if c.metricsURL != "" {
+		fmt.Fprintf(human, "  failure modes %.4f%% (%d)", 100*res.FailureShare, res.FailureDecisions)
+	}
 	fmt.Fprintln(human)
 	return nil
 }
 
 func load(ctx context.Context, c config, fixed map[string]string) (Result, error) {
 	conns := make([]weirv1.LimiterClient, c.conns)
+	envoys := make([]rlsv3.RateLimitServiceClient, c.conns)
 	health := make([]healthpb.HealthClient, c.conns)
 	for i := range conns {
 		cc, err := grpc.NewClient(c.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -170,6 +197,7 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		}
 		defer cc.Close()
 		conns[i], health[i] = weirv1.NewLimiterClient(cc), healthpb.NewHealthClient(cc)
+		envoys[i] = rlsv3.NewRateLimitServiceClient(cc)
 	}
 	var (
 		measuring atomic.Bool
@@ -201,7 +229,8 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	var wg sync.WaitGroup
 	for w := range c.concurrency {
 		wg.Go(func() {
-			client, hc := conns[w%len(conns)], health[w%len(health)]
+			client, hc, ec := conns[w%len(conns)], health[w%len(health)], envoys[w%len(envoys)]
+			envoyReq, envoyKeys := envoyRequest(c, fixed)
 			items := make([]*weirv1.CheckItem, c.batch)
 			for i := range items {
 				attrs := make(map[string]string, len(fixed)+1)
@@ -212,7 +241,6 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 			}
 			req := &weirv1.CheckRequest{Domain: c.domain, Items: items}
 			healthReq := &healthpb.HealthCheckRequest{}
-			healthResp := &weirv1.CheckResponse{Items: []*weirv1.ItemResult{{Allowed: true}}}
 			local := make([]time.Duration, 0, 1<<14)
 			var localCalls []callSample
 			for runCtx.Err() == nil {
@@ -226,17 +254,37 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 					}
 					start = pace.scheduled(k)
 				}
-				for _, it := range items {
-					it.Attributes[c.keyAttr] = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
-				}
-				var resp *weirv1.CheckResponse
+				var n int64
 				var err error
-				if c.call == "health" {
+				switch {
+				case c.call == "health":
 					// Counted as one allowed decision, for the same report.
 					_, err = hc.Check(runCtx, healthReq)
-					resp = healthResp
-				} else {
-					resp, err = client.Check(runCtx, req)
+					n = 1
+				case c.api == "envoy":
+					for _, e := range envoyKeys {
+						e.Value = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
+					}
+					var resp *rlsv3.RateLimitResponse
+					if resp, err = ec.ShouldRateLimit(runCtx, envoyReq); err == nil {
+						for _, st := range resp.GetStatuses() {
+							if st.GetCode() == rlsv3.RateLimitResponse_OK {
+								n++
+							}
+						}
+					}
+				default:
+					for _, it := range items {
+						it.Attributes[c.keyAttr] = "k" + strconv.FormatInt(keyCounter.Add(1)%int64(c.keys), 10)
+					}
+					var resp *weirv1.CheckResponse
+					if resp, err = client.Check(runCtx, req); err == nil {
+						for _, ir := range resp.GetItems() {
+							if ir.GetAllowed() {
+								n++
+							}
+						}
+					}
 				}
 				if runCtx.Err() != nil {
 					break
@@ -250,12 +298,6 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
-				}
-				n := int64(0)
-				for _, ir := range resp.GetItems() {
-					if ir.GetAllowed() {
-						n++
-					}
 				}
 				allowed.Add(n)
 				local = append(local, lat)
@@ -289,13 +331,21 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	case <-time.After(c.warmup):
 	case <-runCtx.Done():
 	}
+	before, err := readCounts(ctx, c)
+	if err != nil {
+		return Result{}, err
+	}
 	cpu0, store0 := procCPU(c.pid), procCPU(c.storePID)
 	t0 := time.Now()
 	measuring.Store(true)
 	<-runCtx.Done()
 	elapsed := time.Since(t0)
 	cpu1, store1 := procCPU(c.pid), procCPU(c.storePID)
-	wg.Wait()
+	wg.Wait() // the calls in flight end (cancelled) before the counts are read
+	after, err := readCounts(ctx, c)
+	if err != nil {
+		return Result{}, err
+	}
 	<-paceDone
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
@@ -320,10 +370,17 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 	n := calls.Load() - errs.Load()
 	r := Result{
 		Name: c.name, Calls: calls.Load(), Decisions: n * int64(c.batch), Errors: errs.Load(), Allowed: allowed.Load(),
-		Seconds: elapsed.Seconds(), P50Micros: pct(0.50), P99Micros: pct(0.99), MaxMicros: pct(1),
+		Seconds: elapsed.Seconds(), P50Micros: pct(0.50), P99Micros: pct(0.99), P999Micros: pct(0.999), MaxMicros: pct(1),
 		PacerLagP99Micros: pctOf(lags, 0.99),
 	}
 	r.PerSecond = float64(r.Decisions) / r.Seconds
+	if r.Decisions > 0 {
+		r.StoreCommands = float64(after.commands-before.commands) / float64(r.Decisions)
+	}
+	r.FailureDecisions = after.failed - before.failed
+	if after.all > before.all {
+		r.FailureShare = float64(r.FailureDecisions) / float64(after.all-before.all)
+	}
 	if c.storePID > 0 && store1 > store0 && r.Decisions > 0 {
 		r.StoreCPUMicros = (store1 - store0).Seconds() * 1e6 / float64(r.Decisions)
 	}
@@ -335,6 +392,29 @@ func load(ctx context.Context, c config, fixed map[string]string) (Result, error
 		fmt.Fprintln(os.Stderr, "weirload: first error:", e)
 	}
 	return r, nil
+}
+
+// envoyRequest returns a ShouldRateLimit request of c.batch descriptors,
+// each the fixed entries (sorted by key, for a stable request) then the key
+// attribute's, and the key entries for the caller to set before each call.
+func envoyRequest(c config, fixed map[string]string) (*rlsv3.RateLimitRequest, []*rlcommonv3.RateLimitDescriptor_Entry) {
+	keys := make([]string, 0, len(fixed))
+	for k := range fixed {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	req := &rlsv3.RateLimitRequest{Domain: c.domain}
+	entries := make([]*rlcommonv3.RateLimitDescriptor_Entry, c.batch)
+	for i := range entries {
+		d := &rlcommonv3.RateLimitDescriptor{}
+		for _, k := range keys {
+			d.Entries = append(d.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: k, Value: fixed[k]})
+		}
+		entries[i] = &rlcommonv3.RateLimitDescriptor_Entry{Key: c.keyAttr}
+		d.Entries = append(d.Entries, entries[i])
+		req.Descriptors = append(req.Descriptors, d)
+	}
+	return req, entries
 }
 
 // callSample is one measured call: when it was due (or sent, unpaced)

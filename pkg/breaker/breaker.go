@@ -2,7 +2,13 @@
 // dependency from adding its timeout to every call.
 //
 // A Breaker starts closed: calls go through. After Config.Failures
-// consecutive failures it opens: calls are refused at once. After
+// consecutive failures it opens: calls are refused at once. Failures are
+// counted as events, not as calls: with FailureOf, the failure of a call
+// that started before the last failure counted is the same event seen by
+// another caller (concurrent calls stuck behind one stall all fail
+// together), and does not count again. So the breaker opens on a
+// dependency that keeps failing calls made after it failed — a dead one —
+// not on one stall that many callers happened to share. After
 // Config.Cooldown it lets exactly one probe through (half-open); the probe's
 // success closes it, its failure opens it for another cooldown. Time comes
 // from an injected clock so tests need not sleep.
@@ -64,6 +70,7 @@ type Breaker struct {
 	mu       sync.Mutex
 	state    State
 	streak   int
+	lastFail time.Time // when the last failure counted was recorded
 	openedAt time.Time
 	onChange func(State)
 }
@@ -122,10 +129,24 @@ func (b *Breaker) Success() {
 	}
 }
 
-// Failure records a failed call.
-func (b *Breaker) Failure() {
+// Failure records a failed call, counted whatever its start (see
+// FailureOf).
+func (b *Breaker) Failure() { b.failure(time.Time{}, false) }
+
+// FailureOf records the failure of a call that started at start. In the
+// closed state, it counts only when the call started at or after the last
+// failure counted: an earlier one failed with it, in the same event. A
+// probe's failure (half-open) always reopens the breaker.
+func (b *Breaker) FailureOf(start time.Time) { b.failure(start, true) }
+
+func (b *Breaker) failure(start time.Time, dated bool) {
 	b.mu.Lock()
+	if dated && b.state == Closed && b.streak > 0 && start.Before(b.lastFail) {
+		b.mu.Unlock()
+		return
+	}
 	b.streak++
+	b.lastFail = b.now()
 	open := b.state == HalfOpen || (b.state == Closed && b.streak >= b.failures)
 	if open {
 		b.state, b.openedAt = Open, b.now()

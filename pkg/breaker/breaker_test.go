@@ -89,3 +89,61 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("negative Failures: got nil error")
 	}
 }
+
+// TestFailureOfCountsEventsNotCallers: calls that were already in flight
+// when a failure was counted failed in the same event (one stall shared by
+// every caller) and do not count again; only calls started after it do.
+func TestFailureOfCountsEventsNotCallers(t *testing.T) {
+	tests := []struct {
+		name string
+		// starts are the calls' start times, in ms after the clock's
+		// origin; each fails at its start + 20ms, in order.
+		starts    []int
+		wantState breaker.State
+	}{
+		{"50 callers stuck in one stall", repeat(0, 50), breaker.Closed},
+		{"two stalls", []int{0, 0, 0, 25, 25}, breaker.Closed},
+		{"three calls each started after the last failure", []int{0, 20, 40}, breaker.Open},
+		{"a dead dependency under concurrency", []int{0, 0, 1, 20, 21, 22, 40}, breaker.Open},
+		{"started at the instant of the last failure counts", []int{0, 20, 40}, breaker.Open},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			origin := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+			c := fakeclock.New(origin)
+			b, _ := breaker.New(breaker.Config{Failures: 3, Cooldown: time.Second, Now: c.Now}, nil)
+			for _, s := range tt.starts {
+				start := origin.Add(time.Duration(s) * time.Millisecond)
+				if end := start.Add(20 * time.Millisecond); end.After(c.Now()) {
+					c.Set(end)
+				}
+				b.FailureOf(start)
+			}
+			if got := b.State(); got != tt.wantState {
+				t.Errorf("got %v, want %v", got, tt.wantState)
+			}
+		})
+	}
+}
+
+func TestFailureOfAProbeReopens(t *testing.T) {
+	c := fakeclock.New(time.Time{})
+	b, _ := breaker.New(breaker.Config{Failures: 1, Cooldown: time.Second, Now: c.Now}, nil)
+	b.Failure()
+	c.Advance(time.Second)
+	if _, probe := b.Allow(); !probe {
+		t.Fatal("after cooldown: got no probe")
+	}
+	b.FailureOf(time.Time{}) // started long before the last failure
+	if got := b.State(); got != breaker.Open {
+		t.Errorf("failed probe: got %v, want open", got)
+	}
+}
+
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

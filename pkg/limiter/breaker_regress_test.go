@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -83,14 +84,20 @@ func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
 }
 
 // TestCancelledCallersDoNotOpenTheBreaker: callers that gave up say
-// nothing about the store, so they must not open its breaker.
+// nothing about the store, so they must not open its breaker; nor are
+// they answered from a failure mode (which would count failure_local
+// decisions that nobody received, while the store is fine): they get
+// their context's error.
 func TestCancelledCallersDoNotOpenTheBreaker(t *testing.T) {
 	srv := redistest.Start(t)
 	l := redisLimiter(t, srv, newClock(), modesYAML)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 5 {
-		source(t, l, cancelled)
+		_, err := l.Check(cancelled, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"mode": "local", "k": "x"}}}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller: got %v, want an error wrapping context.Canceled", err)
+		}
 	}
 	if got := source(t, l, context.Background()); got != limiter.SourceStore {
 		t.Fatalf("healthy Redis after 5 cancelled callers: got %v, want store", got)

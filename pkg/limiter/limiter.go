@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,17 @@ type Pinger interface {
 // than each with a deadline of its own: a timer per decision saved.
 type Bounded interface {
 	CallBound() time.Duration
+}
+
+// BoundedDecider is implemented by stores that can bound one Decide by a
+// given duration without a context deadline of its own, as
+// coalesce.Coalescer does with one timer for every call in flight. The
+// limiter then passes each call the adaptive store timeout in force
+// (Config.StoreTimeout) this way: a timer per decision saved. A call not
+// answered within must fail with an error that wraps
+// context.DeadlineExceeded.
+type BoundedDecider interface {
+	DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error)
 }
 
 // Quotas gives the part of a global rule's limit this DC enforces. The
@@ -91,10 +103,30 @@ type Config struct {
 	DC string
 	// Store keeps the DC's states. Required.
 	Store Store
-	// StoreTimeout bounds each store call. Default 20ms.
+	// StoreTimeout is the least bound on each store call. Default 20ms.
+	// The bound in force adapts to the latencies the store answers with
+	// (twice the slowest call of the last 5–10 seconds, a call that timed
+	// out counting as one that took its bound), between StoreTimeout and
+	// StoreTimeoutMax: a store that is slow because it is busy is waited
+	// for, one that stopped answering is not. See
+	// docs/operations.md, "Overload".
 	StoreTimeout time.Duration
+	// StoreTimeoutMax is the most the bound may adapt to. Default 10 ×
+	// StoreTimeout; at most StoreTimeout disables the adaptation.
+	StoreTimeoutMax time.Duration
+	// MaxInFlight bounds the store requests (one per rule decision) in
+	// flight at once. A call that finds no room waits up to AdmitWait for
+	// it; if it still finds none, its decisions are shed to their rules'
+	// failure modes without asking the store, reported as shed
+	// (FallbackShed), and not held against the store. Default 4096;
+	// negative: no bound.
+	MaxInFlight int
+	// AdmitWait is how long a call waits for room under MaxInFlight.
+	// Default StoreTimeout.
+	AdmitWait time.Duration
 	// Breaker configures the store's circuit breaker (default: open after 3
-	// consecutive failures, probe every 500ms).
+	// consecutive failure events, probe every 500ms). Calls that fail
+	// together, in one stall, count as one event (breaker.FailureOf).
 	Breaker breaker.Config
 	// CacheKeys is how many hot keys the cache may hold; negative disables
 	// the cache. Default 100,000.
@@ -127,8 +159,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("limiter: Config.Store is required")
-	case c.StoreTimeout < 0:
-		return fmt.Errorf("limiter: negative StoreTimeout %v", c.StoreTimeout)
+	case c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.AdmitWait < 0:
+		return fmt.Errorf("limiter: negative StoreTimeout %v, StoreTimeoutMax %v or AdmitWait %v", c.StoreTimeout, c.StoreTimeoutMax, c.AdmitWait)
 	case c.LocalKeys < 0:
 		return fmt.Errorf("limiter: negative LocalKeys %d", c.LocalKeys)
 	}
@@ -147,6 +179,10 @@ type Limiter struct {
 	cache   *ristretto.Cache[string, blocked]
 	obs     Observer
 	bounded bool // the store bounds its Decide calls within StoreTimeout
+	within  BoundedDecider
+	timeout *adaptiveTimeout
+	gate    *gate // nil: no bound on the requests in flight
+	fell    fallbacks
 	// shadow: the store can fail (it is not in memory), so what it admits
 	// for rules of failure_mode local is counted in admitted (see decide).
 	shadow   bool
@@ -199,6 +235,15 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.StoreTimeout == 0 {
 		cfg.StoreTimeout = 20 * time.Millisecond
 	}
+	if cfg.StoreTimeoutMax == 0 {
+		cfg.StoreTimeoutMax = 10 * cfg.StoreTimeout
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 4096
+	}
+	if cfg.AdmitWait == 0 {
+		cfg.AdmitWait = cfg.StoreTimeout
+	}
 	if cfg.CacheKeys == 0 {
 		cfg.CacheKeys = 100_000
 	}
@@ -215,9 +260,15 @@ func New(cfg Config) (*Limiter, error) {
 	if l.obs == nil {
 		l.obs = nopObserver{}
 	}
+	l.timeout = newAdaptiveTimeout(cfg.StoreTimeout, cfg.StoreTimeoutMax)
 	if b, ok := cfg.Store.(Bounded); ok {
 		l.bounded = b.CallBound() > 0 && b.CallBound() <= cfg.StoreTimeout
 	}
+	l.within, _ = cfg.Store.(BoundedDecider)
+	if cfg.MaxInFlight > 0 {
+		l.gate = newGate(int64(cfg.MaxInFlight))
+	}
+	l.fell.observer, _ = l.obs.(FallbackObserver)
 	var err error
 	if l.local, err = memstore.New(memstore.Config{MaxKeys: cfg.LocalKeys}); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
@@ -516,9 +567,11 @@ type pending struct {
 	hot       *atomic.Int64 // the rule's, in domains.hot
 }
 
-// Check decides every item of req. It fails only for a malformed request
-// or an unknown domain; store trouble is handled by each rule's
-// failure_mode and shows in the results' Source.
+// Check decides every item of req. It fails only for a malformed request,
+// an unknown domain, or a caller that gave up (ctx done) before the store
+// answered — an answer nobody waits for is not made up from a failure
+// mode; store trouble is handled by each rule's failure_mode and shows in
+// the results' Source.
 func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	if len(req.Items) == 0 || len(req.Items) > MaxItems {
 		return Response{}, fmt.Errorf("%w: %d items, want 1 to %d", ErrInvalid, len(req.Items), MaxItems)
@@ -599,7 +652,9 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	}
 	var storeRefunds []algorithm.Request
 	if len(storeReqs) > 0 {
-		storeRefunds = l.decide(ctx, now, &resp, waiting, storeReqs)
+		if storeRefunds, err = l.decide(ctx, now, &resp, waiting, storeReqs); err != nil {
+			return Response{}, err
+		}
 	}
 	l.finish(ctx, now, &resp, storeRefunds)
 	l.obs.Checked(set.Domain(), &resp, l.now().Sub(start))
@@ -669,9 +724,13 @@ func (l *Limiter) remember(m *ruleset.Match, p algorithm.Params, d algorithm.Dec
 
 // decide asks the store (or the failure modes) about the waiting results,
 // and returns the store's admissions to give back: those the local count
-// rejected while the store was recovering (see shadowCount).
-func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) []algorithm.Request {
+// rejected while the store was recovering (see shadowCount). It fails
+// only when the caller gave up (ctx done) before the store answered.
+func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, waiting []pending, reqs []algorithm.Request) ([]algorithm.Request, error) {
 	results, err := l.storeCall(ctx, now, reqs)
+	if errors.Is(err, errGaveUp) {
+		return nil, err
+	}
 	if results == nil {
 		results = failAll(len(reqs), err)
 	}
@@ -705,7 +764,7 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 		}
 	}
 	if len(local) == 0 && len(shadow) == 0 {
-		return nil
+		return nil, nil
 	}
 	n := int64(1)
 	if l.cfg.Instances != nil {
@@ -715,9 +774,9 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, resp *Response, wai
 		l.decideLocal(ctx, now, resp, waiting, reqs, local, n)
 	}
 	if len(shadow) > 0 {
-		return l.shadowCount(ctx, now, resp, waiting, reqs, shadow, n)
+		return l.shadowCount(ctx, now, resp, waiting, reqs, shadow, n), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // decideLocal decides the requests of failure_mode local (the indexes of
@@ -833,21 +892,32 @@ func (l *Limiter) shadowCount(ctx context.Context, now time.Time, resp *Response
 	return refunds
 }
 
-var errBreakerOpen = errors.New("limiter: store circuit breaker is open")
+var (
+	errBreakerOpen = errors.New("limiter: store circuit breaker is open")
+	errShed        = errors.New("limiter: store requests in flight at their bound (MaxInFlight): shed")
+	// errGaveUp is wrapped, with the context's error, by the error of a
+	// call whose caller gave up before the store answered.
+	errGaveUp = errors.New("limiter: the caller gave up before the store answered")
+)
 
-// storeCall asks the store to decide reqs, through the circuit breaker and
-// within the store timeout. It returns nil results and errBreakerOpen when
-// the breaker refuses the call. A caller that gives up (ctx done) says
-// nothing about the store: its failure is not held against the breaker.
+// storeCall asks the store to decide reqs: through the circuit breaker,
+// through the gate on requests in flight, and within the adaptive store
+// timeout. It returns nil results and errBreakerOpen when the breaker
+// refuses the call, errShed when the gate does. A caller that gives up
+// (ctx done) says nothing about the store: its failure is not held against
+// the breaker, and the call fails with an error wrapping errGaveUp.
+// Decisions that fall to the failure modes are reported by reason
+// (l.fell).
 func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	ok, probe := l.breaker.Allow()
 	if probe {
 		if p, isPinger := l.store.(Pinger); isPinger && !l.closed.Load() {
 			// Probe in the background; this request does not wait on it.
 			l.probes.Add(1)
+			bound := l.timeout.bound()
 			go func() {
 				defer l.probes.Done()
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 				defer cancel()
 				if err := p.Ping(pctx); err != nil {
 					l.breaker.Failure()
@@ -855,40 +925,87 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 				}
 				l.breaker.Success()
 			}()
-			return nil, errBreakerOpen
+			ok = false
 		}
 	}
 	if !ok {
+		l.fell.add(l, FallbackBreakerOpen, len(reqs))
 		return nil, errBreakerOpen
 	}
-	sctx, cancel := ctx, func() {}
-	if !l.bounded {
-		sctx, cancel = context.WithTimeout(ctx, l.cfg.StoreTimeout)
+	n := int64(len(reqs))
+	if l.gate != nil {
+		if !l.gate.enter(ctx.Done(), n, l.cfg.AdmitWait) {
+			if probe {
+				l.breaker.Release()
+			}
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
+			}
+			l.fell.add(l, FallbackShed, len(reqs))
+			return nil, errShed
+		}
+		defer l.gate.leave(n)
 	}
+	bound := l.timeout.bound()
 	callStart := l.now()
-	results, err := l.store.Decide(sctx, now, reqs)
-	cancel()
-	callTime := l.now().Sub(callStart)
-	callErr := err
-	for _, r := range results {
-		if callErr == nil && r.Err != nil {
-			callErr = r.Err
+	var results []algorithm.Result
+	var err error
+	switch {
+	case l.within != nil:
+		results, err = l.within.DecideWithin(ctx, bound, now, reqs)
+	case l.bounded && bound <= l.cfg.StoreTimeout:
+		results, err = l.store.Decide(ctx, now, reqs)
+	default:
+		sctx, cancel := context.WithTimeout(ctx, bound)
+		results, err = l.store.Decide(sctx, now, reqs)
+		cancel()
+	}
+	callEnd := l.now()
+	callTime := callEnd.Sub(callStart)
+	callErr, failed := err, len(reqs)
+	if err == nil {
+		failed = 0
+		for _, r := range results {
+			if r.Err != nil {
+				failed++
+				if callErr == nil {
+					callErr = r.Err
+				}
+			}
 		}
 	}
 	if callErr != nil && ctx.Err() != nil {
 		if probe {
 			l.breaker.Release()
 		}
-		return results, err
+		return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 	}
 	l.obs.StoreCall(callTime, callErr)
-	if callErr != nil {
-		l.breaker.Failure()
-	} else {
+	switch {
+	case callErr == nil:
+		l.timeout.observe(callTime, callEnd)
 		l.breaker.Success()
+	case isTimeout(callErr):
+		l.timeout.timedOut(bound, callEnd)
+		l.breaker.FailureOf(callStart)
+		l.fell.add(l, FallbackTimeout, failed)
+	default:
+		l.breaker.FailureOf(callStart)
+		l.fell.add(l, FallbackError, failed)
 	}
 	return results, err
 }
+
+// isTimeout reports whether err is a timeout: a deadline that passed, or
+// a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// StoreTimeout returns the bound on store calls in force (see
+// Config.StoreTimeout).
+func (l *Limiter) StoreTimeout() time.Duration { return l.timeout.bound() }
 
 func failAll(n int, err error) []algorithm.Result {
 	out := make([]algorithm.Result, n)
@@ -941,7 +1058,7 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 	}
 	if len(storeRefunds) > 0 {
 		// A client hang-up must not leave the refund half done.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.StoreTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout.bound())
 		callStart := l.now()
 		err := l.store.Refund(rctx, now, l.now(), storeRefunds)
 		cancel()

@@ -46,7 +46,7 @@ import (
 	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
-var _ limiter.Bounded = (*coalesce.Coalescer)(nil)
+var _ limiter.BoundedDecider = (*coalesce.Coalescer)(nil)
 
 // Config configures a limiter process. Zero values take the documented
 // defaults; RulesFile is required.
@@ -57,8 +57,18 @@ type Config struct {
 	// comma-separated host:port for Redis Cluster. Empty keeps state in
 	// memory (single-node use).
 	Redis string
-	// StoreTimeout bounds each store call. Default 20ms.
+	// StoreTimeout is the least bound on each store call; the bound adapts
+	// to the store's latency above it (limiter.Config.StoreTimeout).
+	// Default 20ms.
 	StoreTimeout time.Duration
+	// StoreTimeoutMax is the most the bound may adapt to. Default 10 ×
+	// StoreTimeout.
+	StoreTimeoutMax time.Duration
+	// MaxInFlight bounds the store requests in flight; AdmitWait is how
+	// long a call waits for room before its decisions are shed to their
+	// failure modes (limiter.Config). Defaults 4096 and StoreTimeout.
+	MaxInFlight int
+	AdmitWait   time.Duration
 	// RulesFile is the YAML or JSON rule file, re-read when it changes.
 	// Without it the rules come from etcd (Etcd required), as the admin API
 	// writes them.
@@ -138,6 +148,10 @@ func (c *Config) setDefaults() {
 	if c.StoreTimeout == 0 {
 		c.StoreTimeout = 20 * time.Millisecond
 	}
+	if c.StoreTimeoutMax == 0 {
+		c.StoreTimeoutMax = 10 * c.StoreTimeout
+	}
+	c.StoreTimeoutMax = max(c.StoreTimeoutMax, c.StoreTimeout)
 	if c.RulesPoll == 0 {
 		c.RulesPoll = time.Second
 	}
@@ -172,7 +186,7 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("rules are required: a rules file (--rules) or etcd (--etcd)"))
 		}
 	}
-	if c.StoreTimeout < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
+	if c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.AdmitWait < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if err := checkDCs(c); err != nil {
@@ -224,7 +238,8 @@ func Run(ctx context.Context, cfg Config) error {
 		obs = limiter.Observers{met, glob.observer}
 	}
 	lim, err := limiter.New(limiter.Config{
-		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, CacheKeys: cfg.CacheKeys,
+		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, StoreTimeoutMax: cfg.StoreTimeoutMax,
+		MaxInFlight: cfg.MaxInFlight, AdmitWait: cfg.AdmitWait, CacheKeys: cfg.CacheKeys,
 		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
 		Quotas: glob.quotas, Instances: glob.instances,
 		// In etcd a domain exists while it holds rules: one whose last
@@ -235,6 +250,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: %w", err)
 	}
 	defer lim.Close()
+	if err := metrics.StoreTimeout(reg, lim.StoreTimeout); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
 	if err := metrics.CacheRatio(reg, lim.CacheStats); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
@@ -419,7 +437,9 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	}
 	var c redisstore.Client
 	var closeFn func() error
-	timeout := cfg.StoreTimeout
+	// The limiter bounds each call by its adaptive timeout; the client's
+	// own timeouts are the most that may adapt to.
+	timeout := cfg.StoreTimeoutMax
 	switch {
 	case strings.Contains(cfg.Redis, "://"):
 		opt, err := redis.ParseURL(cfg.Redis)
@@ -454,10 +474,10 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	cancel()
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
-	// Bound: the coalescer bounds each decision's wait by the store timeout
-	// with one timer, which spares the limiter a context and a timer per
-	// decision (see limiter.Bounded).
-	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1, Bound: timeout})
+	// The coalescer bounds each decision's wait by the limiter's adaptive
+	// store timeout with one timer, which spares the limiter a context and
+	// a timer per decision (see limiter.BoundedDecider).
+	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})
 	if err != nil {
 		_ = closeFn()
 		return nil, nil, fmt.Errorf("limiterd: %w", err)

@@ -20,6 +20,7 @@ type Limiter struct {
 	latency       prometheus.Histogram
 	storeLatency  prometheus.Histogram
 	storeErrors   prometheus.Counter
+	fallbacks     [8]prometheus.Counter // by limiter.Fallback
 	breakerOpen   prometheus.Gauge
 	cacheAbsorbed prometheus.Counter
 	reloads       *prometheus.CounterVec
@@ -49,7 +50,10 @@ const (
 
 var resultNames = [...]string{allowed: "allowed", rejected: "rejected", shadowRejected: "shadow_rejected", refunded: "refunded"}
 
-var _ limiter.Observer = (*Limiter)(nil)
+var (
+	_ limiter.Observer         = (*Limiter)(nil)
+	_ limiter.FallbackObserver = (*Limiter)(nil)
+)
 
 // NewLimiter creates the limiter's metrics and registers them on reg.
 func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
@@ -100,6 +104,16 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 	}
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
+	fallbacks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "weir_store_fallbacks_total",
+		Help: "Rule decisions that should have been the store's and went to their rules' failure modes, by reason: breaker_open, timeout (beyond the adaptive store timeout), error, shed (store requests in flight at their bound: the store was not asked).",
+	}, []string{"reason"})
+	if err := reg.Register(fallbacks); err != nil {
+		return nil, err
+	}
+	for _, r := range limiter.Fallbacks {
+		m.fallbacks[r] = fallbacks.WithLabelValues(r.String())
+	}
 	return m, nil
 }
 
@@ -142,6 +156,22 @@ func (m *Limiter) StoreCall(latency time.Duration, err error) {
 	if err != nil {
 		m.storeErrors.Inc()
 	}
+}
+
+// FellBack implements limiter.FallbackObserver.
+func (m *Limiter) FellBack(reason limiter.Fallback, decisions int) {
+	if int(reason) < len(m.fallbacks) && m.fallbacks[reason] != nil {
+		m.fallbacks[reason].Add(float64(decisions))
+	}
+}
+
+// StoreTimeout registers weir_store_timeout_seconds, read from timeout when
+// scraped (limiter.Limiter.StoreTimeout).
+func StoreTimeout(reg prometheus.Registerer, timeout func() time.Duration) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "weir_store_timeout_seconds",
+		Help: "The bound on store calls in force: it adapts to the store's latency between --store-timeout and --store-timeout-max.",
+	}, func() float64 { return timeout().Seconds() }))
 }
 
 // BreakerState implements limiter.Observer.

@@ -8,9 +8,9 @@
 // merges (they arrived within one round trip of each other). Refunds are
 // passed straight through.
 //
-// With Config.Bound set, the coalescer also bounds how long each call
-// waits, with one timer for all of them instead of a context with a
-// deadline per call.
+// With Config.Bound set, or through DecideWithin, the coalescer also
+// bounds how long each call waits, with one timer for all of them instead
+// of a context with a deadline per call.
 package coalesce
 
 import (
@@ -87,6 +87,7 @@ type Coalescer struct {
 	bmu     sync.Mutex
 	waiting list
 	timer   *time.Timer
+	graced  bool // the timer's last firing was late and expired nothing
 }
 
 // A job is one Decide call. It is answered once, by whoever moves its state
@@ -101,9 +102,12 @@ type job struct {
 
 	state    atomic.Uint32
 	deadline time.Time
-	prev     *job // in Coalescer.waiting
-	next     *job
-	listed   bool
+	// watched is set by the caller before it queues the job, and read
+	// after: whether the job is under a bound.
+	watched bool
+	prev    *job // in Coalescer.waiting
+	next    *job
+	listed  bool
 }
 
 // Job states.
@@ -128,6 +132,30 @@ func (l *list) push(j *job) {
 		l.front = j
 	}
 	l.back = j
+}
+
+// insert puts j in deadline order, searching from the back (where a job
+// with the latest deadline goes).
+func (l *list) insert(j *job) {
+	at := l.back
+	for at != nil && at.deadline.After(j.deadline) {
+		at = at.prev
+	}
+	if at == l.back {
+		l.push(j)
+		return
+	}
+	j.listed = true
+	j.prev = at
+	if at == nil {
+		j.next = l.front
+		l.front.prev = j
+		l.front = j
+		return
+	}
+	j.next = at.next
+	at.next.prev = j
+	at.next = j
 }
 
 func (l *list) remove(j *job) {
@@ -167,12 +195,10 @@ func New(inner Store, cfg Config) (*Coalescer, error) {
 		cfg.Yields = 2
 	}
 	c := &Coalescer{inner: inner, maxBatch: cfg.MaxBatch, yields: max(0, cfg.Yields), timeout: cfg.Timeout, queue: make(chan *job, 4096), stop: make(chan struct{})}
-	if cfg.Bound > 0 {
-		c.bound = cfg.Bound
-		c.errBound = fmt.Errorf("%w (%v): %w", ErrTimeout, cfg.Bound, context.DeadlineExceeded)
-		c.timer = time.AfterFunc(time.Hour, c.expire)
-		c.timer.Stop()
-	}
+	c.bound = cfg.Bound
+	c.errBound = fmt.Errorf("%w: %w", ErrTimeout, context.DeadlineExceeded)
+	c.timer = time.AfterFunc(time.Hour, c.expire)
+	c.timer.Stop()
 	for range cfg.Workers {
 		c.wg.Go(c.work)
 	}
@@ -189,9 +215,7 @@ func (c *Coalescer) Close() {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	c.timer.Stop()
 }
 
 // CallBound returns Config.Bound: how long a Decide may take at most,
@@ -199,21 +223,32 @@ func (c *Coalescer) Close() {
 func (c *Coalescer) CallBound() time.Duration { return c.bound }
 
 // Decide queues reqs for the next merged call and waits for its results,
-// for ctx, or for the bound.
+// for ctx, or for Config.Bound.
 func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	return c.DecideWithin(ctx, c.bound, now, reqs)
+}
+
+// DecideWithin is Decide bounded by within instead of Config.Bound (0: no
+// bound): one not answered within fails with an error that wraps
+// ErrTimeout and context.DeadlineExceeded (its requests may still be
+// decided). Bounds that change from call to call are kept in order, at a
+// cost that grows with how many calls in flight a shorter bound
+// overtakes: meant for a bound that changes slowly (the limiter's
+// adaptive store timeout).
+func (c *Coalescer) DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
 	if len(reqs) >= c.maxBatch {
-		if c.bound > 0 {
+		if within > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.bound)
+			ctx, cancel = context.WithTimeout(ctx, within)
 			defer cancel()
 		}
 		return c.inner.Decide(ctx, now, reqs)
 	}
 	j := jobs.Get().(*job)
-	j.now, j.reqs, j.res, j.err = now, reqs, nil, nil
+	j.now, j.reqs, j.res, j.err, j.watched = now, reqs, nil, nil, within > 0
 	j.state.Store(pending)
 	c.mu.RLock()
 	if c.closed {
@@ -221,8 +256,8 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 		jobs.Put(j)
 		return nil, ErrClosed
 	}
-	if c.bound > 0 {
-		c.watch(j)
+	if within > 0 {
+		c.watch(j, within)
 	}
 	select {
 	case c.queue <- j:
@@ -252,20 +287,20 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 	}
 }
 
-// watch puts j, just called, under the bound.
-func (c *Coalescer) watch(j *job) {
-	j.deadline = time.Now().Add(c.bound)
+// watch puts j, just called, under the bound within.
+func (c *Coalescer) watch(j *job, within time.Duration) {
+	j.deadline = time.Now().Add(within)
 	c.bmu.Lock()
-	c.waiting.push(j)
+	c.waiting.insert(j)
 	if c.waiting.front == j {
-		c.timer.Reset(c.bound)
+		c.timer.Reset(within)
 	}
 	c.bmu.Unlock()
 }
 
 // unwatch takes j, answered, from under the bound.
 func (c *Coalescer) unwatch(j *job) {
-	if c.bound == 0 {
+	if !j.watched {
 		return
 	}
 	c.bmu.Lock()
@@ -277,10 +312,25 @@ func (c *Coalescer) unwatch(j *job) {
 // next deadline. Deadlines follow the order of the list, but for calls
 // made at nearly the same time: a job is never answered before its
 // deadline, and at worst late by that much.
+//
+// A timer that fires late says the process was not running when the
+// deadline passed (descheduled on a saturated core, or paused): answers
+// that came in meanwhile sit unread in the network poller, which Go's
+// scheduler consults after it has run the timers due, so expiring at once
+// would fail calls whose answers are already here. Such a firing expires
+// nothing and looks again as long after as it was late (see grace).
 func (c *Coalescer) expire() {
 	now := time.Now()
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
+	if f := c.waiting.front; f != nil {
+		if g := grace(now, f.deadline, c.graced, c.timeout); g > 0 {
+			c.graced = true
+			c.timer.Reset(g)
+			return
+		}
+	}
+	c.graced = false
 	for j := c.waiting.front; j != nil; j = c.waiting.front {
 		if j.deadline.After(now) {
 			c.timer.Reset(j.deadline.Sub(now))
@@ -291,6 +341,22 @@ func (c *Coalescer) expire() {
 			j.done <- struct{}{}
 		}
 	}
+}
+
+// lateFiring is how late a bound's timer may fire without being taken for
+// a sign that the process was not running.
+const lateFiring = time.Millisecond
+
+// grace returns how long to wait before expiring calls whose deadline
+// passed, when the timer set for deadline fired at now: as long as it was
+// late (at most limit), if it was more than lateFiring late and the last
+// firing was not itself a grace; 0 to expire them now.
+func grace(now, deadline time.Time, graced bool, limit time.Duration) time.Duration {
+	late := now.Sub(deadline)
+	if graced || late <= lateFiring {
+		return 0
+	}
+	return min(late, limit)
 }
 
 // Refund passes refunds straight to the wrapped store.
@@ -365,14 +431,17 @@ func (c *Coalescer) run(batch []*job, reqs []algorithm.Request) []algorithm.Requ
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	res, err := c.inner.Decide(ctx, now, reqs)
 	cancel()
-	if c.bound > 0 {
-		c.bmu.Lock()
-		for _, j := range batch {
-			if j.state.Load() == pending {
-				c.waiting.remove(j)
+	for i, j := range batch {
+		if j.watched {
+			c.bmu.Lock()
+			for _, j := range batch[i:] {
+				if j.state.Load() == pending {
+					c.waiting.remove(j)
+				}
 			}
+			c.bmu.Unlock()
+			break
 		}
-		c.bmu.Unlock()
 	}
 	off := 0
 	for _, j := range batch {

@@ -193,3 +193,45 @@ func TestBoundAnswersStuckCalls(t *testing.T) {
 		t.Fatal("negative Bound: got nil error")
 	}
 }
+
+// DecideWithin bounds each call by its own duration: a short bound given
+// after a long one still expires first (the waiting list stays in
+// deadline order), and the long one is answered by the store once free.
+func TestDecideWithinKeepsEachCallsBound(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1})
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.DecideWithin(context.Background(), time.Minute, storetest.T0, reqs)
+		held <- err
+	}()
+	<-g.first // the only worker is busy
+	long := make(chan error, 1)
+	go func() {
+		_, err := c.DecideWithin(context.Background(), time.Minute, storetest.T0, reqs)
+		long <- err
+	}()
+	start := time.Now()
+	_, err := c.DecideWithin(context.Background(), 20*time.Millisecond, storetest.T0, reqs)
+	if !errors.Is(err, coalesce.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("short bound behind a busy worker: got %v, want ErrTimeout and DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("short bound of 20ms: answered after %v", took)
+	}
+	select {
+	case err := <-long:
+		t.Fatalf("long bound: answered %v before the store was free", err)
+	default:
+	}
+	close(g.release)
+	if err := <-held; err != nil {
+		t.Fatalf("call held by the store: got %v, want nil", err)
+	}
+	if err := <-long; err != nil {
+		t.Fatalf("long bound, store free: got %v, want nil", err)
+	}
+}
