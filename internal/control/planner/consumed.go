@@ -23,13 +23,23 @@ type reading struct {
 func (e *entry) observe(d int, v, rev int64) {
 	v = min(max(v, 0), e.limit)
 	r := &e.used[d]
-	if r.ok && rev < r.rev {
+	if r.ok && rev < r.rev || rev <= e.floor[d] {
 		return // an older instance's view, or a report overtaken
 	}
 	*r = reading{v: v, rev: rev, ok: true}
 	if rev >= e.carryRev[d] {
 		e.carry[d] = 0
 	}
+}
+
+// forget replaces DC d's readings of e by v, the most it may have consumed
+// now, and refuses later readings taken at revision floor or before: they
+// may have been taken before this instant. It returns v.
+func (e *entry) forget(d int, v, floor int64) int64 {
+	e.used[d] = reading{v: v, rev: floor, ok: true}
+	e.floor[d] = max(e.floor[d], floor)
+	e.carry[d], e.carryRev[d] = 0, 0
+	return v
 }
 
 // release is called when DC d's writes older than its write in force at

@@ -207,12 +207,30 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		// consumed before stays counted until the rule's memory (its
 		// window; two for the sliding counter; a bucket's drain) has
 		// passed since the lease surely ran out.
-		if e.used[d].ok && p.now.Before(p.dc[d].expiredAt.Add(rs.memory)) {
+		if !e.used[d].ok {
+			return min(e.static[d], m)
+		}
+		if p.now.Before(p.dc[d].expiredAt.Add(rs.memory)) {
 			return max(m, e.consumed(d))
 		}
-		return min(e.static[d], m)
+		// The memory has passed: whatever the DC consumed now, it admitted
+		// under its static limit. Its readings from before are forgotten
+		// for good, so that renewing its lease cannot bring them back.
+		return e.forget(d, min(e.static[d], max(m, e.carry[d])), p.floorRev(e, d))
 	}
 	return max(m, e.consumed(d))
+}
+
+// floorRev is the newest revision DC d may have applied of e: a reading
+// taken at revision floorRev or before may predate this instant.
+func (p *Planner) floorRev(e *entry, d int) int64 {
+	f := p.lastRev
+	for _, w := range e.hist[d] {
+		if w.rev != math.MaxInt64 {
+			f = max(f, w.rev)
+		}
+	}
+	return f
 }
 
 // share is v as a fraction of e's limit, for documents and views.
@@ -248,6 +266,7 @@ func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignmen
 // Settle.
 func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 	if ok {
+		p.lastRev = max(p.lastRev, rev)
 		p.stats.Writes += uint64(len(ws))
 	} else {
 		p.stats.WriteFailures += uint64(len(ws))

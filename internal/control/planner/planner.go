@@ -113,6 +113,7 @@ type Planner struct {
 	entries    int
 	seqs       map[string]*seqWindow
 	epoch      uint64
+	lastRev    int64 // the newest revision of a write known to have succeeded
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
 	now        time.Time
@@ -198,7 +199,8 @@ type entry struct {
 	used     []reading
 	carry    []int64
 	carryRev []int64
-	quiet    int // intervals without pressure (keys)
+	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
+	quiet    int     // intervals without pressure (keys)
 	retiring bool
 }
 
@@ -260,7 +262,10 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
-		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n),
+		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n), floor: make([]int64, n),
+	}
+	for d := range e.floor {
+		e.floor[d] = -1
 	}
 	p.setStatic(rs, e)
 	for d := range e.pend {
