@@ -1,6 +1,10 @@
 package planner
 
-import "github.com/weirhq/weir/pkg/allocate"
+import (
+	"time"
+
+	"github.com/weirhq/weir/pkg/allocate"
+)
 
 // Usage-aware limits (docs/architecture.md, "Usage-aware limits"): quota
 // moved between DCs is quota not yet consumed in the window. A DC that
@@ -18,16 +22,22 @@ type reading struct {
 	ok  bool  // the DC reports consumption for the entry
 }
 
-// observe records that DC d consumed v of e, read after the reporting
-// instance had applied its DC's documents up to rev.
-func (e *entry) observe(d int, v, rev int64) {
+// observe records that DC d consumed v of e, read at about readAt (Unix
+// ms, the end of the report's interval) after the reporting instance had
+// applied its DC's documents up to rev. A reading releases the carry of
+// a pruned write only when it is surely younger than the DC's
+// acknowledgement of the write in force: the reporting instance may have
+// applied rev before the DC's other instances, which share its store and
+// admit under their older limits until they apply it too. skew bounds the
+// clocks' disagreement.
+func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 	v = min(max(v, 0), e.limit)
 	r := &e.used[d]
 	if r.ok && rev < r.rev || rev <= e.floor[d] {
 		return // an older instance's view, or a report overtaken
 	}
 	*r = reading{v: v, rev: rev, ok: true}
-	if rev >= e.carryRev[d] {
+	if rev >= e.carryRev[d] && readAt > e.carryAt[d]+skew.Milliseconds() {
 		e.carry[d] = 0
 	}
 }
@@ -38,23 +48,22 @@ func (e *entry) observe(d int, v, rev int64) {
 func (e *entry) forget(d int, v, floor int64) int64 {
 	e.used[d] = reading{v: v, rev: floor, ok: true}
 	e.floor[d] = max(e.floor[d], floor)
-	e.carry[d], e.carryRev[d] = 0, 0
+	e.carry[d], e.carryRev[d], e.carryAt[d] = 0, 0, 0
 	return v
 }
 
-// release is called when DC d's writes older than its write in force at
-// revision rev stop counting as held, their largest limit being pruned:
-// the DC may have consumed up to that much by the time it applied rev, and
-// it stays held until a reading taken after rev says otherwise.
-func (e *entry) release(d int, pruned, rev int64) {
+// release is called at now (Unix ms) when DC d's writes older than its
+// write in force at revision rev stop counting as held, every instance of
+// the DC having applied rev, their largest limit being pruned: the DC may
+// have consumed up to that much by then, and it stays held until a reading
+// taken after now says otherwise.
+func (e *entry) release(d int, pruned, rev, now int64) {
 	if !e.used[d].ok {
 		return
 	}
 	e.carry[d] = max(e.carry[d], pruned, e.used[d].v)
 	e.carryRev[d] = max(e.carryRev[d], rev)
-	if e.used[d].rev >= rev {
-		e.carry[d] = 0
-	}
+	e.carryAt[d] = now
 }
 
 // consumed returns the most DC d may have consumed of e in the window, as

@@ -65,6 +65,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		}
 	}
 	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
+	readAt := r.GetIntervalStartMs() + r.GetIntervalMs() // readings are taken when the interval ends
 	for _, ru := range r.GetRules() {
 		ref := ruleRef{ru.GetDomain(), ru.GetRuleId()}
 		rs := p.rules[ref]
@@ -78,7 +79,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		}
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
 		if ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
-			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision())
+			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 		}
 		if stale {
 			continue
@@ -91,7 +92,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		for _, k := range ru.GetKeys() {
 			p.ingestKey(rs, d, idx, k, scale, put)
 			if e := rs.keys[k.GetKey()]; e != nil && k.Consumed != nil {
-				e.observe(d, k.GetConsumed(), r.GetAppliedRevision())
+				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 			}
 		}
 	}

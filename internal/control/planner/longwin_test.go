@@ -390,3 +390,36 @@ func TestLongWindowCase9(t *testing.T) {
 	}
 	t.Logf("most in one window %d of %d; local limits at most %d; admitted %d", w.peak, r.Limit, w.worst, w.total)
 }
+
+// TestCarryReleasedByYoungerReading checks that a DC's pruned write stays
+// counted as consumed until a reading surely taken after every instance of
+// the DC applied its successor: one instance may report the new revision
+// while another, sharing the store, still admits under the older limit.
+func TestCarryReleasedByYoungerReading(t *testing.T) {
+	const skew = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		rev       int64 // the reading's applied revision
+		readAt    int64 // Unix ms
+		wantCarry int64
+	}{
+		{"older revision", 9, 5000, 700},
+		{"before the release", 10, 900, 700},
+		{"within the skew", 10, 1400, 700},
+		{"after the release", 10, 1600, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([]int64, 1), carryRev: make([]int64, 1),
+				carryAt: make([]int64, 1), floor: []int64{-1}}
+			e.observe(0, 200, 8, 500, skew)
+			e.release(0, 700, 10, 1000)
+			e.observe(0, 300, tc.rev, tc.readAt, skew)
+			if e.carry[0] != tc.wantCarry {
+				t.Errorf("carry %d, want %d", e.carry[0], tc.wantCarry)
+			}
+			if got, want := e.consumed(0), max(300, tc.wantCarry); got != want {
+				t.Errorf("consumed %d, want %d", got, want)
+			}
+		})
+	}
+}

@@ -199,6 +199,7 @@ type entry struct {
 	used     []reading
 	carry    []int64
 	carryRev []int64
+	carryAt  []int64 // Unix ms of the release that set carry
 	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
@@ -262,7 +263,7 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
-		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n), floor: make([]int64, n),
+		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n), carryAt: make([]int64, n), floor: make([]int64, n),
 	}
 	for d := range e.floor {
 		e.floor[d] = -1
