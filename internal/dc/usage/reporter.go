@@ -228,7 +228,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			// The interval in progress: its readings would be labelled
 			// with a time still to come, so it goes without.
-			r.report(nil, floorDiv(r.clock.Now().UnixMilli(), iv)*iv)
+			r.report(ctx, floorDiv(r.clock.Now().UnixMilli(), iv)*iv, false)
 			close(finish)
 			select {
 			case <-done:
@@ -244,7 +244,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 		}
 		// Label the report with the interval that just ended, whatever
 		// the timer's lateness; its counts are all those since the last.
-		r.report(ctx, floorDiv(r.clock.Now().UnixMilli(), iv)*iv-iv)
+		r.report(ctx, floorDiv(r.clock.Now().UnixMilli(), iv)*iv-iv, true)
 	}
 }
 
@@ -257,8 +257,8 @@ func floorDiv(a, b int64) int64 {
 }
 
 // report flushes the Source into messages for the interval starting at
-// startMs and queues them, with the Meter's readings unless ctx is nil.
-func (r *Reporter) report(ctx context.Context, startMs int64) {
+// startMs and queues them, with the Meter's readings if readings is set.
+func (r *Reporter) report(ctx context.Context, startMs int64, readings bool) {
 	rules := r.cfg.Source.Flush()
 	head := &weirv1.UsageReport{
 		Dc:              r.cfg.DC,
@@ -270,7 +270,7 @@ func (r *Reporter) report(ctx context.Context, startMs int64) {
 	if r.cfg.Progress != nil {
 		head.Epoch, head.AppliedRevision = r.cfg.Progress.Applied()
 	}
-	if ctx != nil && r.cfg.Meter != nil {
+	if readings && r.cfg.Meter != nil {
 		r.read(ctx, rules)
 	}
 	reports := split(head, rules, r.cfg.MaxMessageBytes)
