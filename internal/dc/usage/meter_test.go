@@ -145,7 +145,10 @@ rules:
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	l, err := limiter.New(limiter.Config{Store: rs, CacheKeys: -1, Now: func() time.Time { return now }})
+	// Generous store timeouts: on a loaded machine a decision that went to
+	// a failure mode would be admitted without the store counting it.
+	l, err := limiter.New(limiter.Config{Store: rs, CacheKeys: -1, StoreTimeout: 5 * time.Second, StoreTimeoutMax: 5 * time.Second,
+		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +162,9 @@ rules:
 			resp, err := l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{attr: val}}}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if r := resp.Items[0].Results[0]; r.Source != limiter.SourceStore {
+				t.Fatalf("decided by %v, want the store", r.Source)
 			}
 			if resp.Allowed {
 				admitted++
