@@ -78,7 +78,8 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 			continue
 		}
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
-		if ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
+		aware := rs.spec.Window() > p.cfg.UsageAwareAbove
+		if aware && ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
 			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 		}
 		if stale {
@@ -91,7 +92,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
 		for _, k := range ru.GetKeys() {
 			p.ingestKey(rs, d, idx, k, scale, put)
-			if e := rs.keys[k.GetKey()]; e != nil && k.Consumed != nil {
+			if e := rs.keys[k.GetKey()]; aware && e != nil && k.Consumed != nil {
 				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 			}
 		}

@@ -34,7 +34,10 @@ type world struct {
 }
 
 func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration) *world {
-	w := &world{sim: newSimRule(t, watchLag, r), key: key, st: map[string]algorithm.State{},
+	// Every window follows the readings, so that short windows exercise
+	// the usage-aware path too (by default they keep the quarantine).
+	every := func(c *Config) { c.UsageAwareAbove = -1 }
+	w := &world{sim: newSimRule(t, watchLag, r, every), key: key, st: map[string]algorithm.State{},
 		carry: map[string]float64{}, ivl: map[string]*weirv1.RuleUsage{}, fixed: map[int64]int64{}}
 	for _, d := range simDCs {
 		w.ivl[d] = &weirv1.RuleUsage{}
@@ -419,6 +422,36 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 			}
 			if got, want := e.consumed(0), max(300, tc.wantCarry); got != want {
 				t.Errorf("consumed %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestUsageAwareAboveQuarantine checks that by default only rules whose
+// window the quarantine does not cover follow the readings.
+func TestUsageAwareAboveQuarantine(t *testing.T) {
+	for _, tc := range []struct {
+		window    int64
+		wantAware bool
+	}{{1, false}, {10, false}, {11, true}, {3600, true}} {
+		t.Run(fmt.Sprintf("%ds", tc.window), func(t *testing.T) {
+			p, err := New(Config{DCs: simDCs, Interval: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := logRule(600, tc.window)
+			p.SetRules([]rule.Rule{r})
+			now := time.UnixMilli(1_700_000_000_000)
+			p.Load(now, nil, nil, nil)
+			c := int64(42)
+			rep := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
+				Rules: []*weirv1.RuleUsage{{Domain: r.Domain, RuleId: r.ID, Offered: 50, Admitted: 42, Rejected: 8, Consumed: &c}}}
+			if err := p.Ingest(rep, now); err != nil {
+				t.Fatal(err)
+			}
+			e := p.rules[ruleRef{r.Domain, r.ID}].entry
+			if got := e.usageAware(); got != tc.wantAware {
+				t.Errorf("usage-aware %v, want %v", got, tc.wantAware)
 			}
 		})
 	}

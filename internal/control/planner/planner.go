@@ -58,6 +58,11 @@ type Config struct {
 	// window has passed could admit that quota again (docs/architecture.md).
 	// Default 10 × Interval.
 	MaxQuarantine time.Duration
+	// UsageAwareAbove is the window above which a rule's limits follow
+	// what the DCs report they consumed (docs/architecture.md, "Long
+	// windows"); shorter windows keep the quarantine, which moves quota
+	// exactly for them. Default MaxQuarantine; negative: every window.
+	UsageAwareAbove time.Duration
 	// TakeoverGrace is how long a new leader renews the leases of the DCs
 	// whose lease it found valid, before it hears from them through Kafka
 	// (joining the consumer group may take a session timeout). Default 10s.
@@ -90,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxQuarantine <= 0 {
 		c.MaxQuarantine = 10 * c.Interval
+	}
+	if c.UsageAwareAbove == 0 {
+		c.UsageAwareAbove = c.MaxQuarantine
 	}
 	if c.TakeoverGrace <= 0 {
 		c.TakeoverGrace = 10 * time.Second

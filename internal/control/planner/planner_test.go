@@ -71,8 +71,12 @@ func newSim(t *testing.T, maxLag time.Duration) *sim {
 }
 
 // newSimRule returns a sim planning r instead of simRule().
-func newSimRule(t *testing.T, maxLag time.Duration, r rule.Rule) *sim {
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+func newSimRule(t *testing.T, maxLag time.Duration, r rule.Rule, opts ...func(*Config)) *sim {
+	cfg := Config{DCs: simDCs, Interval: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
