@@ -37,9 +37,15 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 		return // an older instance's view, or a report overtaken
 	}
 	*r = reading{v: v, rev: rev, ok: true}
-	if rev >= e.carryRev[d] && readAt > e.carryAt[d]+skew.Milliseconds() {
-		e.carry[d] = 0
+	// Each pruned write is released by a reading younger than its own
+	// release, so that frequent releases do not postpone the older ones.
+	c := e.carry[d][:0]
+	for _, k := range e.carry[d] {
+		if rev < k.rev || readAt <= k.at+skew.Milliseconds() {
+			c = append(c, k)
+		}
 	}
+	e.carry[d] = c
 }
 
 // forget replaces DC d's readings of e by v, the most it may have consumed
@@ -48,7 +54,7 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 func (e *entry) forget(d int, v, floor int64) int64 {
 	e.used[d] = reading{v: v, rev: floor, ok: true}
 	e.floor[d] = max(e.floor[d], floor)
-	e.carry[d], e.carryRev[d], e.carryAt[d] = 0, 0, 0
+	e.carry[d] = e.carry[d][:0]
 	return v
 }
 
@@ -61,9 +67,30 @@ func (e *entry) release(d int, pruned, rev, now int64) {
 	if !e.used[d].ok {
 		return
 	}
-	e.carry[d] = max(e.carry[d], pruned, e.used[d].v)
-	e.carryRev[d] = max(e.carryRev[d], rev)
-	e.carryAt[d] = now
+	c := append(e.carry[d], carried{v: max(pruned, e.used[d].v), rev: rev, at: now})
+	if len(c) > maxCarried {
+		// Merge the two oldest, conservatively: the larger amount, held
+		// until a reading younger than both.
+		c[1] = carried{v: max(c[0].v, c[1].v), rev: max(c[0].rev, c[1].rev), at: max(c[0].at, c[1].at)}
+		c = append(c[:0], c[1:]...)
+	}
+	e.carry[d] = c
+}
+
+// carried is a pruned write still counted as consumed: v, released at
+// revision rev at Unix ms at.
+type carried struct{ v, rev, at int64 }
+
+// maxCarried bounds the pruned writes remembered per (entry, DC).
+const maxCarried = 4
+
+// carriedMax returns the largest amount DC d's pruned writes still carry.
+func (e *entry) carriedMax(d int) int64 {
+	m := int64(0)
+	for _, k := range e.carry[d] {
+		m = max(m, k.v)
+	}
+	return m
 }
 
 // consumed returns the most DC d may have consumed of e in the window, as
@@ -72,7 +99,7 @@ func (e *entry) consumed(d int) int64 {
 	if !e.used[d].ok {
 		return 0
 	}
-	return max(e.used[d].v, e.carry[d])
+	return max(e.used[d].v, e.carriedMax(d))
 }
 
 // usageAware reports whether any DC reports consumption for e, so that its

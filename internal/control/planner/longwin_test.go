@@ -412,13 +412,12 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 		{"after the release", 10, 1600, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([]int64, 1), carryRev: make([]int64, 1),
-				carryAt: make([]int64, 1), floor: []int64{-1}}
+			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 			e.observe(0, 200, 8, 500, skew)
 			e.release(0, 700, 10, 1000)
 			e.observe(0, 300, tc.rev, tc.readAt, skew)
-			if e.carry[0] != tc.wantCarry {
-				t.Errorf("carry %d, want %d", e.carry[0], tc.wantCarry)
+			if got := e.carriedMax(0); got != tc.wantCarry {
+				t.Errorf("carry %d, want %d", got, tc.wantCarry)
 			}
 			if got, want := e.consumed(0), max(300, tc.wantCarry); got != want {
 				t.Errorf("consumed %d, want %d", got, want)
@@ -454,5 +453,28 @@ func TestUsageAwareAboveQuarantine(t *testing.T) {
 				t.Errorf("usage-aware %v, want %v", got, tc.wantAware)
 			}
 		})
+	}
+}
+
+// TestCarryReleasedOneByOne checks that a later release does not hold back
+// an earlier one: a reading younger than the first release but not the
+// second releases the first pruned write only.
+func TestCarryReleasedOneByOne(t *testing.T) {
+	const skew = 500 * time.Millisecond
+	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
+	e.observe(0, 100, 8, 500, skew)
+	e.release(0, 900, 10, 1000)
+	e.observe(0, 100, 10, 1200, skew) // too young for the first release
+	e.release(0, 300, 12, 3000)
+	if got := e.carriedMax(0); got != 900 {
+		t.Fatalf("after two releases carry %d, want 900", got)
+	}
+	e.observe(0, 100, 12, 2000, skew) // after the first release, before the second
+	if got := e.carriedMax(0); got != 300 {
+		t.Errorf("after a reading between the releases carry %d, want 300 (the second only)", got)
+	}
+	e.observe(0, 100, 12, 4000, skew)
+	if got := e.carriedMax(0); got != 0 {
+		t.Errorf("after a reading younger than both carry %d, want 0", got)
 	}
 }

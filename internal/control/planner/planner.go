@@ -201,13 +201,10 @@ type entry struct {
 	hist [][]write
 	next []int64 // grants of the write in flight
 	// used holds, per DC, its latest report of what it consumed in the
-	// window; carry, what it may have consumed when it applied the write
-	// in force at revision carryRev, until a reading after that revision
-	// comes (consumed.go).
+	// window; carry, the pruned writes it may have consumed up to, each
+	// until a reading younger than its release comes (consumed.go).
 	used     []reading
-	carry    []int64
-	carryRev []int64
-	carryAt  []int64 // Unix ms of the release that set carry
+	carry    [][]carried
 	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
@@ -271,7 +268,7 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
-		used: make([]reading, n), carry: make([]int64, n), carryRev: make([]int64, n), carryAt: make([]int64, n), floor: make([]int64, n),
+		used: make([]reading, n), carry: make([][]carried, n), floor: make([]int64, n),
 	}
 	for d := range e.floor {
 		e.floor[d] = -1
