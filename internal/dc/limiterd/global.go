@@ -97,7 +97,12 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		if g.table != nil {
 			rcfg.Progress = g.table
 		}
-		g.meter = &usage.LimiterMeter{}
+		// The coordinator's default quarantine covers ten intervals.
+		iv := cfg.ReportInterval
+		if iv <= 0 {
+			iv = usage.DefaultInterval
+		}
+		g.meter = &usage.LimiterMeter{MinWindow: 10 * iv}
 		rcfg.Meter = g.meter
 		g.reporter, err = usage.NewReporter(rcfg)
 		if err != nil {

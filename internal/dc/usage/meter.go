@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -18,6 +19,12 @@ import (
 // next touched, at the rate then in force — after a shrink, slower than it
 // did when read, so a reading could count less than the bucket will hold.
 type LimiterMeter struct {
+	// MinWindow: rules whose window is at most this long go without
+	// readings — the coordinator keeps its quarantine for them, exact for
+	// short windows (planner.Config.UsageAwareAbove), and a reading would
+	// only cost a store call. 0: every window.
+	MinWindow time.Duration
+
 	lim atomic.Pointer[limiter.Limiter]
 }
 
@@ -39,7 +46,7 @@ func (m *LimiterMeter) Consumed(ctx context.Context, domain, ruleID, key string)
 		return 0, false
 	}
 	r, ok := set.Rule(ruleID)
-	if !ok || r.Spec.Algorithm.IsBucket() || key == "" && len(r.Spec.KeyType) > 0 {
+	if !ok || r.Spec.Algorithm.IsBucket() || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Window() <= m.MinWindow {
 		return 0, false
 	}
 	res, err := l.Status(ctx, domain, ruleID, key)
