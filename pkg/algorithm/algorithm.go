@@ -336,3 +336,24 @@ func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decisi
 	}
 	return Decision{}
 }
+
+// Consumed returns what a key has consumed of its limit, in units of
+// p.Limit, from the decision d of an observation (a request of cost zero)
+// under p: the count in the window for the window algorithms (the sliding
+// window counter's weighted previous window included, rounded up), and
+// for the buckets the fill, scaled from the capacity to the limit and
+// rounded up. Whatever a key does later, under a limit l, what it has
+// consumed stays at most max(what it has consumed now, l) — the property
+// global quotas build on (docs/architecture.md, "Usage-aware limits").
+// ok is false when d leaves no room: the key may then have consumed more
+// than its limit, which the decision does not say.
+func Consumed(p Params, d Decision) (consumed int64, ok bool) {
+	if d.Remaining <= 0 || d.Limit <= 0 {
+		return 0, false
+	}
+	used := d.Limit - d.Remaining
+	if p.Algorithm.IsBucket() && d.Limit != p.Limit {
+		return ceilDiv(used*p.Limit, d.Limit), true
+	}
+	return used, true
+}

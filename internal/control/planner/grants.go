@@ -175,8 +175,14 @@ func (p *Planner) bound(e *entry, d int, held, next int64) int64 {
 func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	h := e.hist[d]
 	// Released quota counts as held until the release has been in force
-	// for the rule's quarantine.
-	ack := p.ackSince(d, rs.wait)
+	// for the rule's quarantine — unless the DC reports what it consumed:
+	// then it counts until a reading taken after the release says how much
+	// of it was consumed (consumed.go).
+	wait := rs.wait
+	if e.used[d].ok {
+		wait = 0
+	}
+	ack := p.ackSince(d, wait)
 	i := 0
 	for j := range h {
 		if h[j].rev <= ack {
@@ -184,6 +190,11 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		}
 	}
 	if i > 0 {
+		pruned := int64(0)
+		for _, w := range h[:i] {
+			pruned = max(pruned, w.limit)
+		}
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli())
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}
@@ -192,9 +203,34 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		m = max(m, w.limit)
 	}
 	if p.dc[d].expired {
-		return min(e.static[d], m)
+		// Past its lease the DC enforces at most its static limit; what it
+		// consumed before stays counted until the rule's memory (its
+		// window; two for the sliding counter; a bucket's drain) has
+		// passed since the lease surely ran out.
+		if !e.used[d].ok {
+			return min(e.static[d], m)
+		}
+		if p.now.Before(p.dc[d].expiredAt.Add(rs.memory)) {
+			return max(m, e.consumed(d))
+		}
+		// The memory has passed: whatever the DC consumed now, it admitted
+		// under its static limit. Its readings from before are forgotten
+		// for good, so that renewing its lease cannot bring them back.
+		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d))), p.floorRev(e, d))
 	}
-	return m
+	return max(m, e.consumed(d))
+}
+
+// floorRev is the newest revision DC d may have applied of e: a reading
+// taken at revision floorRev or before may predate this instant.
+func (p *Planner) floorRev(e *entry, d int) int64 {
+	f := p.lastRev
+	for _, w := range e.hist[d] {
+		if w.rev != math.MaxInt64 {
+			f = max(f, w.rev)
+		}
+	}
+	return f
 }
 
 // share is v as a fraction of e's limit, for documents and views.
@@ -230,6 +266,7 @@ func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignmen
 // Settle.
 func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 	if ok {
+		p.lastRev = max(p.lastRev, rev)
 		p.stats.Writes += uint64(len(ws))
 	} else {
 		p.stats.WriteFailures += uint64(len(ws))

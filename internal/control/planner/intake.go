@@ -65,6 +65,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		}
 	}
 	scale := float64(p.intervalMs) / float64(r.GetIntervalMs())
+	readAt := r.GetIntervalStartMs() + r.GetIntervalMs() // readings are taken when the interval ends
 	for _, ru := range r.GetRules() {
 		ref := ruleRef{ru.GetDomain(), ru.GetRuleId()}
 		rs := p.rules[ref]
@@ -77,6 +78,10 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 			continue
 		}
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
+		aware := rs.spec.Window() > p.cfg.UsageAwareAbove
+		if aware && ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
+			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
+		}
 		if stale {
 			continue
 		}
@@ -87,6 +92,9 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
 		for _, k := range ru.GetKeys() {
 			p.ingestKey(rs, d, idx, k, scale, put)
+			if e := rs.keys[k.GetKey()]; aware && e != nil && k.Consumed != nil {
+				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
+			}
 		}
 	}
 	return nil

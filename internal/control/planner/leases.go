@@ -14,7 +14,7 @@ func (p *Planner) expire(now time.Time) {
 		if ds.leaseUntil.IsZero() || ds.expired || !now.After(ds.leaseUntil.Add(p.cfg.Skew)) {
 			continue
 		}
-		ds.expired = true
+		ds.expired, ds.expiredAt = true, now
 	}
 }
 

@@ -58,6 +58,11 @@ type Config struct {
 	// window has passed could admit that quota again (docs/architecture.md).
 	// Default 10 × Interval.
 	MaxQuarantine time.Duration
+	// UsageAwareAbove is the window above which a rule's limits follow
+	// what the DCs report they consumed (docs/architecture.md, "Long
+	// windows"); shorter windows keep the quarantine, which moves quota
+	// exactly for them. Default MaxQuarantine; negative: every window.
+	UsageAwareAbove time.Duration
 	// TakeoverGrace is how long a new leader renews the leases of the DCs
 	// whose lease it found valid, before it hears from them through Kafka
 	// (joining the consumer group may take a session timeout). Default 10s.
@@ -91,6 +96,9 @@ func (c *Config) setDefaults() {
 	if c.MaxQuarantine <= 0 {
 		c.MaxQuarantine = 10 * c.Interval
 	}
+	if c.UsageAwareAbove == 0 {
+		c.UsageAwareAbove = c.MaxQuarantine
+	}
 	if c.TakeoverGrace <= 0 {
 		c.TakeoverGrace = 10 * time.Second
 	}
@@ -113,6 +121,7 @@ type Planner struct {
 	entries    int
 	seqs       map[string]*seqWindow
 	epoch      uint64
+	lastRev    int64 // the newest revision of a write known to have succeeded
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
 	now        time.Time
@@ -153,13 +162,15 @@ type dcState struct {
 	lateAt     time.Time
 	leaseUntil time.Time // valid_until of the last lease written
 	expired    bool
-	ack        int64 // every instance of the DC has applied up to here
+	expiredAt  time.Time // when the planner saw the lease surely run out
+	ack        int64     // every instance of the DC has applied up to here
 	acks       []ackSample
 }
 
 type ruleState struct {
 	ref      ruleRef
 	wait     time.Duration // quarantine of released quota
+	memory   time.Duration // how long an admission weighs on the rule's decisions
 	spec     rule.Rule
 	policy   []allocate.DC
 	entry    *entry
@@ -187,8 +198,14 @@ type entry struct {
 	// hist holds, per DC, the writes the DC may not have applied yet: the
 	// first was in force at some revision the DC has acknowledged, the
 	// others came later. Whatever the DC enforces is one of them.
-	hist     [][]write
-	next     []int64 // grants of the write in flight
+	hist [][]write
+	next []int64 // grants of the write in flight
+	// used holds, per DC, its latest report of what it consumed in the
+	// window; carry, the pruned writes it may have consumed up to, each
+	// until a reading younger than its release comes (consumed.go).
+	used     []reading
+	carry    [][]carried
+	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
 }
@@ -251,6 +268,10 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		est: make([]demand.State, n), pend: make([][ring]pending, n), late: make([][2]pending, n),
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
+		used: make([]reading, n), carry: make([][]carried, n), floor: make([]int64, n),
+	}
+	for d := range e.floor {
+		e.floor[d] = -1
 	}
 	p.setStatic(rs, e)
 	for d := range e.pend {

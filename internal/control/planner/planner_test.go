@@ -52,6 +52,7 @@ type sim struct {
 	cut        map[string]bool
 	leaseUntil map[string]time.Time
 	acked      map[string]int64
+	r          rule.Rule // the one rule planned
 }
 
 type laggedReport struct {
@@ -66,15 +67,23 @@ type delivery struct {
 }
 
 func newSim(t *testing.T, maxLag time.Duration) *sim {
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	return newSimRule(t, maxLag, simRule())
+}
+
+// newSimRule returns a sim planning r instead of simRule().
+func newSimRule(t *testing.T, maxLag time.Duration, r rule.Rule, opts ...func(*Config)) *sim {
+	cfg := Config{DCs: simDCs, Interval: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.SetRules([]rule.Rule{simRule()})
+	p.SetRules([]rule.Rule{r})
 	s := &sim{t: t, p: p, rng: rand.New(rand.NewPCG(7, 9)), now: time.UnixMilli(1_700_000_000_000),
 		seq: map[string]uint64{}, inbox: map[string][]delivery{}, force: map[string]map[string]int64{}, maxLag: maxLag,
-		docs: map[string]delivery{}, cut: map[string]bool{}, leaseUntil: map[string]time.Time{}, acked: map[string]int64{}}
-	r := simRule()
+		docs: map[string]delivery{}, cut: map[string]bool{}, leaseUntil: map[string]time.Time{}, acked: map[string]int64{}, r: r}
 	for _, d := range simDCs {
 		s.force[d] = map[string]int64{"": r.StaticLimit(d, simDCs, r.Limit)}
 	}
@@ -90,15 +99,14 @@ func (s *sim) local(d, key string) int64 {
 		v = s.force[d][""]
 	}
 	if until, ok := s.leaseUntil[d]; ok && !s.now.Before(until) {
-		r := simRule()
-		v = min(v, r.StaticLimit(d, simDCs, r.Limit))
+		v = min(v, s.r.StaticLimit(d, simDCs, s.r.Limit))
 	}
 	return v
 }
 
 // share returns DC d's local limit for key as a fraction of the limit.
 func (s *sim) share(d, key string) float64 {
-	return float64(s.local(d, key)) / float64(simRule().Limit)
+	return float64(s.local(d, key)) / float64(s.r.Limit)
 }
 
 // check fails the test unless the local limits in force of every entry
@@ -110,7 +118,7 @@ func (s *sim) check(keys []string) {
 			sum += s.local(d, k)
 		}
 		s.worst = max(s.worst, sum)
-		if limit := simRule().Limit; sum > limit {
+		if limit := s.r.Limit; sum > limit {
 			s.t.Fatalf("at %v: local limits in force for %q sum to %d > %d: %v", s.now, k, sum, limit, s.force)
 		}
 	}
@@ -196,7 +204,7 @@ func (s *sim) deliver(keys []string) {
 		q := s.inbox[d]
 		for len(q) > 0 && !q[0].at.After(s.now) && !s.cut[d] {
 			doc := q[0].doc
-			limit := simRule().Limit
+			limit := s.r.Limit
 			f := map[string]int64{"": rule.LocalLimit(doc.GetLimit(), doc.GetGlobalLimit(), doc.GetShare(), limit)}
 			for _, k := range doc.GetKeys() {
 				f[k.GetKey()] = rule.LocalLimit(k.GetLimit(), k.GetGlobalLimit(), k.GetShare(), limit)

@@ -58,6 +58,9 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 	allocate.Allocate(in, out)
 	copy(e.share, out)
 	allocate.Apportion(out, e.limit, e.target)
+	if e.usageAware() {
+		e.awareTargets()
+	}
 }
 
 // keyedHeadroom is the part of a keyed rule's limit its DCs' shares leave

@@ -38,6 +38,7 @@ type global struct {
 	agent    *etcdquota.Agent
 	etcd     *clientv3.Client
 	reporter *usage.Reporter
+	meter    *usage.LimiterMeter // reads through the limiter, once built
 	pub      *usagetopic.Publisher
 	rules    *rulestore.Watcher
 }
@@ -96,6 +97,13 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		if g.table != nil {
 			rcfg.Progress = g.table
 		}
+		// The coordinator's default quarantine covers ten intervals.
+		iv := cfg.ReportInterval
+		if iv <= 0 {
+			iv = usage.DefaultInterval
+		}
+		g.meter = &usage.LimiterMeter{MinWindow: 10 * iv}
+		rcfg.Meter = g.meter
 		g.reporter, err = usage.NewReporter(rcfg)
 		if err != nil {
 			g.close()
@@ -108,6 +116,13 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		g.observer = agg
 	}
 	return g, nil
+}
+
+// setLimiter gives the usage readings the limiter to read through.
+func (g *global) setLimiter(lim *limiter.Limiter) {
+	if g.meter != nil {
+		g.meter.SetLimiter(lim)
+	}
 }
 
 // watchRules makes the limiter follow the rules kept in etcd.

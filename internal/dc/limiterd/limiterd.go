@@ -263,6 +263,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: %w", err)
 	}
 	defer lim.Close()
+	glob.setLimiter(lim)
 	if err := metrics.StoreTimeout(reg, lim.StoreTimeout); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}

@@ -32,6 +32,19 @@ type Progress interface {
 	Applied() (epoch uint64, revision int64)
 }
 
+// Meter reads what the DC has consumed of a global rule, for the readings
+// that make the coordinator's shares usage-aware (docs/architecture.md,
+// "Usage-aware limits").
+type Meter interface {
+	// Consumed returns what the DC had consumed when called, in units of
+	// the limit, in the window as the rule's algorithm counts it: of the
+	// rule (key "", a rule without key dimensions) or of one key. It
+	// consumes nothing. ok is false when the count is unknown: the store
+	// did not answer, the algorithm's reading is not usable, or the key
+	// had no room left (it may then have consumed more than its limit).
+	Consumed(ctx context.Context, domain, ruleID, key string) (consumed int64, ok bool)
+}
+
 // Flusher hands over the usage counted since its last call; Aggregator
 // implements it.
 type Flusher interface {

@@ -26,6 +26,7 @@ const (
 	DefaultMinBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff      = 5 * time.Second
 	DefaultShutdownTimeout = 2 * time.Second
+	DefaultMaxReadings     = 1000
 )
 
 // MinMessageBytes is the smallest ReporterConfig.MaxMessageBytes: room for
@@ -52,6 +53,16 @@ type ReporterConfig struct {
 	// Progress gives the assignment epoch and revision applied; nil
 	// reports 0 for both.
 	Progress Progress
+	// Meter, if set, reads what the DC consumed of each rule and key the
+	// report carries, after the applied revision is taken, so that a
+	// reading is never older than the revision it comes with. nil: the
+	// reports carry no readings.
+	Meter Meter
+	// MaxReadings bounds the Meter calls of one report; the entries past
+	// it go without a reading (the coordinator then counts what they were
+	// granted). Each report's readings also stop at half the interval.
+	// Default DefaultMaxReadings (1000).
+	MaxReadings int
 	// Interval is the reporting interval, a whole number of milliseconds
 	// of at least 10ms. Reports cover the intervals that start at
 	// multiples of it (Unix time). Default DefaultInterval (1s).
@@ -94,6 +105,8 @@ func (c ReporterConfig) Validate() error {
 		return fmt.Errorf("usage: Interval %v is not a whole number of milliseconds of at least 10ms", c.Interval)
 	case c.MaxMessageBytes != 0 && c.MaxMessageBytes < MinMessageBytes:
 		return fmt.Errorf("usage: MaxMessageBytes %d is under %d", c.MaxMessageBytes, MinMessageBytes)
+	case c.MaxReadings < 0:
+		return fmt.Errorf("usage: negative MaxReadings %d", c.MaxReadings)
 	case c.BufferReports < 0:
 		return fmt.Errorf("usage: negative BufferReports %d", c.BufferReports)
 	case c.PublishTimeout < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.ShutdownTimeout < 0:
@@ -161,6 +174,9 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.MaxReadings == 0 {
+		cfg.MaxReadings = DefaultMaxReadings
+	}
 	if cfg.BufferReports == 0 {
 		cfg.BufferReports = DefaultBufferReports
 	}
@@ -210,7 +226,9 @@ func (r *Reporter) Run(ctx context.Context) error {
 		next := floorDiv(now, iv)*iv + iv
 		select {
 		case <-ctx.Done():
-			r.report(floorDiv(r.clock.Now().UnixMilli(), iv) * iv)
+			// The interval in progress: its readings would be labelled
+			// with a time still to come, so it goes without.
+			r.report(ctx, floorDiv(r.clock.Now().UnixMilli(), iv)*iv, false)
 			close(finish)
 			select {
 			case <-done:
@@ -226,7 +244,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 		}
 		// Label the report with the interval that just ended, whatever
 		// the timer's lateness; its counts are all those since the last.
-		r.report(floorDiv(r.clock.Now().UnixMilli(), iv)*iv - iv)
+		r.report(ctx, floorDiv(r.clock.Now().UnixMilli(), iv)*iv-iv, true)
 	}
 }
 
@@ -239,8 +257,8 @@ func floorDiv(a, b int64) int64 {
 }
 
 // report flushes the Source into messages for the interval starting at
-// startMs and queues them.
-func (r *Reporter) report(startMs int64) {
+// startMs and queues them, with the Meter's readings if readings is set.
+func (r *Reporter) report(ctx context.Context, startMs int64, readings bool) {
 	rules := r.cfg.Source.Flush()
 	head := &weirv1.UsageReport{
 		Dc:              r.cfg.DC,
@@ -251,6 +269,9 @@ func (r *Reporter) report(startMs int64) {
 	}
 	if r.cfg.Progress != nil {
 		head.Epoch, head.AppliedRevision = r.cfg.Progress.Applied()
+	}
+	if readings && r.cfg.Meter != nil {
+		r.read(ctx, rules)
 	}
 	reports := split(head, rules, r.cfg.MaxMessageBytes)
 	msgs := make([]Message, 0, len(reports))
@@ -269,6 +290,32 @@ func (r *Reporter) report(startMs int64) {
 	}
 	r.lastSeq.Store(r.seq)
 	r.enqueue(msgs)
+}
+
+// read sets the readings of rules and their keys, at most MaxReadings of
+// them and for at most half the interval.
+func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Interval/2)
+	defer cancel()
+	left := r.cfg.MaxReadings
+	get := func(domain, ruleID, key string) *int64 {
+		if left <= 0 || ctx.Err() != nil {
+			return nil
+		}
+		left--
+		if v, ok := r.cfg.Meter.Consumed(ctx, domain, ruleID, key); ok {
+			return &v
+		}
+		return nil
+	}
+	for _, ru := range rules {
+		if len(ru.GetKeys()) == 0 {
+			ru.Consumed = get(ru.GetDomain(), ru.GetRuleId(), "")
+		}
+		for _, k := range ru.GetKeys() {
+			k.Consumed = get(ru.GetDomain(), ru.GetRuleId(), k.GetKey())
+		}
+	}
 }
 
 // seqSlack is the room a sequence number takes in a report: a tag and a
@@ -308,7 +355,7 @@ func split(head *weirv1.UsageReport, rules []*weirv1.RuleUsage, limit int) []*we
 func splitRule(ru *weirv1.RuleUsage, room int) []*weirv1.RuleUsage {
 	first := &weirv1.RuleUsage{
 		Domain: ru.Domain, RuleId: ru.RuleId, Share: ru.Share,
-		Offered: ru.Offered, Admitted: ru.Admitted, Rejected: ru.Rejected, KeysDropped: ru.KeysDropped,
+		Offered: ru.Offered, Admitted: ru.Admitted, Rejected: ru.Rejected, KeysDropped: ru.KeysDropped, Consumed: ru.Consumed,
 	}
 	out := []*weirv1.RuleUsage{first}
 	cur, size := first, proto.Size(first)

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +50,11 @@ rules:
     limit: 100
     window_seconds: 1
     algorithm: SlidingWindowLog
+  - rule_id: long
+    path_pattern: /long
+    limit: 600
+    window_seconds: 60
+    algorithm: SlidingWindowLog
 `
 
 var dcs = []string{"a", "b", "c"}
@@ -64,6 +71,7 @@ type world struct {
 
 	mu       sync.Mutex
 	admitted map[int64]int // wall-clock second → admitted by rule "total", all DCs
+	long     []time.Time   // when the requests of rule "long" admitted were decided, all DCs
 	worstSum float64       // largest sum of the DCs' local limits of "total" observed
 }
 
@@ -236,6 +244,11 @@ func (w *world) traffic(ctx context.Context, wg *sync.WaitGroup, path string, at
 				resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
 				if err != nil {
 					continue
+				}
+				if path == "/long" && resp.GetAllowed() {
+					w.mu.Lock()
+					w.long = append(w.long, sent.Add(time.Since(sent)/2))
+					w.mu.Unlock()
 				}
 				if path == "/total" && resp.GetAllowed() {
 					mid := sent.Add(time.Since(sent) / 2)
@@ -413,4 +426,62 @@ func (w *world) admittedTotal() int {
 		n += v
 	}
 	return n
+}
+
+// TestLongWindowMove is issue 19's case with real processes: a global
+// sliding window log of 600 per 60 s, demand of 40/s from DC a for 25 s,
+// then from DC b for 25 s, then from a again — all inside one window. The
+// limiters report what they consumed, and the coordinator moves only what
+// is left: no 60 s holds more than 606 admissions (before usage-aware
+// limits, 1,127).
+func TestLongWindowMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 80 s of traffic")
+	}
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tctx, stopTraffic := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopTraffic()
+	var at atomic.Value
+	at.Store("a")
+	w.traffic(tctx, &wg, "/long", nil, func(dc string) float64 {
+		if at.Load() == dc {
+			return 40
+		}
+		return 0
+	})
+	for _, step := range []struct {
+		dc  string
+		dur time.Duration
+	}{{"a", 25 * time.Second}, {"b", 25 * time.Second}, {"a", 25 * time.Second}} {
+		at.Store(step.dc)
+		select {
+		case <-time.After(step.dur):
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	stopTraffic()
+	wg.Wait()
+	w.mu.Lock()
+	adm := slices.Clone(w.long)
+	w.mu.Unlock()
+	slices.SortFunc(adm, func(a, b time.Time) int { return a.Compare(b) })
+	worst, i := 0, 0
+	for j := range adm {
+		for adm[j].Sub(adm[i]) >= time.Minute {
+			i++
+		}
+		worst = max(worst, j-i+1)
+	}
+	t.Logf("admitted %d in %d s; most in any 60 s: %d (limit 600)", len(adm), 75, worst)
+	if worst > 606 {
+		t.Errorf("most admitted in 60 s %d, want ≤ 606", worst)
+	}
+	if len(adm) < 450 {
+		t.Errorf("admitted %d, want ≥ 450 (the quota follows the demand)", len(adm))
+	}
 }

@@ -172,7 +172,15 @@ type RuleUsage struct {
 	// limit, heavy hitters, or keys with a share of their own.
 	Keys []*KeyUsage `protobuf:"bytes,7,rep,name=keys,proto3" json:"keys,omitempty"`
 	// KeysDropped counts keys under pressure left out to bound the report.
-	KeysDropped   uint64 `protobuf:"varint,8,opt,name=keys_dropped,json=keysDropped,proto3" json:"keys_dropped,omitempty"`
+	KeysDropped uint64 `protobuf:"varint,8,opt,name=keys_dropped,json=keysDropped,proto3" json:"keys_dropped,omitempty"`
+	// Consumed is what the instance's DC had consumed of the rule, in units
+	// of the rule's limit, in the window as the rule's algorithm counts it
+	// (docs/architecture.md, "Usage-aware limits"), read from the DC's store
+	// when the report was built, after the instance had applied its DC's
+	// assignments up to applied_revision. Only for rules without key
+	// dimensions; absent when unknown or when the store had no room left
+	// (the count is then only known to be at least the local limit).
+	Consumed      *int64 `protobuf:"varint,9,opt,name=consumed,proto3,oneof" json:"consumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,6 +271,13 @@ func (x *RuleUsage) GetKeysDropped() uint64 {
 	return 0
 }
 
+func (x *RuleUsage) GetConsumed() int64 {
+	if x != nil && x.Consumed != nil {
+		return *x.Consumed
+	}
+	return 0
+}
+
 // KeyUsage counts one key's decisions under one rule.
 type KeyUsage struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -272,7 +287,11 @@ type KeyUsage struct {
 	Rejected uint64                 `protobuf:"varint,4,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	// Limit is the key's global limit per window before shares: the rule's,
 	// or an override's.
-	Limit         int64 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int64 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Consumed is what the DC had consumed of the key's limit in the window,
+	// as RuleUsage.consumed is for a rule: set for keys with a share of
+	// their own, absent when unknown or when the store had no room left.
+	Consumed      *int64 `protobuf:"varint,6,opt,name=consumed,proto3,oneof" json:"consumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -338,6 +357,13 @@ func (x *KeyUsage) GetRejected() uint64 {
 func (x *KeyUsage) GetLimit() int64 {
 	if x != nil {
 		return x.Limit
+	}
+	return 0
+}
+
+func (x *KeyUsage) GetConsumed() int64 {
+	if x != nil && x.Consumed != nil {
+		return *x.Consumed
 	}
 	return 0
 }
@@ -740,7 +766,7 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12)\n" +
 	"\x10applied_revision\x18\a \x01(\x03R\x0fappliedRevision\x12(\n" +
 	"\x05rules\x18\b \x03(\v2\x12.weir.v1.RuleUsageR\x05rules\x12'\n" +
-	"\x0fdropped_reports\x18\t \x01(\x04R\x0edroppedReports\"\xee\x01\n" +
+	"\x0fdropped_reports\x18\t \x01(\x04R\x0edroppedReports\"\x9c\x02\n" +
 	"\tRuleUsage\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\arule_id\x18\x02 \x01(\tR\x06ruleId\x12\x18\n" +
@@ -749,13 +775,17 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\brejected\x18\x05 \x01(\x04R\brejected\x12\x14\n" +
 	"\x05share\x18\x06 \x01(\x01R\x05share\x12%\n" +
 	"\x04keys\x18\a \x03(\v2\x11.weir.v1.KeyUsageR\x04keys\x12!\n" +
-	"\fkeys_dropped\x18\b \x01(\x04R\vkeysDropped\"\x84\x01\n" +
+	"\fkeys_dropped\x18\b \x01(\x04R\vkeysDropped\x12\x1f\n" +
+	"\bconsumed\x18\t \x01(\x03H\x00R\bconsumed\x88\x01\x01B\v\n" +
+	"\t_consumed\"\xb2\x01\n" +
 	"\bKeyUsage\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
 	"\aoffered\x18\x02 \x01(\x04R\aoffered\x12\x1a\n" +
 	"\badmitted\x18\x03 \x01(\x04R\badmitted\x12\x1a\n" +
 	"\brejected\x18\x04 \x01(\x04R\brejected\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\xfa\x01\n" +
+	"\x05limit\x18\x05 \x01(\x03R\x05limit\x12\x1f\n" +
+	"\bconsumed\x18\x06 \x01(\x03H\x00R\bconsumed\x88\x01\x01B\v\n" +
+	"\t_consumed\"\xfa\x01\n" +
 	"\x0eRuleAssignment\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x17\n" +
@@ -826,6 +856,8 @@ func file_weir_v1_quota_proto_init() {
 	if File_weir_v1_quota_proto != nil {
 		return
 	}
+	file_weir_v1_quota_proto_msgTypes[1].OneofWrappers = []any{}
+	file_weir_v1_quota_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,137 @@
+package planner
+
+import (
+	"time"
+
+	"github.com/weirhq/weir/pkg/allocate"
+)
+
+// Usage-aware limits (docs/architecture.md, "Usage-aware limits"): quota
+// moved between DCs is quota not yet consumed in the window. A DC that
+// applied local limit l at instant t, having consumed c(t) by its
+// algorithm's count, consumes at most max(c(t), l) in every window that
+// ends after t while l stays in force — whatever the window's length. So
+// the planner counts a DC as holding the larger of its writes not yet
+// acknowledged and what it reported consumed after applying the write in
+// force, and the others grow only into what is left.
+
+// reading is a DC's latest report of what it consumed of an entry.
+type reading struct {
+	v   int64 // consumed, in units of the entry's limit
+	rev int64 // the revision the reporting instance had applied
+	ok  bool  // the DC reports consumption for the entry
+}
+
+// observe records that DC d consumed v of e, read at about readAt (Unix
+// ms, the end of the report's interval) after the reporting instance had
+// applied its DC's documents up to rev. A reading releases the carry of
+// a pruned write only when it is surely younger than the DC's
+// acknowledgement of the write in force: the reporting instance may have
+// applied rev before the DC's other instances, which share its store and
+// admit under their older limits until they apply it too. skew bounds the
+// clocks' disagreement.
+func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
+	v = min(max(v, 0), e.limit)
+	r := &e.used[d]
+	if r.ok && rev < r.rev || rev <= e.floor[d] {
+		return // an older instance's view, or a report overtaken
+	}
+	*r = reading{v: v, rev: rev, ok: true}
+	// Each pruned write is released by a reading younger than its own
+	// release, so that frequent releases do not postpone the older ones.
+	c := e.carry[d][:0]
+	for _, k := range e.carry[d] {
+		if rev < k.rev || readAt <= k.at+skew.Milliseconds() {
+			c = append(c, k)
+		}
+	}
+	e.carry[d] = c
+}
+
+// forget replaces DC d's readings of e by v, the most it may have consumed
+// now, and refuses later readings taken at revision floor or before: they
+// may have been taken before this instant. It returns v.
+func (e *entry) forget(d int, v, floor int64) int64 {
+	e.used[d] = reading{v: v, rev: floor, ok: true}
+	e.floor[d] = max(e.floor[d], floor)
+	e.carry[d] = e.carry[d][:0]
+	return v
+}
+
+// release is called at now (Unix ms) when DC d's writes older than its
+// write in force at revision rev stop counting as held, every instance of
+// the DC having applied rev, their largest limit being pruned: the DC may
+// have consumed up to that much by then, and it stays held until a reading
+// taken after now says otherwise.
+func (e *entry) release(d int, pruned, rev, now int64) {
+	if !e.used[d].ok {
+		return
+	}
+	c := append(e.carry[d], carried{v: max(pruned, e.used[d].v), rev: rev, at: now})
+	if len(c) > maxCarried {
+		// Merge the two oldest, conservatively: the larger amount, held
+		// until a reading younger than both.
+		c[1] = carried{v: max(c[0].v, c[1].v), rev: max(c[0].rev, c[1].rev), at: max(c[0].at, c[1].at)}
+		c = append(c[:0], c[1:]...)
+	}
+	e.carry[d] = c
+}
+
+// carried is a pruned write still counted as consumed: v, released at
+// revision rev at Unix ms at.
+type carried struct{ v, rev, at int64 }
+
+// maxCarried bounds the pruned writes remembered per (entry, DC).
+const maxCarried = 4
+
+// carriedMax returns the largest amount DC d's pruned writes still carry.
+func (e *entry) carriedMax(d int) int64 {
+	m := int64(0)
+	for _, k := range e.carry[d] {
+		m = max(m, k.v)
+	}
+	return m
+}
+
+// consumed returns the most DC d may have consumed of e in the window, as
+// far as its readings say: 0 for a DC that does not report consumption.
+func (e *entry) consumed(d int) int64 {
+	if !e.used[d].ok {
+		return 0
+	}
+	return max(e.used[d].v, e.carriedMax(d))
+}
+
+// usageAware reports whether any DC reports consumption for e, so that its
+// targets are usage-aware.
+func (e *entry) usageAware() bool {
+	for _, r := range e.used {
+		if r.ok {
+			return true
+		}
+	}
+	return false
+}
+
+// awareTargets turns e's target shares into usage-aware local limits:
+// each DC keeps what it consumed, and what nobody consumed yet is
+// apportioned by the shares — so Σ targets = e.limit, and quota moves
+// between DCs only as it is left unconsumed.
+func (e *entry) awareTargets() {
+	n := len(e.target)
+	free := e.limit
+	c := make([]int64, n)
+	for d := range n {
+		c[d] = e.consumed(d)
+		free -= c[d]
+	}
+	if free < 0 {
+		// The readings disagree in time; what is held bounds the sum.
+		free = 0
+	}
+	a := make([]int64, n)
+	allocate.Apportion(e.share, free, a)
+	for d := range n {
+		e.target[d] = min(e.limit, c[d]+a[d])
+	}
+}

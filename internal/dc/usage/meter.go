@@ -1,0 +1,57 @@
+package usage
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// LimiterMeter is the Meter of a limiter process: it reads with
+// Limiter.Status, a request of cost zero through the limiter's store, so
+// the reading counts what every instance of the DC admitted. Its zero
+// value reads nothing until SetLimiter; it is safe for concurrent use.
+//
+// Rules of the bucket algorithms go without readings: an observation does
+// not settle a bucket in the store, and a bucket left alone drains, when
+// next touched, at the rate then in force — after a shrink, slower than it
+// did when read, so a reading could count less than the bucket will hold.
+type LimiterMeter struct {
+	// MinWindow: rules whose window is at most this long go without
+	// readings — the coordinator keeps its quarantine for them, exact for
+	// short windows (planner.Config.UsageAwareAbove), and a reading would
+	// only cost a store call. 0: every window.
+	MinWindow time.Duration
+
+	lim atomic.Pointer[limiter.Limiter]
+}
+
+var _ Meter = (*LimiterMeter)(nil)
+
+// SetLimiter makes m read through l.
+func (m *LimiterMeter) SetLimiter(l *limiter.Limiter) { m.lim.Store(l) }
+
+// Consumed implements Meter. Only a decision of the store counts: a rule
+// answered from a failure mode, disabled, overridden or unlimited has no
+// reading.
+func (m *LimiterMeter) Consumed(ctx context.Context, domain, ruleID, key string) (int64, bool) {
+	l := m.lim.Load()
+	if l == nil {
+		return 0, false
+	}
+	set, err := l.Rules(domain)
+	if err != nil || set == nil {
+		return 0, false
+	}
+	r, ok := set.Rule(ruleID)
+	if !ok || r.Spec.Algorithm.IsBucket() || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Window() <= m.MinWindow {
+		return 0, false
+	}
+	res, err := l.Status(ctx, domain, ruleID, key)
+	if err != nil || res.Source != limiter.SourceStore {
+		return 0, false
+	}
+	return algorithm.Consumed(algorithm.Params{Algorithm: r.Spec.Algorithm, Limit: res.Decision.Limit}, res.Decision)
+}

@@ -1,0 +1,226 @@
+package usage_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/rulesettest"
+	"github.com/weirhq/weir/internal/testkit/wait"
+	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/store/redisstore"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// movingProgress is a Progress whose revision a meter moves on: the DC
+// applies a new revision while the readings are taken.
+type movingProgress struct{ rev *atomic.Int64 }
+
+func (p movingProgress) Applied() (uint64, int64) { return 1, p.rev.Load() }
+
+// meter is a Meter that answers from values (key "rule/key") and moves
+// the revision on at every reading.
+type meter struct {
+	rev    *atomic.Int64
+	values map[string]int64
+	mu     sync.Mutex
+	calls  []string
+}
+
+func (m *meter) Consumed(_ context.Context, domain, ruleID, key string) (int64, bool) {
+	m.rev.Add(1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := ruleID + "/" + key
+	m.calls = append(m.calls, id)
+	v, ok := m.values[id]
+	return v, ok
+}
+
+func ptr(v int64) *int64 { return &v }
+
+// TestReporterReadings checks that a report carries the meter's readings
+// of the rules and keys it holds, with the revision applied before they
+// were taken, at most MaxReadings of them, and none in the report of the
+// interval in progress at shutdown.
+func TestReporterReadings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		max       int
+		wantCalls int
+		want      []*weirv1.RuleUsage
+	}{
+		{"all", 0, 2, []*weirv1.RuleUsage{
+			{Domain: "shop", RuleId: "per-user", Offered: 1, Admitted: 1, Share: 0.5,
+				Keys: []*weirv1.KeyUsage{{Key: "a", Offered: 1, Admitted: 1, Limit: 100, Consumed: ptr(30)}}},
+			{Domain: "shop", RuleId: "site", Offered: 1, Admitted: 1, Share: 0.5, Consumed: ptr(12)},
+		}},
+		{"bounded", 1, 1, []*weirv1.RuleUsage{
+			{Domain: "shop", RuleId: "per-user", Offered: 1, Admitted: 1, Share: 0.5,
+				Keys: []*weirv1.KeyUsage{{Key: "a", Offered: 1, Admitted: 1, Limit: 100, Consumed: ptr(30)}}},
+			{Domain: "shop", RuleId: "site", Offered: 1, Admitted: 1, Share: 0.5},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := compile(t)
+			agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
+			rev := &atomic.Int64{}
+			rev.Store(40)
+			m := &meter{rev: rev, values: map[string]int64{"per-user/a": 30, "site/": 12}}
+			clock := fakeclock.New(t0)
+			pub := &recorder{}
+			_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
+				Meter: m, MaxReadings: tc.max, Interval: 500 * time.Millisecond})
+			feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "site", allowed: true, remaining: 9})
+			clock.WaitForTimers(t, 1)
+			clock.Advance(200 * time.Millisecond)
+			wait.For(t, 5*time.Second, "first report", func() bool { return pub.count() == 1 })
+			feed(t, agg, set, dec{rule: "site", allowed: true, remaining: 9})
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			got := pub.reports(t)
+			if len(got) != 2 {
+				t.Fatalf("got %d reports, want 2", len(got))
+			}
+			if r := got[0].GetAppliedRevision(); r != 40 {
+				t.Errorf("applied revision %d, want 40: the one before the readings", r)
+			}
+			sortRules(got[0].Rules)
+			for i, w := range tc.want {
+				if i >= len(got[0].Rules) || !proto.Equal(got[0].Rules[i], w) {
+					t.Errorf("rule %d:\n got %v\nwant %v", i, got[0].Rules, w)
+				}
+			}
+			for _, ru := range got[1].GetRules() {
+				if ru.Consumed != nil {
+					t.Errorf("shutdown report: rule %s has a reading %d, want none", ru.GetRuleId(), ru.GetConsumed())
+				}
+			}
+			if len(m.calls) != tc.wantCalls {
+				t.Errorf("meter called %d times (%v), want %d", len(m.calls), m.calls, tc.wantCalls)
+			}
+		})
+	}
+}
+
+func sortRules(rs []*weirv1.RuleUsage) {
+	for i := range rs {
+		for j := i + 1; j < len(rs); j++ {
+			if rs[j].GetRuleId() < rs[i].GetRuleId() {
+				rs[i], rs[j] = rs[j], rs[i]
+			}
+		}
+	}
+}
+
+// TestLimiterMeterRedis reads, through a limiter on a real redis-server,
+// what was admitted of global rules of every window algorithm, of a rule
+// and of keys; a bucket, a key with no room left and a keyed rule's own
+// entry go without a reading.
+func TestLimiterMeterRedis(t *testing.T) {
+	const yaml = `
+domain: api
+rules:
+  - {rule_id: log, key_type: l, limit: 50, window_seconds: 60, algorithm: SlidingWindowLog}
+  - {rule_id: fixed, key_type: f, limit: 50, window_seconds: 3600, algorithm: FixedWindow}
+  - {rule_id: counter, key_type: c, limit: 50, window_seconds: 60, algorithm: SlidingWindowCounter}
+  - {rule_id: bucket, key_type: b, limit: 50, window_seconds: 60, algorithm: TokenBucket}
+  - {rule_id: site, limit: 1000, window_seconds: 86400, algorithm: SlidingWindowLog, conditions: {site: "yes"}}
+`
+	srv := redistest.Start(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	rs, err := redisstore.New(rc, redisstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// Generous store timeouts: on a loaded machine a decision that went to
+	// a failure mode would be admitted without the store counting it.
+	l, err := limiter.New(limiter.Config{Store: rs, CacheKeys: -1, StoreTimeout: 5 * time.Second, StoreTimeoutMax: 5 * time.Second,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetRules(rulesettest.Compile(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	admit := func(attr, val string, n int) int64 {
+		admitted := int64(0)
+		for range n {
+			resp, err := l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{attr: val}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := resp.Items[0].Results[0]; r.Source != limiter.SourceStore {
+				t.Fatalf("decided by %v, want the store", r.Source)
+			}
+			if resp.Allowed {
+				admitted++
+			}
+		}
+		return admitted
+	}
+	var m usage.LimiterMeter
+	if _, ok := m.Consumed(context.Background(), "api", "log", "x"); ok {
+		t.Fatal("a meter without a limiter read something")
+	}
+	m.SetLimiter(l)
+	type want struct {
+		v  int64
+		ok bool
+	}
+	cases := []struct {
+		rule, attr, key string
+		n               int
+		want            func(admitted int64) want
+	}{
+		{"log", "l", "x", 7, func(a int64) want { return want{a, true} }},
+		{"fixed", "f", "x", 9, func(a int64) want { return want{a, true} }},
+		{"counter", "c", "x", 11, func(a int64) want { return want{a, true} }},
+		{"log", "l", "untouched", 0, func(int64) want { return want{0, true} }},
+		{"log", "l", "full", 60, func(int64) want { return want{0, false} }},
+		{"bucket", "b", "x", 5, func(int64) want { return want{0, false} }},
+		{"site", "site", "", 13, func(a int64) want { return want{a, true} }},
+		{"log", "", "", 0, func(int64) want { return want{0, false} }},
+	}
+	t.Run("MinWindow", func(t *testing.T) {
+		short := usage.LimiterMeter{MinWindow: time.Minute}
+		short.SetLimiter(l)
+		admit("f", "short", 3)
+		if v, ok := short.Consumed(context.Background(), "api", "log", "x"); ok {
+			t.Errorf("a rule of 60 s with MinWindow 1m: Consumed = %d, true; want no reading", v)
+		}
+		if v, ok := short.Consumed(context.Background(), "api", "fixed", "short"); v != 3 || !ok {
+			t.Errorf("a rule of 1 h with MinWindow 1m: Consumed = %d, %v; want 3, true", v, ok)
+		}
+	})
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%q", tc.rule, tc.key), func(t *testing.T) {
+			val := tc.key
+			if tc.rule == "site" {
+				val = "yes"
+			}
+			a := int64(0)
+			if tc.n > 0 {
+				a = admit(tc.attr, val, tc.n)
+			}
+			w := tc.want(a)
+			v, ok := m.Consumed(context.Background(), "api", tc.rule, tc.key)
+			if v != w.v || ok != w.ok {
+				t.Errorf("Consumed = %d, %v after %d admitted; want %d, %v", v, ok, a, w.v, w.ok)
+			}
+		})
+	}
+}
