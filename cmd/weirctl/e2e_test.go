@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ type system struct {
 	http    map[string]string // DC → limiter HTTP base URL
 	// limiters carries the test's own requests to the limiters.
 	limiters *http.Client
+	probes   atomic.Int64 // numbers the users of probe
 }
 
 // systemTLS sets the TLS of a system's limiters: what they serve (none by
@@ -195,6 +197,29 @@ func (s *system) check(t *testing.T, dc, user string) (string, int64) {
 	return body.RuleID, body.Limit
 }
 
+// probe asks DC dc's limiter about one request of a user never seen
+// before; it returns the rule that decided and its local limit. A fresh
+// user each time keeps the probes from consuming a key's quota: a key
+// that has consumed part of a long window keeps that much of its local
+// limit wherever the shares go (usage-aware limits), so the limit a
+// reused probe shows would not follow the rule's shares.
+func (s *system) probe(t *testing.T, dc string) (string, int64) {
+	t.Helper()
+	return s.check(t, dc, fmt.Sprintf("probe-%d", s.probes.Add(1)))
+}
+
+// planned waits until the leader has planned rule id (its live shares
+// answer): the limiters enforce a static share of a new rule before the
+// leader's next tick, and a pin needs the live shares.
+func (s *system) planned(t *testing.T, id string) {
+	t.Helper()
+	until(t, 10*time.Second, "the leader plans "+id, func() bool {
+		var out, errOut bytes.Buffer
+		env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
+		return run(context.Background(), env2([]string{"shares", "get", id}, &out, &errOut, env)) == exitOK
+	})
+}
+
 // until polls cond every 20 ms up to d and returns how long it took.
 func until(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
@@ -248,8 +273,8 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 	}
 	s.weirctl(t, "apply", "-f", rules)
 	took := until(t, 5*time.Second, "the new rule enforced in both DCs", func() bool {
-		a, _ := s.check(t, "a", "probe")
-		b, _ := s.check(t, "b", "probe")
+		a, _ := s.probe(t, "a")
+		b, _ := s.probe(t, "b")
 		return a == "orders" && b == "orders"
 	})
 	t.Logf("rule created through the API: enforced in both DCs %v later", took)
@@ -258,10 +283,11 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 	write(40)
 	s.weirctl(t, "apply", "-f", rules)
 	took = until(t, 5*time.Second, "the updated limit enforced", func() bool {
-		_, la := s.check(t, "a", "probe")
+		_, la := s.probe(t, "a")
 		return la == 20
 	})
 	t.Logf("update enforced %v later", took)
+	s.planned(t, "orders")
 
 	// Every read command answers.
 	for _, args := range [][]string{
@@ -281,7 +307,7 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 	// Pin DC a at 25%: its local limit follows within about an interval.
 	s.weirctl(t, "shares", "pin", "orders", "a", "25%")
 	took = until(t, 10*time.Second, "a's local limit at 25% of 40", func() bool {
-		_, la := s.check(t, "a", "probe2")
+		_, la := s.probe(t, "a")
 		return la == 10
 	})
 	t.Logf("pin reached DC a %v later (interval 500ms)", took)
@@ -289,7 +315,7 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 	s.weirctl(t, "shares", "floor", "orders", "b", "0.3")
 	s.weirctl(t, "shares", "drain", "orders", "b")
 	until(t, 10*time.Second, "b drained", func() bool {
-		_, lb := s.check(t, "b", "probe3")
+		_, lb := s.probe(t, "b")
 		return lb == 0
 	})
 	s.weirctl(t, "shares", "drain", "orders", "b", "--undo")
@@ -304,8 +330,8 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 	// Delete: the limiters stop matching it.
 	s.weirctl(t, "delete", "orders")
 	until(t, 5*time.Second, "the deleted rule gone from both DCs", func() bool {
-		a, _ := s.check(t, "a", "probe")
-		b, _ := s.check(t, "b", "probe")
+		a, _ := s.probe(t, "a")
+		b, _ := s.probe(t, "b")
 		return a == "" && b == ""
 	})
 }
@@ -344,8 +370,8 @@ func TestStatusFromTLSLimiters(t *testing.T) {
 			}
 			s.weirctl(t, "apply", "-f", rules)
 			until(t, 10*time.Second, "the rule enforced in both DCs", func() bool {
-				a, _ := s.check(t, "a", "probe")
-				b, _ := s.check(t, "b", "probe")
+				a, _ := s.probe(t, "a")
+				b, _ := s.probe(t, "b")
 				return a == "orders" && b == "orders"
 			})
 			var ks adminapi.KeyStatus
@@ -491,17 +517,11 @@ func TestShareMoveTimes(t *testing.T) {
 	}
 	s.weirctl(t, "apply", "-f", rules)
 	until(t, 10*time.Second, "both DCs at half the limit", func() bool {
-		_, la := s.check(t, "a", "probe")
-		_, lb := s.check(t, "b", "probe")
+		_, la := s.probe(t, "a")
+		_, lb := s.probe(t, "b")
 		return la == 20 && lb == 20
 	})
-	// The limiters enforce the static half before the leader plans the
-	// rule (at its next tick); a pin needs the leader's live shares.
-	until(t, 10*time.Second, "the leader plans orders", func() bool {
-		var out, errOut bytes.Buffer
-		env := map[string]string{"WEIR_SERVER": s.admin, "WEIR_TOKEN": rwToken}
-		return run(context.Background(), env2([]string{"shares", "get", "orders"}, &out, &errOut, env)) == exitOK
-	})
+	s.planned(t, "orders")
 
 	for _, mv := range []struct {
 		name            string
@@ -519,8 +539,8 @@ func TestShareMoveTimes(t *testing.T) {
 		s.weirctl(t, mv.args...)
 		var shrink, grow time.Duration
 		waitFor(30*time.Second, func() bool {
-			_, ls := s.check(t, mv.shrinks, "probe")
-			_, lg := s.check(t, mv.grows, "probe")
+			_, ls := s.probe(t, mv.shrinks)
+			_, lg := s.probe(t, mv.grows)
 			if shrink == 0 && ls == mv.shrunk {
 				shrink = time.Since(start)
 			}
