@@ -22,18 +22,40 @@ import (
 // ErrSyntax or paths that mean nothing; for data over lim, an error
 // matching ErrTooLarge. It never panics.
 func RepeatedKeys(data []byte, lim Limits) ([]string, error) {
+	keys, err := ScanKeys(data, lim, nil)
+	return keys.Repeated, err
+}
+
+// Keys is what ScanKeys finds in a document's objects.
+type Keys struct {
+	// Repeated are the paths of the repeated keys, as RepeatedKeys.
+	Repeated []string
+	// Miscased are the keys, where the Shape has struct fields, that name
+	// no field exactly, in document order: Path, and Want, the field that
+	// encoding/json matches case-insensitively ("" when none does).
+	Miscased []Miscased
+}
+
+// Miscased is a key that names a struct field only case-insensitively.
+type Miscased struct{ Path, Want string }
+
+// ScanKeys is RepeatedKeys that also reports, in the same pass, the keys
+// of the objects decoded into struct fields according to shape that name
+// a field only case-insensitively (or not at all). A nil shape checks no
+// names. Its errors are RepeatedKeys's.
+func ScanKeys(data []byte, lim Limits, shape *Shape) (Keys, error) {
 	if err := lim.CheckSize(data); err != nil {
-		return nil, err
+		return Keys{}, err
 	}
 	s := keyScanner{data: data, maxDepth: lim.Depth()}
 	s.steps, s.keys = s.stepBuf[:0], s.keyBuf[:0]
-	if err := s.value(0, false); err != nil {
-		return nil, err
+	if err := s.value(0, false, shape); err != nil {
+		return Keys{}, err
 	}
 	if s.skipSpace(); s.i < len(s.data) {
-		return nil, &Error{Reason: "data after the end of the document"}
+		return Keys{}, &Error{Reason: "data after the end of the document"}
 	}
-	return s.out, nil
+	return Keys{Repeated: s.out, Miscased: s.miscased}, nil
 }
 
 // ReportRepeats reports each of paths as Open reports a repeated key:
@@ -55,6 +77,7 @@ type keyScanner struct {
 	steps    []step   // from the document to the value being read
 	keys     [][]byte // the keys read so far of each open object, innermost last
 	out      []string
+	miscased []Miscased
 
 	// Room for the steps and keys of a small document.
 	stepBuf [8]step
@@ -81,10 +104,10 @@ func (s *keyScanner) skipSpace() {
 	}
 }
 
-// value reads one value at depth. Keys repeated within the values of
-// repeated keys are not looked for (skip), as Duplicates does not walk
-// them.
-func (s *keyScanner) value(depth int, skip bool) error {
+// value reads one value at depth, of shape. Keys repeated within the
+// values of repeated keys are not looked for (skip), as Duplicates does
+// not walk them.
+func (s *keyScanner) value(depth int, skip bool, shape *Shape) error {
 	s.skipSpace()
 	if s.i >= len(s.data) {
 		return malformed()
@@ -98,9 +121,9 @@ func (s *keyScanner) value(depth int, skip bool) error {
 			return &Error{TooLarge: true, Reason: "nested deeper than " + strconv.Itoa(s.maxDepth)}
 		}
 		if s.data[s.i] == '[' {
-			return s.list(depth, skip)
+			return s.list(depth, skip, shape)
 		}
-		return s.object(depth, skip)
+		return s.object(depth, skip, shape)
 	}
 	// A number, true, false or null: up to the next delimiter.
 	start := s.i
@@ -186,14 +209,18 @@ func (s *keyScanner) empty(end byte) bool {
 	return false
 }
 
-func (s *keyScanner) list(depth int, skip bool) error {
+func (s *keyScanner) list(depth int, skip bool, shape *Shape) error {
+	var item *Shape
+	if shape != nil {
+		item = shape.elem
+	}
 	if s.empty(']') {
 		return nil
 	}
 	s.steps = append(s.steps, step{inList: true})
 	top := len(s.steps) - 1
 	for {
-		if err := s.value(depth+1, skip); err != nil {
+		if err := s.value(depth+1, skip, item); err != nil {
 			return err
 		}
 		done, err := s.next(']')
@@ -209,7 +236,7 @@ func (s *keyScanner) list(depth int, skip bool) error {
 // up in a map rather than compared one by one.
 const manyKeys = 16
 
-func (s *keyScanner) object(depth int, skip bool) error {
+func (s *keyScanner) object(depth int, skip bool, shape *Shape) error {
 	if s.empty('}') {
 		return nil
 	}
@@ -254,8 +281,19 @@ func (s *keyScanner) object(depth int, skip bool) error {
 				}
 			}
 		}
+		var val *Shape
+		switch {
+		case shape == nil:
+		case shape.fields == nil:
+			val = shape.elem // a map's value
+		default:
+			var ok bool
+			if val, ok = shape.fields[string(k)]; !ok && !skip {
+				s.miscased = append(s.miscased, Miscased{Path: s.path(k), Want: shape.fold(k)})
+			}
+		}
 		s.steps = append(s.steps, step{key: k})
-		err = s.value(depth+1, skip || repeat)
+		err = s.value(depth+1, skip || repeat, val)
 		s.steps = s.steps[:len(s.steps)-1]
 		if err != nil {
 			return err

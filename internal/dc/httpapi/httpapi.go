@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,9 @@ type Server struct {
 	warn    func() []string
 	mux     *http.ServeMux
 	routes  []string
+	// The bodies' shapes, for the names encoding/json would match
+	// case-insensitively (see keyMistakes).
+	checkShape, seedShape *document.Shape
 }
 
 // New returns the API server for cfg.
@@ -75,6 +79,8 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.now, s.warn = cfg.Now, cfg.Warnings
+	s.checkShape = document.ShapeOf(reflect.TypeFor[CheckRequest]())
+	s.seedShape = document.ShapeOf(reflect.TypeFor[seedRequest]())
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -132,9 +138,9 @@ func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
 	}
 }
 
-// decode reads r's body into v strictly: one JSON value, known fields only,
-// at most maxBody bytes.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// decode reads r's body into v, of shape, strictly: one JSON value, known
+// fields only, by their exact names, at most maxBody bytes.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, shape *document.Shape) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, "INVALID_REQUEST", fmt.Sprintf("content type %q: want application/json", ct))
 		return false
@@ -159,7 +165,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", invalidUTF8(body).Error())
 		return false
 	}
-	if err := repeatedKeys(body); err != nil {
+	if err := keyMistakes(body, shape); err != nil {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
 		return false
 	}
@@ -176,29 +182,40 @@ func (invalidBody) Sentinel() error { return errBody }
 // maxListed is the most field errors one message lists.
 const maxListed = 10
 
-// repeatedKeys refuses a body, well-formed JSON, that repeats a key of
-// one of its objects, with the path of each repeat ("attributes.user_id:
-// appears more than once"; the first maxListed of them): encoding/json
-// takes the last value, and a proxy before Weir may take the first, so
-// that the two would disagree about the request's key and cost. The scan
-// builds no tree; a check body pays well under a microsecond for it.
-func repeatedKeys(body []byte) error {
-	paths, err := document.RepeatedKeys(body, document.Limits{})
+// keyMistakes refuses a body, well-formed JSON, that repeats a key of one
+// of its objects ("attributes.user_id: appears more than once"), or names
+// a field of shape in another case than its own ("HITS: unknown field;
+// names are case-sensitive: want \"hits\""), with the path of each (the
+// first maxListed of them). encoding/json takes the last value of a
+// repeated key, and matches names case-insensitively; a proxy before Weir
+// may take the first, or only the exact name, so that the two would
+// disagree about the request's key and cost. The scan builds no tree; a
+// check body pays well under a microsecond for it.
+func keyMistakes(body []byte, shape *document.Shape) error {
+	keys, err := document.ScanKeys(body, document.Limits{}, shape)
 	if err != nil {
 		return fmt.Errorf("malformed JSON: %w", err)
 	}
-	if len(paths) == 0 {
+	n := len(keys.Repeated) + len(keys.Miscased)
+	if n == 0 {
 		return nil
 	}
 	var rep fielderr.Report[invalidBody]
-	document.ReportRepeats(&rep, paths[:min(len(paths), maxListed)])
+	document.ReportRepeats(&rep, keys.Repeated[:min(len(keys.Repeated), maxListed)])
+	for _, m := range keys.Miscased[:min(len(keys.Miscased), max(0, maxListed-len(keys.Repeated)))] {
+		if m.Want == "" {
+			rep.Fail(m.Path, "unknown field")
+		} else {
+			rep.Fail(m.Path, "unknown field; names are case-sensitive: want %q", m.Want)
+		}
+	}
 	list := rep.Err().(*fielderr.List[invalidBody])
 	msgs := make([]string, 0, len(list.Errors)+1)
 	for _, fe := range list.Errors {
 		msgs = append(msgs, fe.Error())
 	}
-	if more := len(paths) - len(list.Errors); more > 0 {
-		msgs = append(msgs, fmt.Sprintf("and %d more repeated keys", more))
+	if more := n - len(list.Errors); more > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more mistakes in keys", more))
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
@@ -346,7 +363,7 @@ func ruleResult(r *limiter.RuleResult) RuleResult {
 
 func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	var req CheckRequest
-	if !s.decode(w, r, &req) {
+	if !s.decode(w, r, &req, s.checkShape) {
 		return
 	}
 	it, err := req.item()
@@ -406,7 +423,7 @@ type seedRequest struct {
 
 func (s *Server) shouldAllow(w http.ResponseWriter, r *http.Request) {
 	var req seedRequest
-	if !s.decode(w, r, &req) {
+	if !s.decode(w, r, &req, s.seedShape) {
 		return
 	}
 	if req.ClientID == "" {

@@ -800,10 +800,11 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestRepeatedKeys checks that a body repeating a key at any level is
-// refused with the path of each repeat, on both endpoints that read JSON,
-// rather than decided on the last value, which a proxy reading the first
-// would not agree with.
+// TestRepeatedKeys checks that a body repeating a key at any level, or
+// naming a field in another case than its own, is refused with the path of
+// each, on both endpoints that read JSON, rather than decided on the last
+// value or a case-insensitive match, which a proxy reading the first
+// value or the exact name would not agree with.
 func TestRepeatedKeys(t *testing.T) {
 	f := newFixture(t, rulesYAML)
 	tests := []struct {
@@ -819,6 +820,13 @@ func TestRepeatedKeys(t *testing.T) {
 		{"several", "/v1/check", `{"hits":1,"attributes":{"ip":"1","ip":"1"},"hits":1}`, "hits: appears more than once; attributes.ip: appears more than once"},
 		{"seed clientId", "/shouldAllowRequest", `{"clientId":"a","clientId":"b"}`, "clientId: appears more than once"},
 		{"seed timestamp", "/shouldAllowRequest", `{"clientId":"a","timestamp":"2026-11-22T12:00:00Z","timestamp":"2026-11-22T12:00:00Z"}`, "timestamp: appears more than once"},
+		{"hits in capitals", "/v1/check", `{"attributes":{"account":"x"},"HITS":500}`, `HITS: unknown field; names are case-sensitive: want "hits"`},
+		{"hits beside its capitals", "/v1/check", `{"attributes":{"account":"x"},"hits":1,"Hits":500}`, `Hits: unknown field; names are case-sensitive: want "hits"`},
+		{"attributes in capitals", "/v1/check", `{"attributes":{"account":"x"},"Attributes":{"account":"y"}}`, `Attributes: unknown field; names are case-sensitive: want "attributes"`},
+		{"descriptor key", "/v1/check", `{"descriptors":[{"Key":"account","value":"x"}]}`, `descriptors[0].Key: unknown field; names are case-sensitive: want "key"`},
+		{"clientId", "/v1/check", `{"clientid":"x"}`, `clientid: unknown field; names are case-sensitive: want "clientId"`},
+		{"repeat and case", "/v1/check", `{"hits":1,"hits":2,"DOMAIN":"shop"}`, `hits: appears more than once; DOMAIN: unknown field; names are case-sensitive: want "domain"`},
+		{"seed clientId case", "/shouldAllowRequest", `{"ClientId":"a"}`, `ClientId: unknown field; names are case-sensitive: want "clientId"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -849,7 +857,7 @@ func TestRepeatedKeys(t *testing.T) {
 	wantBadRequest(t, r, http.StatusBadRequest)
 	var e struct{ Error, Message string }
 	decode(t, r, &e)
-	want := strings.Repeat("attributes.k: appears more than once; ", 10) + "and 2 more repeated keys"
+	want := strings.Repeat("attributes.k: appears more than once; ", 10) + "and 2 more mistakes in keys"
 	if e.Message != want {
 		t.Errorf("12 repeats: got %q, want %q", e.Message, want)
 	}
