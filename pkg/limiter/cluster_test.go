@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,15 +60,14 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 	}
 	t.Cleanup(co.Close)
 	const cooldown = 500 * time.Millisecond
+	const storeTimeout = 50 * time.Millisecond
 	l, err := limiter.New(limiter.Config{
 		Store: co, CacheKeys: -1,
-		// The coalescer merges requests of every node into one call,
-		// which waits for the dead primary's connection refusals (80–140
-		// ms here under -race) until its breaker opens, and again for each
-		// probe of it: a bound well above that keeps the healthy nodes'
-		// decisions in those calls from timing out (docs/operations.md,
-		// Redis Cluster).
-		StoreTimeout: 500 * time.Millisecond,
+		// The coalescer queues each node's calls apart (DecideOn): the
+		// dead primary's connection refusals (80–140 ms here under -race)
+		// hold up none of the healthy nodes' calls, so a bound well under
+		// them keeps those on the store.
+		StoreTimeout: storeTimeout,
 		Breaker:      breaker.Config{Cooldown: cooldown},
 	})
 	if err != nil {
@@ -123,6 +123,9 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 		backAt     = map[string]time.Time{}   // first store decision after a failure
 		badSources = map[limiter.Source]int{} // of healthy keys
 		oddSources = map[limiter.Source]int{} // of victim keys: neither store nor failure_open
+		// healthyWait holds how long each decision of a healthy key took
+		// after the kill.
+		healthyWait []time.Duration
 	)
 	for _, k := range keys {
 		wg.Add(1)
@@ -136,6 +139,7 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 					return
 				case <-tick.C:
 				}
+				began := time.Now()
 				resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"k": k.attr}}}})
 				if err != nil {
 					t.Error(err)
@@ -144,6 +148,9 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 				src := resp.Items[0].Results[0].Source
 				now := time.Now()
 				mu.Lock()
+				if k.node != victim && killedAt.Load() != 0 {
+					healthyWait = append(healthyWait, now.Sub(began))
+				}
 				switch {
 				case k.node != victim && src != limiter.SourceStore:
 					healthyBad.Add(1)
@@ -166,6 +173,43 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 			}
 		}()
 	}
+	// One more caller checks every key in one request: a call per node
+	// at once (the limiter's decideByNode), so its healthy keys are
+	// decided by the store whatever the dead node does.
+	items := make([]limiter.Item, len(keys))
+	for i, k := range keys {
+		items[i] = limiter.Item{Attributes: map[string]string{"k": k.attr}}
+	}
+	var mixedChecks, mixedVictimFallbacks atomic.Int64
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			resp, err := l.Check(ctx, limiter.Request{Items: items})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mixedChecks.Add(1)
+			for i, k := range keys {
+				src := resp.Items[i].Results[0].Source
+				switch {
+				case k.node != victim && src != limiter.SourceStore:
+					healthyBad.Add(1)
+					mu.Lock()
+					badSources[src]++
+					mu.Unlock()
+				case k.node == victim && src != limiter.SourceStore:
+					mixedVictimFallbacks.Add(1)
+				}
+			}
+		}
+	})
 	victimKeys := keysPerNode
 	recovered := func() bool {
 		mu.Lock()
@@ -197,6 +241,9 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 	if n := healthyBad.Load(); n != 0 {
 		t.Errorf("keys on the healthy primaries: got %d decisions not from the store (%v), want 0", n, badSources)
 	}
+	if mixedChecks.Load() == 0 || mixedVictimFallbacks.Load() == 0 {
+		t.Errorf("checks of every key at once: %d, with %d victim items by the failure mode; want some of each", mixedChecks.Load(), mixedVictimFallbacks.Load())
+	}
 	if len(firstFail) != victimKeys {
 		t.Errorf("victim keys that followed the failure mode: got %d, want %d: the kill was not seen", len(firstFail), victimKeys)
 	}
@@ -219,6 +266,14 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 	for _, at := range backAt {
 		lastBack = max(lastBack, at.Sub(killed))
 	}
-	t.Logf("primary %s killed: replica %s promoted (seen by the test) %v after the kill; victim keys back on the store %v after the kill (last one %v); breaker cooldown %v, cluster-node-timeout %v; healthy keys: all %d callers' decisions from the store",
-		dead, promoted, promotedAfter.Round(10*time.Millisecond), recoveredAfter.Round(10*time.Millisecond), lastBack.Round(10*time.Millisecond), cooldown, redistest.NodeTimeout, len(keys)-keysPerNode)
+	slices.Sort(healthyWait)
+	quantile := func(q float64) time.Duration {
+		if len(healthyWait) == 0 {
+			return 0
+		}
+		return healthyWait[min(len(healthyWait)-1, int(q*float64(len(healthyWait))))].Round(10 * time.Microsecond)
+	}
+	t.Logf("primary %s killed: replica %s promoted (seen by the test) %v after the kill; victim keys back on the store %v after the kill (last one %v); breaker cooldown %v, cluster-node-timeout %v; healthy keys: all %d callers' decisions from the store, %d decisions after the kill took p50 %v, p99 %v, max %v (store timeout %v)",
+		dead, promoted, promotedAfter.Round(10*time.Millisecond), recoveredAfter.Round(10*time.Millisecond), lastBack.Round(10*time.Millisecond), cooldown, redistest.NodeTimeout, len(keys)-keysPerNode,
+		len(healthyWait), quantile(0.5), quantile(0.99), quantile(1), storeTimeout)
 }

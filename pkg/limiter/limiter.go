@@ -56,6 +56,16 @@ type BoundedDecider interface {
 	DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error)
 }
 
+// NodeDecider is implemented by stores that queue and send the calls of
+// each node apart (coalesce.Coalescer over a store that is a
+// NodeLocator): DecideOn is DecideWithin for requests that node decides
+// all of. The limiter then sends each node's requests of a check in a
+// call of their own, the nodes' calls at once, so that a node that does
+// not answer delays only the checks that have requests on it.
+type NodeDecider interface {
+	DecideOn(ctx context.Context, node string, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error)
+}
+
 // Quotas gives the part of a global rule's limit this DC enforces. The
 // coordinator's assignments implement it; without one, every rule is
 // enforced whole (as local).
@@ -179,6 +189,7 @@ type Limiter struct {
 	obs     Observer
 	bounded bool // the store bounds its Decide calls within StoreTimeout
 	within  BoundedDecider
+	onNode  NodeDecider // with locator: the store queues each node apart
 	gate    *gate // nil: no bound on the requests in flight
 	// nodes holds a circuit breaker and an adaptive store timeout per
 	// node of the store; without a locator, the store is one node, single.
@@ -269,6 +280,7 @@ func New(cfg Config) (*Limiter, error) {
 		l.bounded = b.CallBound() > 0 && b.CallBound() <= cfg.StoreTimeout
 	}
 	l.within, _ = cfg.Store.(BoundedDecider)
+	l.onNode, _ = cfg.Store.(NodeDecider)
 	if cfg.MaxInFlight > 0 {
 		l.gate = newGate(int64(cfg.MaxInFlight))
 	}
@@ -979,30 +991,15 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		}
 		defer l.gate.leave(n)
 	}
-	// The call waits for all its nodes at once: its bound is the longest
-	// of theirs. A node's bound rises only with the calls it was in.
-	var bound time.Duration
-	for i := range rt.hops {
-		if h := &rt.hops[i]; h.ok {
-			bound = max(bound, h.n.timeout.bound())
-		}
-	}
-	callStart := l.now()
 	var results []algorithm.Result
 	var err error
-	switch {
-	case l.within != nil:
-		results, err = l.within.DecideWithin(ctx, bound, now, sub)
-	case l.bounded && bound <= l.cfg.StoreTimeout:
-		results, err = l.store.Decide(ctx, now, sub)
-	default:
-		sctx, cancel := context.WithTimeout(ctx, bound)
-		results, err = l.store.Decide(sctx, now, sub)
-		cancel()
+	byNode := l.onNode != nil && okHops(&rt) > 1
+	if byNode {
+		results = l.decideByNode(ctx, now, reqs, len(sub), &rt)
+	} else {
+		results, err = l.decideTogether(ctx, now, sub, &rt)
 	}
-	callEnd := l.now()
-	callTime := callEnd.Sub(callStart)
-	callErr := err
+	var callErr error
 	if err == nil {
 		j := 0
 		for i := range reqs {
@@ -1022,6 +1019,7 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 			j++
 		}
 	} else {
+		callErr = err
 		for i := range rt.hops {
 			if h := &rt.hops[i]; h.ok {
 				h.failed, h.firstErr = h.reqs, err
@@ -1032,20 +1030,26 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		rt.release()
 		return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 	}
-	l.obs.StoreCall(callTime, callErr)
 	for i := range rt.hops {
 		h := &rt.hops[i]
 		switch {
+		case !h.lead:
+		case byNode:
+			l.obs.StoreCall(h.callEnd.Sub(h.callStart), h.firstErr)
+		default:
+			l.obs.StoreCall(h.callEnd.Sub(h.callStart), callErr)
+		}
+		switch {
 		case !h.ok:
 		case h.failed == 0:
-			h.n.timeout.observe(callTime, callEnd)
+			h.n.timeout.observe(h.callEnd.Sub(h.callStart), h.callEnd)
 			h.n.breaker.Success()
 		case isTimeout(h.firstErr):
-			h.n.timeout.timedOut(bound, callEnd)
-			h.n.breaker.FailureOf(callStart)
+			h.n.timeout.timedOut(h.bound, h.callEnd)
+			h.n.breaker.FailureOf(h.callStart)
 			l.fell.add(l, h.n.name, FallbackTimeout, h.failed)
 		default:
-			h.n.breaker.FailureOf(callStart)
+			h.n.breaker.FailureOf(h.callStart)
 			l.fell.add(l, h.n.name, FallbackError, h.failed)
 		}
 	}
@@ -1063,6 +1067,108 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		}
 	}
 	return full, nil
+}
+
+// okHops returns how many of rt's hops their breakers let through.
+func okHops(rt *route) int {
+	n := 0
+	for i := range rt.hops {
+		if rt.hops[i].ok {
+			n++
+		}
+	}
+	return n
+}
+
+// decideTogether sends sub, the requests of rt's hops that their breakers
+// let through, in one call, bounded by the longest of those nodes' bounds
+// (a node's bound rises only with the calls it was in), and records the
+// call's timing in each of them; the first is the call's lead.
+func (l *Limiter) decideTogether(ctx context.Context, now time.Time, sub []algorithm.Request, rt *route) ([]algorithm.Result, error) {
+	var bound time.Duration
+	node, lead := "", -1
+	for i := range rt.hops {
+		if h := &rt.hops[i]; h.ok {
+			bound = max(bound, h.n.timeout.bound())
+			node = h.n.name
+			if lead < 0 {
+				lead = i
+			}
+		}
+	}
+	start := l.now()
+	var results []algorithm.Result
+	var err error
+	switch {
+	case l.onNode != nil:
+		// One node only (decideByNode takes several).
+		results, err = l.onNode.DecideOn(ctx, node, bound, now, sub)
+	case l.within != nil:
+		results, err = l.within.DecideWithin(ctx, bound, now, sub)
+	case l.bounded && bound <= l.cfg.StoreTimeout:
+		results, err = l.store.Decide(ctx, now, sub)
+	default:
+		sctx, cancel := context.WithTimeout(ctx, bound)
+		results, err = l.store.Decide(sctx, now, sub)
+		cancel()
+	}
+	end := l.now()
+	for i := range rt.hops {
+		if h := &rt.hops[i]; h.ok {
+			h.callStart, h.callEnd, h.bound = start, end, bound
+		}
+	}
+	rt.hops[lead].lead = true
+	return results, err
+}
+
+// decideByNode sends the requests of reqs on each of rt's hops that its
+// breaker lets through in a call of its own, bounded by that node's
+// bound, all at once, and returns the results of the n requests let
+// through in reqs' order. A call that fails gives its error to each of
+// its requests. Each hop is the lead of its call.
+func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algorithm.Request, n int, rt *route) []algorithm.Result {
+	parts := make([][]algorithm.Request, len(rt.hops))
+	for i, r := range reqs {
+		if h := rt.at[i]; rt.hops[h].ok {
+			parts[h] = append(parts[h], r)
+		}
+	}
+	got := make([][]algorithm.Result, len(rt.hops))
+	call := func(i int) {
+		h := &rt.hops[i]
+		h.bound = h.n.timeout.bound()
+		h.callStart = l.now()
+		res, err := l.onNode.DecideOn(ctx, h.n.name, h.bound, now, parts[i])
+		h.callEnd = l.now()
+		h.lead = true
+		if err != nil {
+			res = failAll(len(parts[i]), err)
+		}
+		got[i] = res
+	}
+	var wg sync.WaitGroup
+	first := -1
+	for i := range rt.hops {
+		switch {
+		case !rt.hops[i].ok:
+		case first < 0:
+			first = i // this goroutine's
+		default:
+			wg.Go(func() { call(i) })
+		}
+	}
+	call(first)
+	wg.Wait()
+	results := make([]algorithm.Result, 0, n)
+	next := make([]int, len(rt.hops))
+	for i := range reqs {
+		if h := rt.at[i]; rt.hops[h].ok {
+			results = append(results, got[h][next[h]])
+			next[h]++
+		}
+	}
+	return results
 }
 
 // isTimeout reports whether err is a timeout: a deadline that passed, or

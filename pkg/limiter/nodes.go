@@ -163,6 +163,12 @@ type hop struct {
 	ok, probe bool
 	failed    int
 	firstErr  error
+	// The store call that carried the hop's requests: when it was sent
+	// and answered, its bound, and whether the hop reports it to the
+	// Observer (one hop per call).
+	callStart, callEnd time.Time
+	bound              time.Duration
+	lead               bool
 }
 
 // release gives back the probes of rt: the call said nothing about their
@@ -262,7 +268,14 @@ func (l *Limiter) probe(ctx context.Context, now time.Time, n *node, reqs []algo
 		}
 		req.Cost = 0
 		probe = func(ctx context.Context) error {
-			res, err := l.store.Decide(ctx, now, []algorithm.Request{req})
+			var res []algorithm.Result
+			var err error
+			if l.onNode != nil {
+				// In n's own queue: a probe of a dead node holds up no other.
+				res, err = l.onNode.DecideOn(ctx, n.name, 0, now, []algorithm.Request{req})
+			} else {
+				res, err = l.store.Decide(ctx, now, []algorithm.Request{req})
+			}
 			if err == nil {
 				err = res[0].Err
 			}

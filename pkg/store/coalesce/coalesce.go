@@ -11,6 +11,11 @@
 // With Config.Bound set, or through DecideWithin, the coalescer also
 // bounds how long each call waits, with one timer for all of them instead
 // of a context with a deadline per call.
+//
+// Calls made with DecideOn name the node of the store (a Redis Cluster
+// primary) that decides all their requests: they queue, merge and go out
+// with the calls of that node only, on workers of its own, so that a node
+// that stops answering holds up no call of the others.
 package coalesce
 
 import (
@@ -71,14 +76,21 @@ type Coalescer struct {
 	inner    Store
 	maxBatch int
 	yields   int
+	workers  int
 	timeout  time.Duration
-	queue    chan *job
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	// mu orders sends to queue before Close: senders hold it for reading.
+	// mu orders sends to the lanes' queues, and the start of lanes, before
+	// Close: senders hold it for reading.
 	mu     sync.RWMutex
 	closed bool
+	// lanes holds a queue per node named by DecideOn, each with workers
+	// of its own; shared takes every other call, and the nodes past
+	// maxLanes.
+	lmu    sync.RWMutex
+	lanes  map[string]*lane
+	shared *lane
 
 	bound    time.Duration
 	errBound error
@@ -89,6 +101,14 @@ type Coalescer struct {
 	timer   *time.Timer
 	graced  bool // the timer's last firing was late and expired nothing
 }
+
+// lane is the queue of one node's calls, and of the workers that send
+// them.
+type lane struct{ queue chan *job }
+
+// maxLanes bounds the lanes of named nodes: a Redis Cluster has at most a
+// few hundred primaries (and a failover adds one).
+const maxLanes = 1024
 
 // A job is one Decide call. It is answered once, by whoever moves its state
 // from pending: the worker that decided it, or (with a bound) the timer
@@ -194,15 +214,48 @@ func New(inner Store, cfg Config) (*Coalescer, error) {
 	if cfg.Yields == 0 {
 		cfg.Yields = 2
 	}
-	c := &Coalescer{inner: inner, maxBatch: cfg.MaxBatch, yields: max(0, cfg.Yields), timeout: cfg.Timeout, queue: make(chan *job, 4096), stop: make(chan struct{})}
+	c := &Coalescer{inner: inner, maxBatch: cfg.MaxBatch, yields: max(0, cfg.Yields), workers: cfg.Workers, timeout: cfg.Timeout, stop: make(chan struct{})}
 	c.bound = cfg.Bound
 	c.errBound = fmt.Errorf("%w: %w", ErrTimeout, context.DeadlineExceeded)
 	c.timer = time.AfterFunc(time.Hour, c.expire)
 	c.timer.Stop()
-	for range cfg.Workers {
-		c.wg.Go(c.work)
-	}
+	c.lanes = map[string]*lane{}
+	c.shared = c.startLane(4096)
 	return c, nil
+}
+
+// startLane starts a lane's workers. The caller holds mu for reading
+// with closed unset, or is New.
+func (c *Coalescer) startLane(queue int) *lane {
+	ln := &lane{queue: make(chan *job, queue)}
+	for range c.workers {
+		c.wg.Go(func() { c.work(ln) })
+	}
+	return ln
+}
+
+// lane returns the lane of node ("": shared), starting it on first use.
+// The caller holds mu for reading with closed unset.
+func (c *Coalescer) lane(node string) *lane {
+	if node == "" {
+		return c.shared
+	}
+	c.lmu.RLock()
+	ln := c.lanes[node]
+	c.lmu.RUnlock()
+	if ln != nil {
+		return ln
+	}
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if ln = c.lanes[node]; ln == nil {
+		if len(c.lanes) >= maxLanes {
+			return c.shared
+		}
+		ln = c.startLane(1024)
+		c.lanes[node] = ln
+	}
+	return ln
 }
 
 // Close stops the workers after the calls in flight; later Decides fail
@@ -236,6 +289,16 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 // overtakes: meant for a bound that changes slowly (the limiter's
 // adaptive store timeout).
 func (c *Coalescer) DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	return c.DecideOn(ctx, "", within, now, reqs)
+}
+
+// DecideOn is DecideWithin for requests that node, a node of the wrapped
+// store (see Node), decides all of: the call is merged only with calls of
+// the same node, and sent by workers of that node's own, so that it never
+// waits behind a node that does not answer. "" is DecideWithin: a call
+// merged with any other of "" (requests of several nodes, or of a store
+// that names none).
+func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
@@ -256,11 +319,12 @@ func (c *Coalescer) DecideWithin(ctx context.Context, within time.Duration, now 
 		jobs.Put(j)
 		return nil, ErrClosed
 	}
+	queue := c.lane(node).queue
 	if within > 0 {
 		c.watch(j, within)
 	}
 	select {
-	case c.queue <- j:
+	case queue <- j:
 		c.mu.RUnlock()
 	case <-ctx.Done():
 		c.mu.RUnlock()
@@ -384,15 +448,16 @@ func (c *Coalescer) Node(ctx context.Context, r algorithm.Request) (string, erro
 	return "", nil
 }
 
-func (c *Coalescer) work() {
+// work sends ln's calls until Close.
+func (c *Coalescer) work(ln *lane) {
 	var batch []*job
 	var reqs []algorithm.Request
 	for {
 		var first *job
 		select {
-		case first = <-c.queue:
+		case first = <-ln.queue:
 		case <-c.stop:
-			c.drain()
+			c.drain(ln)
 			return
 		}
 		batch = append(batch[:0], first)
@@ -402,7 +467,7 @@ func (c *Coalescer) work() {
 		// instead of the next round trip. Idle, that costs two yields.
 		for yields := 0; n < c.maxBatch; {
 			select {
-			case j := <-c.queue:
+			case j := <-ln.queue:
 				batch = append(batch, j)
 				n += len(j.reqs)
 				continue
@@ -472,11 +537,11 @@ func (c *Coalescer) run(batch []*job, reqs []algorithm.Request) []algorithm.Requ
 	return reqs
 }
 
-// drain fails the jobs still queued at Close.
-func (c *Coalescer) drain() {
+// drain fails the jobs still queued in ln at Close.
+func (c *Coalescer) drain(ln *lane) {
 	for {
 		select {
-		case j := <-c.queue:
+		case j := <-ln.queue:
 			if j.answer(answered) {
 				c.unwatch(j)
 				j.err = ErrClosed

@@ -235,3 +235,72 @@ func TestDecideWithinKeepsEachCallsBound(t *testing.T) {
 		t.Fatalf("long bound, store free: got %v, want nil", err)
 	}
 }
+
+// stuck holds every call with a request on the key "dead" until its
+// context is done; it tells entered of each such call.
+type stuck struct {
+	coalesce.Store
+	entered chan struct{}
+}
+
+func (s *stuck) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
+	for _, r := range reqs {
+		if r.Key == "dead" {
+			s.entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	return s.Store.Decide(ctx, now, reqs)
+}
+
+// TestNodesDoNotWaitOnEachOther: with one worker, a call of a node that
+// does not answer holds up no call of another node (DecideOn), while the
+// calls that name no node still queue behind each other.
+func TestNodesDoNotWaitOnEachOther(t *testing.T) {
+	m, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &stuck{Store: m, entered: make(chan struct{}, 8)}
+	c := newCoalescer(t, inner, coalesce.Config{Workers: 1, Timeout: time.Second})
+	params := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 10, Window: time.Minute}
+	now := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	deadDone := make(chan error, 1)
+	go func() {
+		_, err := c.DecideOn(ctx, "10.0.0.1:6379", 0, now, []algorithm.Request{{Key: "dead", Params: params, Cost: 1}})
+		deadDone <- err
+	}()
+	<-inner.entered // the dead node's call is in flight, on its lane's only worker
+
+	for i := range 3 {
+		res, err := c.DecideOn(context.Background(), "10.0.0.2:6379", 0, now, []algorithm.Request{{Key: "live", Params: params, Cost: 1}})
+		if err != nil || len(res) != 1 || !res[0].Decision.Allowed || res[0].Decision.Remaining != int64(9-i) {
+			t.Fatalf("live node's call %d with the dead one stuck: got %+v, %v; want decided", i, res, err)
+		}
+	}
+	select {
+	case err := <-deadDone:
+		t.Fatalf("the dead node's call returned (%v) before it was released", err)
+	default:
+	}
+
+	// A call that names no node goes to the shared lane: not behind the
+	// dead node either.
+	if res, err := c.Decide(context.Background(), now, []algorithm.Request{{Key: "shared", Params: params, Cost: 1}}); err != nil || !res[0].Decision.Allowed {
+		t.Fatalf("shared call with the dead node stuck: got %+v, %v", res, err)
+	}
+	// A second call of the dead node queues behind the first: its
+	// caller's deadline ends its wait.
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := c.DecideOn(short, "10.0.0.1:6379", 0, now, []algorithm.Request{{Key: "other", Params: params, Cost: 1}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second call of the stuck node: got %v, want its caller's deadline", err)
+	}
+	cancel()
+	if err := <-deadDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the dead node's call: got %v, want its cancellation", err)
+	}
+}
