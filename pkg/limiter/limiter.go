@@ -190,7 +190,7 @@ type Limiter struct {
 	bounded bool // the store bounds its Decide calls within StoreTimeout
 	within  BoundedDecider
 	onNode  NodeDecider // with locator: the store queues each node apart
-	gate    *gate // nil: no bound on the requests in flight
+	gate    *gate       // nil: no bound on the requests in flight
 	// nodes holds a circuit breaker and an adaptive store timeout per
 	// node of the store; without a locator, the store is one node, single.
 	locator NodeLocator
