@@ -131,7 +131,8 @@ rules:
     scope: global
     failure_mode: local
 RULES
-"$BIN/weirctl" apply -f "$WORK/chaos-rules.yaml" >"$WORK/chaos-apply.log"
+# The file names its own domain; the topology's WEIR_DOMAIN is another.
+WEIR_DOMAIN=chaos "$BIN/weirctl" apply -f "$WORK/chaos-rules.yaml" >"$WORK/chaos-apply.log"
 # Every limiter decides by the rule before the traffic is measured.
 for port in "${http_ports[@]}"; do
   until_ok 20 bash -c "curl -sS -m 1 http://127.0.0.1:$port/v1/check -d '{\"domain\":\"chaos\",\"attributes\":{\"path\":\"/chaos\"}}' | grep -q chaos-global" >/dev/null
