@@ -22,6 +22,16 @@ WORK=${LOGS:-$PWD/.cache/run-cluster}
 INTERVAL=${INTERVAL:-500ms}
 DOMAIN=$(sed -n 's/^domain:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' "$RULES" | head -n1)
 DOMAIN=${DOMAIN:-default}
+# A fresh machine: install what is missing when we may (root, apt-get).
+missing=()
+for pkg in redis-server:redis-server redis-cli:redis-tools curl:curl; do
+  command -v "${pkg%%:*}" >/dev/null || missing+=("${pkg#*:}")
+done
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "run-cluster: installing ${missing[*]} (apt-get)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 for tool in redis-server redis-cli curl; do
   command -v $tool >/dev/null || { echo "run-cluster: $tool is needed (apt-get install -y redis-server redis-tools curl)" >&2; exit 1; }
 done
