@@ -49,7 +49,8 @@ func (c *Coordinator) KeyShares(domain, ruleID string) ([]planner.KeyView, bool)
 	return keys, err == nil
 }
 
-// Handler serves the coordinator's read-only admin endpoints:
+// Handler serves the coordinator's read-only admin endpoints, described by
+// docs/openapi/coordinator.yaml:
 //
 //	GET /healthz                     200 while the process runs
 //	GET /v1/status                   Status as JSON
@@ -57,32 +58,59 @@ func (c *Coordinator) KeyShares(domain, ruleID string) ([]planner.KeyView, bool)
 //	GET /v1/shares/{domain}/{rule}   the rule's keys with shares of their own (leader only)
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, c.Status())
-	})
-	mux.HandleFunc("GET /v1/shares", func(w http.ResponseWriter, _ *http.Request) {
-		v, ok := c.Shares()
-		if !ok {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"rules": v})
-	})
-	mux.HandleFunc("GET /v1/shares/{domain}/{rule}", func(w http.ResponseWriter, r *http.Request) {
-		v, ok := c.KeyShares(r.PathValue("domain"), r.PathValue("rule"))
-		switch {
-		case !ok:
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
-		case v == nil:
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such global rule"})
-		default:
-			writeJSON(w, http.StatusOK, map[string]any{"keys": v})
-		}
-	})
+	for _, r := range c.routes() {
+		mux.HandleFunc(r.pattern, r.serve)
+	}
 	return mux
+}
+
+// Routes returns the patterns Handler serves, as http.ServeMux reads them
+// ("GET /v1/shares/{domain}/{rule}"); docs/openapi/coordinator.yaml must
+// document each.
+func (c *Coordinator) Routes() []string {
+	var out []string
+	for _, r := range c.routes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+// route is one endpoint of Handler.
+type route struct {
+	pattern string
+	serve   http.HandlerFunc
+}
+
+// routes returns Handler's endpoints, the one list both Handler and Routes
+// read.
+func (c *Coordinator) routes() []route {
+	return []route{
+		{"GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte("ok\n"))
+		}},
+		{"GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, c.Status())
+		}},
+		{"GET /v1/shares", func(w http.ResponseWriter, _ *http.Request) {
+			v, ok := c.Shares()
+			if !ok {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"rules": v})
+		}},
+		{"GET /v1/shares/{domain}/{rule}", func(w http.ResponseWriter, r *http.Request) {
+			v, ok := c.KeyShares(r.PathValue("domain"), r.PathValue("rule"))
+			switch {
+			case !ok:
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "not the leader"})
+			case v == nil:
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such global rule"})
+			default:
+				writeJSON(w, http.StatusOK, map[string]any{"keys": v})
+			}
+		}},
+	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
