@@ -57,19 +57,21 @@ func mustMarshal(b *testing.B, m proto.Message) []byte {
 
 // BenchmarkEnvoyCost measures what answering on Envoy's API costs in CPU
 // per decision beside weir.v1, over a real redis-server through the
-// coalescer, as limiterd wires them: the handlers are called in-process
+// coalescer, as limiterd wires them. The handlers are called in-process
 // around the decoding of the request and the encoding of the answer, as
 // the gRPC server runs them (its transport, the same for both, is left
 // out), so the figure is the ratio of the paths' own work: the ratio a
-// whole limiter process shows lies between it and 1. Each iteration is a round that runs every path in turn
-// (the order rotated round to round) for the same number of decisions
-// from 16 concurrent callers, and reads this process's CPU time around
-// each: paired rounds cancel the drift of a shared machine's load, which
-// the medians of the per-round ratios report. Paths: envoy-N, Envoy's
-// API on a domain loaded from an envoyproxy/ratelimit configuration
-// (answered as the peer answers); envoyw-N, Envoy's API on a Weir rule;
-// weir-N, weir.v1 Check on that rule; N descriptors or items a call. Run
-// with -benchtime=Kx for K rounds (docs/benchmarks.md: 30x).
+// whole limiter process shows lies between it and 1.
+//
+// Each iteration is a round that runs every path in turn (the order
+// rotated round to round) for the same number of decisions from 16
+// concurrent callers, and reads this process's CPU time around each:
+// paired rounds cancel the drift of a shared machine's load; the medians
+// (and 90th percentiles) of the per-round ratios are reported. Paths:
+// envoy-N, Envoy's API on a domain loaded from an envoyproxy/ratelimit
+// configuration (answered as the peer answers); envoyw-N, Envoy's API on
+// a Weir rule; weir-N, weir.v1 Check on that rule; N descriptors or items
+// a call. Run with -benchtime=Kx for K rounds (docs/benchmarks.md: 30x).
 func BenchmarkEnvoyCost(b *testing.B) {
 	srv := redistest.Start(b)
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 64})
@@ -206,18 +208,22 @@ func BenchmarkEnvoyCost(b *testing.B) {
 				ratios[r] = cpu[a+"-"+n][r] / cpu["weir-"+n][r]
 			}
 			b.ReportMetric(median(ratios), a+"-"+n+"/weir-"+n)
+			b.ReportMetric(quantile(ratios, 0.9), a+"-"+n+"/weir-"+n+"-p90")
 		}
 	}
 }
 
 // median returns the median of xs (0 for none).
-func median(xs []float64) float64 {
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+// quantile returns the q-quantile of xs, nearest rank (0 for none).
+func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
 // cpuTime returns this process's user and system CPU time in nanoseconds.
