@@ -88,7 +88,7 @@ type proc struct {
 // startLimiter runs the binary with args and env (on top of the test's
 // environment without its WEIR_ variables) and waits until it logs that it
 // started. The process is killed when t ends, if it is still running.
-func startLimiter(t *testing.T, args []string, env ...string) *proc {
+func startLimiter(t testing.TB, args []string, env ...string) *proc {
 	t.Helper()
 	p, err := launch(args, env...)
 	if err != nil {
@@ -328,7 +328,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	// Write then rename, so the limiter never reads half a file.
 	tmp := path + ".tmp"

@@ -1,0 +1,93 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/client"
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+const clientBenchRules = `
+domain: bench
+rules:
+  - {rule_id: per-user, key_type: user_id, limit: 1000000000, window_seconds: 60, algorithm: SlidingWindowCounter}
+`
+
+// BenchmarkClientBatchingLimiterCPU is BenchmarkClientCheck (pkg/client)
+// against the limiter binary in a process of its own, so that the
+// limiter's CPU per decision is read apart from the client's (from
+// /proc/PID/stat): 200 concurrent callers of one item each, single (an
+// RPC per Check) and batched (1 ms linger). It reports decisions/s, RPCs
+// per decision and the limiter process's CPU µs per decision.
+func BenchmarkClientBatchingLimiterCPU(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts redis-server and the limiter binary")
+	}
+	srv := redistest.Start(b)
+	rulesPath := filepath.Join(b.TempDir(), "rules.yaml")
+	writeFile(b, rulesPath, clientBenchRules)
+	p := startLimiter(b, []string{"--dc", "bench", "--redis", srv.Addr, "--rules", rulesPath,
+		"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--store-timeout", "1s"})
+	for _, mode := range []struct {
+		name   string
+		linger time.Duration
+	}{{"single", 0}, {"batched", time.Millisecond}} {
+		b.Run(mode.name, func(b *testing.B) {
+			c, err := client.New(client.Config{Addrs: []string{p.grpc}, Linger: mode.linger, Timeout: 5 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			var next, failed atomic.Int64
+			before, cpu0, start := c.Stats(), procCPU(b, p.cmd.Process.Pid), time.Now()
+			b.SetParallelism(max(1, 200/runtime.GOMAXPROCS(0))) // 200 callers
+			b.RunParallel(func(pb *testing.PB) {
+				req := limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"user_id": fmt.Sprint("u", next.Add(1))}}}}
+				for pb.Next() {
+					resp, err := c.Check(context.Background(), req)
+					if err != nil || !resp.Allowed || resp.Items[0].Results[0].Source != limiter.SourceStore {
+						failed.Add(1)
+					}
+				}
+			})
+			elapsed, cpu := time.Since(start), procCPU(b, p.cmd.Process.Pid)-cpu0
+			after := c.Stats()
+			if failed.Load() > 0 {
+				b.Fatalf("%d of %d checks failed or were not decided by the store", failed.Load(), b.N)
+			}
+			n := float64(after.Checks - before.Checks)
+			b.ReportMetric(n/elapsed.Seconds(), "decisions/s")
+			b.ReportMetric(float64(after.RPCs-before.RPCs)/n, "rpcs/decision")
+			b.ReportMetric(float64(cpu.Microseconds())/n, "limiter-cpu-µs/decision")
+		})
+	}
+}
+
+// procCPU returns the user and system time process pid has used, from
+// /proc/PID/stat (in clock ticks of 10 ms: Linux's USER_HZ is 100).
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: utime and stime are the 14th and 15th fields of the line.
+	rest := string(raw[strings.LastIndexByte(string(raw), ')')+2:])
+	f := strings.Fields(rest)
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
