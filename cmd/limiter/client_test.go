@@ -150,7 +150,7 @@ rules:
 	}
 
 	restarted := time.Now()
-	p = startLimiter(t, args)
+	startLimiter(t, args) // on the same address: the client finds it there
 	var back limiter.RuleResult
 	for {
 		back = mustCheck(reject, "alice")

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/weirhq/weir/internal/platform/cputime"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -438,28 +439,15 @@ func writeSamples(path string, calls []callSample) error {
 	return nil
 }
 
-// procCPU returns the user+system CPU time of pid so far, from
-// /proc/PID/stat; 0 when pid is 0 or unreadable.
+// procCPU returns the user+system CPU time of pid so far; 0 when pid is
+// 0 or its time cannot be read.
 func procCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	d, err := cputime.Process(pid)
 	if err != nil {
 		return 0
 	}
-	// Fields after the ")" that ends the command name; utime and stime are
-	// fields 14 and 15 (1-based), in clock ticks (100 per second on Linux).
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return d
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/platform/cputime"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/pkg/limiter"
 )
@@ -32,7 +32,7 @@ func BenchmarkCheckRedis(b *testing.B) {
 			b.Run(mode+"/keys-"+strconv.Itoa(keys), func(b *testing.B) {
 				var next atomic.Int64
 				b.SetParallelism(16)
-				before := cpuTime()
+				before := cpuTime(b)
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -45,17 +45,17 @@ func BenchmarkCheckRedis(b *testing.B) {
 					}
 				})
 				b.StopTimer()
-				b.ReportMetric(float64(cpuTime()-before)/float64(b.N)/1e3, "cpu-µs/op")
+				b.ReportMetric(float64(cpuTime(b)-before)/float64(b.N)/1e3, "cpu-µs/op")
 			})
 		}
 	}
 }
 
 // cpuTime returns this process's user and system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+func cpuTime(b *testing.B) int64 {
+	d, err := cputime.Self()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return d.Nanoseconds()
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/internal/platform/cputime"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
 	"github.com/weirhq/weir/pkg/envoyconf"
@@ -175,7 +175,7 @@ func BenchmarkEnvoyCost(b *testing.B) {
 			p := paths[(k+round)%len(paths)]
 			n := p.items
 			calls := decisions / n
-			before := cpuTime()
+			before := cpuTime(b)
 			var wg sync.WaitGroup
 			errs := make([]error, callers)
 			for c := range callers {
@@ -194,7 +194,7 @@ func BenchmarkEnvoyCost(b *testing.B) {
 					b.Fatalf("%s: %v", p.name, err)
 				}
 			}
-			cpu[p.name] = append(cpu[p.name], float64(cpuTime()-before)/1e3/float64(calls*n))
+			cpu[p.name] = append(cpu[p.name], float64(cpuTime(b)-before)/1e3/float64(calls*n))
 		}
 		round++
 	}
@@ -227,10 +227,10 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 // cpuTime returns this process's user and system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+func cpuTime(b *testing.B) int64 {
+	d, err := cputime.Self()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return d.Nanoseconds()
 }
