@@ -1,23 +1,14 @@
 package adminserver_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/legacy"
-
 	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/internal/testkit/openapitest"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -79,15 +70,6 @@ func newOpenapiEnvs(t *testing.T) openapiEnvs {
 	return openapiEnvs{main: main, standby: standby, down: broken}
 }
 
-// bearerAuth is the check of the document's bearer scheme: a request the
-// document allows has a Bearer token (which one is the server's concern).
-func bearerAuth(_ context.Context, in *openapi3filter.AuthenticationInput) error {
-	if !strings.HasPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ") {
-		return errors.New("no bearer token")
-	}
-	return nil
-}
-
 // TestOpenAPI checks docs/openapi/admin.yaml against the running server:
 // the document is valid; each call below is a request the document allows
 // (or one it does not, marked bad) and gets a response of a documented
@@ -95,19 +77,7 @@ func bearerAuth(_ context.Context, in *openapi3filter.AuthenticationInput) error
 // every operation is seen; every route the server registers is
 // documented, and every documented operation is served.
 func TestOpenAPI(t *testing.T) {
-	ctx := context.Background()
-	doc, err := openapi3.NewLoader().LoadFromFile("../../../docs/openapi/admin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(ctx); err != nil {
-		t.Fatalf("docs/openapi/admin.yaml is not valid OpenAPI 3: %v", err)
-	}
-	doc.Servers = nil // an example address: the test servers are elsewhere
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openapitest.Load(t, "docs/openapi/admin.yaml")
 	envs := newOpenapiEnvs(t)
 	m, sb, dn := envs.main, envs.standby, envs.down
 
@@ -231,68 +201,24 @@ func TestOpenAPI(t *testing.T) {
 		{"cluster, leader down", sb, "GET", "/cluster", "", r, "", false, 502, ""},
 		{"cluster, no live view", dn, "GET", "/cluster", "", r, "", false, 503, ""},
 	}
-	opts := &openapi3filter.Options{AuthenticationFunc: bearerAuth}
-	seen := map[string]bool{} // "METHOD path status"
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
-			req := httptest.NewRequest(c.method, c.url, strings.NewReader(c.body))
+			hdr := http.Header{}
 			if c.body != "" {
-				req.Header.Set("Content-Type", "application/json")
+				hdr.Set("Content-Type", "application/json")
 			}
 			if c.token != "" {
-				req.Header.Set("Authorization", "Bearer "+c.token)
+				hdr.Set("Authorization", "Bearer "+c.token)
 			}
 			if c.ifMatch != "" {
-				req.Header.Set("If-Match", c.ifMatch)
+				hdr.Set("If-Match", c.ifMatch)
 			}
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				t.Fatalf("%s %s is not documented: %v", c.method, c.url, err)
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-			if err := openapi3filter.ValidateRequest(ctx, in); (err != nil) != c.bad {
-				t.Errorf("request validation: got %v, want an error: %v", err, c.bad)
-			}
-			req.Body = io.NopCloser(strings.NewReader(c.body)) // validation read it
-			rec := httptest.NewRecorder()
-			c.e.h.ServeHTTP(rec, req)
-			if rec.Code != c.wantCode {
-				t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, c.wantCode)
-			}
-			if c.wantInHeader != "" && rec.Header().Get(c.wantInHeader) == "" {
+			resp := doc.Serve(t, c.e.h, openapitest.Call{Method: c.method, Target: c.url, Header: hdr, Body: c.body, Bad: c.bad, WantCode: c.wantCode})
+			if c.wantInHeader != "" && resp.Header.Get(c.wantInHeader) == "" {
 				t.Errorf("no %s header, want one", c.wantInHeader)
 			}
-			err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
-				RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
-				Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())), Options: &openapi3filter.Options{IncludeResponseStatus: true},
-			})
-			if err != nil {
-				t.Errorf("response %d %s does not match the document: %v", rec.Code, rec.Body, err)
-			}
-			seen[route.Method+" "+route.Path+" "+strconv.Itoa(rec.Code)] = true
 		})
 	}
-
-	var documented []string // "METHOD path"
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			documented = append(documented, method+" "+path)
-			for code := range op.Responses.Map() {
-				if k := method + " " + path + " " + code; !seen[k] {
-					t.Errorf("documented response %s: never seen", k)
-				}
-			}
-		}
-	}
-	var served []string
-	for _, p := range m.srv.Routes() {
-		// ServeMux's {name...} takes the rest of the path; OpenAPI's
-		// {name} is the same parameter.
-		served = append(served, strings.ReplaceAll(p, "...}", "}"))
-	}
-	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(served, documented) {
-		t.Errorf("routes served:\n%s\nroutes documented:\n%s", strings.Join(served, "\n"), strings.Join(documented, "\n"))
-	}
+	doc.CheckSeen(t)
+	doc.CheckRoutes(t, m.srv.Routes())
 }

@@ -3,25 +3,18 @@ package coordinator
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/segmentio/kafka-go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/testkit/openapitest"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -66,16 +59,6 @@ func (h *harness) reportPressure(ctx context.Context, key string) {
 	}
 }
 
-// bearerAuth is the check of the document's bearer scheme: a request that
-// uses it has a Bearer token (which one is auth.Middleware's concern, in
-// coordinatord).
-func bearerAuth(_ context.Context, in *openapi3filter.AuthenticationInput) error {
-	if !strings.HasPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ") {
-		return errors.New("no bearer token")
-	}
-	return nil
-}
-
 // TestOpenAPI checks docs/openapi/coordinator.yaml against a leading and a
 // standby coordinator: the document is valid; each call below is a request
 // the document allows and gets a response of a documented status with a
@@ -88,19 +71,7 @@ func bearerAuth(_ context.Context, in *openapi3filter.AuthenticationInput) error
 func TestOpenAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	doc, err := openapi3.NewLoader().LoadFromFile("../../../docs/openapi/coordinator.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(ctx); err != nil {
-		t.Fatalf("docs/openapi/coordinator.yaml is not valid OpenAPI 3: %v", err)
-	}
-	doc.Servers = nil // an example address: the test servers listen elsewhere
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	doc := openapitest.Load(t, "docs/openapi/coordinator.yaml")
 	h := newHarness(t)
 	leader := h.start("c1")
 	waitFor(t, 5*time.Second, "c1 leads", leader.c.Leader)
@@ -156,66 +127,18 @@ func TestOpenAPI(t *testing.T) {
 		{"key shares, unknown rule", lead, "/v1/shares/api/nope", "", 404, "no such global rule"},
 		{"key shares, standby", stby, "/v1/shares/api/r", "", 503, "not the leader"},
 	}
-	opts := &openapi3filter.Options{AuthenticationFunc: bearerAuth}
-	seen := map[string]bool{} // "METHOD path status"
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(ctx, "GET", c.srv.URL+c.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			hdr := http.Header{}
 			if c.token != "" {
-				req.Header.Set("Authorization", "Bearer "+c.token)
+				hdr.Set("Authorization", "Bearer "+c.token)
 			}
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				t.Fatalf("GET %s is not documented: %v", c.url, err)
+			resp := doc.Send(t, c.srv.URL, openapitest.Call{Method: "GET", Target: c.url, Header: hdr, WantCode: c.wantCode})
+			if !bytes.Contains(resp.Body, []byte(c.wantBody)) {
+				t.Errorf("got body %s, want one holding %s", resp.Body, c.wantBody)
 			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-			if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-				t.Errorf("request validation: got %v, want none", err)
-			}
-			resp, err := c.srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != c.wantCode {
-				t.Fatalf("got %d %s, want %d", resp.StatusCode, body, c.wantCode)
-			}
-			if !bytes.Contains(body, []byte(c.wantBody)) {
-				t.Errorf("got body %s, want one holding %s", body, c.wantBody)
-			}
-			err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
-				RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
-				Body: io.NopCloser(bytes.NewReader(body)), Options: &openapi3filter.Options{IncludeResponseStatus: true},
-			})
-			if err != nil {
-				t.Errorf("response %d %s does not match the document: %v", resp.StatusCode, body, err)
-			}
-			seen[route.Method+" "+route.Path+" "+strconv.Itoa(resp.StatusCode)] = true
 		})
 	}
-
-	var documented []string // "METHOD path"
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			documented = append(documented, method+" "+path)
-			for code := range op.Responses.Map() {
-				if k := method + " " + path + " " + code; !seen[k] {
-					t.Errorf("documented response %s: never seen", k)
-				}
-			}
-		}
-	}
-	served := append(leader.c.Routes(), metricsRoute)
-	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(served, documented) {
-		t.Errorf("routes served:\n%s\nroutes documented:\n%s", strings.Join(served, "\n"), strings.Join(documented, "\n"))
-	}
+	doc.CheckSeen(t)
+	doc.CheckRoutes(t, append(leader.c.Routes(), metricsRoute))
 }

@@ -1,26 +1,20 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
+	"github.com/weirhq/weir/internal/testkit/openapitest"
 )
 
 const openapiRules = `
@@ -67,20 +61,7 @@ func openapiServer(t *testing.T, rules string) (*httptest.Server, *httpapi.Serve
 // status of every operation is seen; every route the server serves is
 // documented, and every documented operation is served.
 func TestOpenAPI(t *testing.T) {
-	ctx := context.Background()
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile("../../../docs/openapi/check.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(ctx); err != nil {
-		t.Fatalf("docs/openapi/check.yaml is not valid OpenAPI 3: %v", err)
-	}
-	doc.Servers = nil // an example address: the test servers listen elsewhere
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openapitest.Load(t, "docs/openapi/check.yaml")
 	srv, api := openapiServer(t, openapiRules)
 	bare, _ := openapiServer(t, "")
 
@@ -130,68 +111,15 @@ func TestOpenAPI(t *testing.T) {
 		{"envoy json, malformed", srv, "POST", "/json", "application/json", `}`, true, 400},
 		{"envoy json, no domain", srv, "POST", "/json", "application/json", `{"descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, true, 400},
 	}
-	seen := map[string]bool{} // "METHOD path status"
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
-			req, err := http.NewRequest(c.method, c.srv.URL+c.url, strings.NewReader(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
+			hdr := http.Header{}
 			if c.contentType != "" {
-				req.Header.Set("Content-Type", c.contentType)
+				hdr.Set("Content-Type", c.contentType)
 			}
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				t.Fatalf("%s %s is not documented: %v", c.method, c.url, err)
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
-			if err := openapi3filter.ValidateRequest(ctx, in); (err != nil) != c.bad {
-				t.Errorf("request validation: got %v, want an error: %v", err, c.bad)
-			}
-			req.Body = io.NopCloser(strings.NewReader(c.body)) // validation read it
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != c.wantCode {
-				t.Fatalf("got %d %s, want %d", resp.StatusCode, body, c.wantCode)
-			}
-			err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
-				RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
-				Body: io.NopCloser(bytes.NewReader(body)), Options: &openapi3filter.Options{IncludeResponseStatus: true},
-			})
-			if err != nil {
-				t.Errorf("response %d %s does not match the document: %v", resp.StatusCode, body, err)
-			}
-			seen[route.Method+" "+route.Path+" "+strconv.Itoa(resp.StatusCode)] = true
+			doc.Send(t, c.srv.URL, openapitest.Call{Method: c.method, Target: c.url, Header: hdr, Body: c.body, Bad: c.bad, WantCode: c.wantCode})
 		})
 	}
-
-	var documented []string // "METHOD path"
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			documented = append(documented, method+" "+path)
-			for code := range op.Responses.Map() {
-				if k := method + " " + path + " " + code; !seen[k] {
-					t.Errorf("documented response %s: never seen", k)
-				}
-			}
-		}
-	}
-	var served []string
-	for _, p := range api.Routes() {
-		// ServeMux's {name...} takes the rest of the path; OpenAPI's
-		// {name} is the same parameter.
-		served = append(served, strings.ReplaceAll(p, "...}", "}"))
-	}
-	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(served, documented) {
-		t.Errorf("routes served:\n%s\nroutes documented:\n%s", strings.Join(served, "\n"), strings.Join(documented, "\n"))
-	}
+	doc.CheckSeen(t)
+	doc.CheckRoutes(t, api.Routes())
 }
