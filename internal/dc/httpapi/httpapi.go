@@ -106,11 +106,11 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
 // Routes returns the patterns the server serves, as http.ServeMux reads
 // them ("POST /v1/check"); docs/openapi/check.yaml must document each.
 func (s *Server) Routes() []string { return slices.Clone(s.routes) }
 
+// ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // errorBody is every error's JSON.
