@@ -79,6 +79,12 @@ func faultWindows(marks []FaultMark, end, allowance time.Duration) []FaultWindow
 	return out
 }
 
+// The reasons of excluded spans that are not faults.
+const (
+	whyWarmUp = "warm-up"
+	whyChange = "demand change"
+)
+
 // judge holds what the figures of one rule share.
 type judge struct {
 	rep       *Report
@@ -141,7 +147,7 @@ func newRule(rep *Report, rt RuleTrace) *judge {
 	r.warmUpEnd = min(rep.Goals.WarmUp, time.Duration(r.n)*time.Second)
 	r.changes = detectChanges(rt, r.dcs, r.lps)
 	if rep.Goals.WarmUp > 0 {
-		r.excluded = append(r.excluded, Span{From: 0, To: rep.Goals.WarmUp, Why: "warm-up"})
+		r.excluded = append(r.excluded, Span{From: 0, To: rep.Goals.WarmUp, Why: whyWarmUp})
 	}
 	for _, f := range rep.Faults {
 		if f.Excluded {
@@ -153,7 +159,7 @@ func newRule(rep *Report, rt RuleTrace) *judge {
 		}
 	}
 	for _, c := range r.changes {
-		r.excluded = append(r.excluded, Span{From: c.At, To: c.At + rep.Allowance, Why: "demand change"})
+		r.excluded = append(r.excluded, Span{From: c.At, To: c.At + rep.Allowance, Why: whyChange})
 	}
 	sort.SliceStable(r.excluded, func(i, j int) bool { return r.excluded[i].From < r.excluded[j].From })
 	r.steady = make([]bool, r.n)
@@ -283,6 +289,9 @@ func detectChanges(rt RuleTrace, dcs []string, lps float64) []Change {
 
 // figures computes the figures of rt, which has shares if withShares.
 func (r *judge) figures(rt RuleTrace, withShares bool) Figures {
+	if r.w > 1 {
+		return Figures{Overshoot: r.overshoot(rt), Utilisation: r.windowUtilisation(rt), PerWindow: true}
+	}
 	f := Figures{
 		Overshoot:   r.overshoot(rt),
 		Utilisation: r.utilisation(rt),
@@ -348,8 +357,43 @@ func (r *judge) congested(rt RuleTrace) []int {
 	return out
 }
 
+// windowUtilisation is utilisation over whole windows (see Utilisation).
+func (r *judge) windowUtilisation(rt RuleTrace) Utilisation {
+	u := Utilisation{Window: r.w}
+	var admitted, admissible float64
+	first := int((r.warmUpEnd + time.Second - 1) / time.Second)
+windows:
+	for start := first; start+r.w <= r.n; start++ {
+		from, to := time.Duration(start)*time.Second, time.Duration(start+r.w)*time.Second
+		for _, s := range r.excluded {
+			if s.Why != whyWarmUp && s.Why != whyChange && s.From < to && s.To > from {
+				continue windows // a fault
+			}
+		}
+		a, o := 0, 0
+		for i := start; i < start+r.w; i++ {
+			ai, oi := r.totals(rt, i)
+			a, o = a+ai, o+oi
+		}
+		if float64(o) < r.limit {
+			continue
+		}
+		can := math.Min(float64(o), r.limit)
+		admitted += float64(a)
+		admissible += can
+		if v := float64(a) / can; u.Seconds == 0 || v < u.Worst {
+			u.Worst, u.WorstAt = v, from
+		}
+		u.Seconds++
+	}
+	if admissible > 0 {
+		u.Ratio = admitted / admissible
+	}
+	return u
+}
+
 func (r *judge) utilisation(rt RuleTrace) Utilisation {
-	var u Utilisation
+	u := Utilisation{Window: 1}
 	var admitted, admissible float64
 	for _, i := range r.congested(rt) {
 		a, o := r.totals(rt, i)

@@ -26,8 +26,17 @@ func results(rep *Report, f Figures) []Result {
 	u := f.Utilisation
 	r = Result{Goal: "min_utilisation", Measured: u.Seconds > 0, Passed: true}
 	switch {
+	case u.Seconds == 0 && f.PerWindow:
+		r.Reason = fmt.Sprintf("not measured: no whole %d s window after the warm-up offered L or more", u.Window)
 	case u.Seconds == 0:
 		r.Reason = "not measured: no steady second offered L or more"
+	case f.PerWindow:
+		r.Passed = u.Ratio >= g.MinUtilisation-1e-12
+		cmp := "≥"
+		if !r.Passed {
+			cmp = "<"
+		}
+		r.Reason = fmt.Sprintf("%s of L over %d whole %d s windows that offered L or more %s %s (worst window from %s: %s)", pct(u.Ratio), u.Seconds, u.Window, cmp, pct(g.MinUtilisation), sec(u.WorstAt), pct(u.Worst))
 	default:
 		r.Passed = u.Ratio >= g.MinUtilisation-1e-12
 		cmp := "≥"
@@ -37,6 +46,14 @@ func results(rep *Report, f Figures) []Result {
 		r.Reason = fmt.Sprintf("%s of L over %d congested steady seconds %s %s (worst second %s: %s)", pct(u.Ratio), u.Seconds, cmp, pct(g.MinUtilisation), sec(u.WorstAt), pct(u.Worst))
 	}
 	out = append(out, r)
+
+	if f.PerWindow {
+		why := fmt.Sprintf("not judged: a rule with a %d s window is judged per window (overshoot, utilisation), not second by second", u.Window)
+		for _, goal := range []string{"convergence_intervals", "max_oscillation", "min_fairness", "max_starvation"} {
+			out = append(out, Result{Goal: goal, Passed: true, Reason: why})
+		}
+		return out
+	}
 
 	c := f.Convergence
 	r = Result{Goal: "convergence_intervals", Measured: c.Judged > 0, Passed: c.Late == 0}

@@ -119,12 +119,23 @@ func ruleSection(b *strings.Builder, rep *Report, rr *RuleReport) {
 	row := func(name, goal string, cell func(Figures) string) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", name, goal, cell(rr.Weir), cell(rr.Static), cell(rr.Centralized))
 	}
-	row("worst overshoot in a second, of L", "≤ "+pct(g.MaxOvershoot), func(f Figures) string {
+	overshoot := "worst overshoot in a second, of L"
+	if rr.Weir.PerWindow {
+		overshoot = fmt.Sprintf("worst overshoot in any %v window, of L", rr.Window)
+	}
+	row(overshoot, "≤ "+pct(g.MaxOvershoot), func(f Figures) string {
 		return fmt.Sprintf("%s (%d s above goal)", pct(f.Overshoot.Worst), f.Overshoot.Above)
 	})
-	row("utilisation in congested steady seconds", "≥ "+pct(g.MinUtilisation), func(f Figures) string {
+	utilisation := "utilisation in congested steady seconds"
+	if rr.Weir.PerWindow {
+		utilisation = "utilisation in whole windows that offered L or more"
+	}
+	row(utilisation, "≥ "+pct(g.MinUtilisation), func(f Figures) string {
 		if f.Utilisation.Seconds == 0 {
 			return "not measured"
+		}
+		if f.PerWindow {
+			return fmt.Sprintf("%s (%d windows, worst %s)", pct(f.Utilisation.Ratio), f.Utilisation.Seconds, pct(f.Utilisation.Worst))
 		}
 		return fmt.Sprintf("%s (%d s)", pct(f.Utilisation.Ratio), f.Utilisation.Seconds)
 	})

@@ -165,6 +165,11 @@ type Figures struct {
 	Oscillation Oscillation
 	Fairness    Fairness
 	Starvation  Starvation
+	// PerWindow is set for a rule whose window is longer than a second:
+	// it is judged per window (Overshoot, and Utilisation over whole
+	// windows); convergence, oscillation, fairness and starvation, which
+	// compare seconds with L per second, are left unmeasured.
+	PerWindow bool
 }
 
 // Overshoot is how far admitted traffic went above the limit.
@@ -181,16 +186,25 @@ type Overshoot struct {
 
 // Utilisation is how much of the limit was admitted when demand reached
 // it.
+//
+// For a rule whose window is a second, the judged spans are the steady
+// seconds whose offered total reaches L. For a longer window they are the
+// whole windows (one ending at each second) that start after the warm-up,
+// overlap no excluded fault, and whose offered total reaches L: over a
+// long window a DC may rightly take the whole limit in its first seconds,
+// so single seconds say nothing.
 type Utilisation struct {
 	// Ratio is the admitted requests over the admissible ones (L per
-	// second) in the judged seconds; 0 when Seconds is 0.
+	// judged span, or what was offered when less) in the judged spans; 0
+	// when Seconds is 0.
 	Ratio float64
-	// Worst is the lowest ratio of one judged second; WorstAt its start.
+	// Worst is the lowest ratio of one judged span; WorstAt its start.
 	Worst   float64
 	WorstAt time.Duration
-	// Seconds counts the judged seconds: steady, and offered ≥ L per
-	// second.
+	// Seconds counts the judged spans.
 	Seconds int
+	// Window is the length of a judged span, in whole seconds.
+	Window int
 }
 
 // Convergence is how fast shares reached the fair shares after each
