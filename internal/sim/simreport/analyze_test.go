@@ -376,6 +376,62 @@ func TestWindowOverOneSecond(t *testing.T) {
 	}
 }
 
+// TestPerWindowJudging: a rule of a 10 s window whose demand (30/s,
+// offered from dc-a) is 3 × L per window. Each case admits a pattern per
+// 10 s; utilisation is judged over every whole window after the warm-up
+// (10 s), and the per-second goals are reported as not judged.
+func TestPerWindowJudging(t *testing.T) {
+	dcs := []string{"dc-a", "dc-b"}
+	for _, tc := range []struct {
+		name     string
+		admitted func(i int) int // in second i
+		wantUtil float64
+		wantOver float64
+	}{
+		// All of L in the first second of each 10 s: every window holds
+		// exactly L.
+		{"burst then nothing", func(i int) int {
+			if i%10 == 0 {
+				return 100
+			}
+			return 0
+		}, 1, 0},
+		// 5 a second: half of L in every window.
+		{"half", func(int) int { return 5 }, 0.5, 0},
+		// 11 a second: 110 in every window, 10% over.
+		{"over", func(int) int { return 11 }, 1.1, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := simreport.RuleTrace{RuleID: "total", Limit: 100, Window: 10 * time.Second}
+			for i := range 40 {
+				rt.Seconds = append(rt.Seconds, simreport.Second{At: time.Duration(i) * time.Second,
+					Offered: counts(dcs, 30, 0), Admitted: counts(dcs, tc.admitted(i), 0)})
+			}
+			tr := &simreport.Trace{Scenario: "synthetic", DCs: dcs, Interval: time.Second, Rules: []simreport.RuleTrace{rt}}
+			rr := simreport.Analyze(tr, goals).Rules[0]
+			f := rr.Weir
+			if !f.PerWindow {
+				t.Fatal("a 10 s window: not judged per window")
+			}
+			// Windows starting at 10 s (after the warm-up) to 30 s.
+			if u := f.Utilisation; u.Seconds != 21 || u.Window != 10 || !near(u.Ratio, tc.wantUtil) {
+				t.Errorf("utilisation %+v, want %v over 21 windows of 10 s", u, tc.wantUtil)
+			}
+			if o := f.Overshoot; !near(o.Worst, tc.wantOver) {
+				t.Errorf("overshoot %+v, want worst %v", o, tc.wantOver)
+			}
+			for _, goal := range []string{"convergence_intervals", "max_oscillation", "min_fairness", "max_starvation"} {
+				if r := result(t, rr, goal); r.Measured || !r.Passed || !strings.Contains(r.Reason, "not judged") {
+					t.Errorf("%s: got %+v, want not judged", goal, r)
+				}
+			}
+			if r := result(t, rr, "min_utilisation"); !strings.Contains(r.Reason, "whole 10 s windows") {
+				t.Errorf("min_utilisation: reason %q does not speak of windows", r.Reason)
+			}
+		})
+	}
+}
+
 func TestPassed(t *testing.T) {
 	if (simreport.Report{}).Passed() {
 		t.Errorf("an empty report passed")
