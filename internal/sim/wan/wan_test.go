@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,18 +41,43 @@ func up(t *testing.T, cfg Config) *Net {
 	return n
 }
 
-// echo serves an echo on l until it is closed.
+// echo serves an echo on l until t ends, when it closes l and every
+// connection it accepted and waits for their goroutines: a peer in a
+// namespace already torn down never sends the FIN that would end them.
 func echo(t *testing.T, l net.Listener) {
-	t.Cleanup(func() { l.Close() })
-	go func() {
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+		wg     sync.WaitGroup
+	)
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		closed = true
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { defer c.Close(); _, _ = io.Copy(c, c) })
 		}
-	}()
+	})
 }
 
 // rtt dials addr from dc and returns the median of rounds one-byte round
