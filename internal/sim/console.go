@@ -64,7 +64,7 @@ func (w *world) startConsole() error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	mux := http.NewServeMux()
-	for _, p := range []string{"/rate-limits", "/rate-limits/", "/audit", "/overview", "/cluster"} {
+	for _, p := range coordinatord.APIPatterns() {
 		mux.Handle(p, auth.Middleware(tokens, api))
 	}
 	mux.Handle("/v1/", auth.Middleware(tokens, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

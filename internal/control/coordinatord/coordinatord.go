@@ -280,6 +280,14 @@ func startDev(ctx context.Context, cfg *Config, log *slog.Logger) (func(), error
 	}, nil
 }
 
+// APIPatterns returns the admin port's ServeMux patterns that lead to the
+// admin REST API (adminserver, docs/openapi/admin.yaml): every path it
+// serves falls under one of them. A port that serves the API beside the
+// console (the simulator's) mounts the same.
+func APIPatterns() []string {
+	return []string{"/rate-limits", "/rate-limits/", "/audit", "/overview", "/cluster"}
+}
+
 // adminMux routes the admin port: /healthz and /metrics for everyone; the
 // coordinator's views (/v1/...) and the admin REST API (/rate-limits,
 // /audit) behind the bearer tokens of AdminTokenFile. Without a token file
@@ -301,9 +309,9 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte(`{"error":"the admin API is disabled: start the coordinator with --admin-token-file"}` + "\n"))
 		}
-		mux.HandleFunc("/rate-limits", refuse)
-		mux.HandleFunc("/rate-limits/", refuse)
-		mux.HandleFunc("/audit", refuse)
+		for _, pattern := range APIPatterns() {
+			mux.HandleFunc(pattern, refuse)
+		}
 		return mux, nil, nil
 	}
 	tokens, err := auth.NewFile(auth.FileConfig{Path: cfg.AdminTokenFile, Logger: log})
@@ -323,9 +331,9 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	}
 	views = leaderViews(co, views, peers, cfg.Name, log)
 	mux.Handle("/v1/", auth.Middleware(tokens, views))
-	mux.Handle("/rate-limits", auth.Middleware(tokens, api))
-	mux.Handle("/rate-limits/", auth.Middleware(tokens, api))
-	mux.Handle("/audit", auth.Middleware(tokens, api))
+	for _, pattern := range APIPatterns() {
+		mux.Handle(pattern, auth.Middleware(tokens, api))
+	}
 	if err := mountConsole(mux, cfg, tokens, log); err != nil {
 		return nil, nil, err
 	}

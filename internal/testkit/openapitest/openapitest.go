@@ -210,7 +210,7 @@ func (d *Doc) CheckSeen(t testing.TB) {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, op := range d.operations() {
+	for _, op := range d.Operations() {
 		method, path, _ := strings.Cut(op, " ")
 		codes := d.doc.Paths.Value(path).GetOperation(method).Responses.Map()
 		for _, code := range slices.Sorted(maps.Keys(codes)) {
@@ -228,7 +228,7 @@ func (d *Doc) CheckSeen(t testing.TB) {
 // compared as written.
 func (d *Doc) CheckRoutes(t testing.TB, served []string) {
 	t.Helper()
-	documented := d.operations()
+	documented := d.Operations()
 	var routes []string
 	for _, p := range served {
 		routes = append(routes, strings.ReplaceAll(p, "...}", "}"))
@@ -245,9 +245,9 @@ func (d *Doc) CheckRoutes(t testing.TB, served []string) {
 	}
 }
 
-// operations returns the document's operations, each "METHOD /path",
-// sorted.
-func (d *Doc) operations() []string {
+// Operations returns the document's operations, each "METHOD /path" as
+// the document writes it ("GET /rate-limits/{rule_id}"), sorted.
+func (d *Doc) Operations() []string {
 	var ops []string
 	for path, item := range d.doc.Paths.Map() {
 		for method := range item.Operations() {
