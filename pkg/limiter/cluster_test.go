@@ -127,10 +127,10 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 		// after the kill.
 		healthyWait []time.Duration
 	)
-	for _, k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	// caller checks items every 5 ms until stop, and hands each answer to
+	// record with the time the check took.
+	caller := func(items []limiter.Item, record func(resp limiter.Response, took time.Duration, now time.Time)) {
+		wg.Go(func() {
 			tick := time.NewTicker(5 * time.Millisecond)
 			defer tick.Stop()
 			for {
@@ -140,38 +140,43 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 				case <-tick.C:
 				}
 				began := time.Now()
-				resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"k": k.attr}}}})
+				resp, err := l.Check(ctx, limiter.Request{Items: items})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				src := resp.Items[0].Results[0].Source
 				now := time.Now()
-				mu.Lock()
-				if k.node != victim && killedAt.Load() != 0 {
-					healthyWait = append(healthyWait, now.Sub(began))
-				}
-				switch {
-				case k.node != victim && src != limiter.SourceStore:
-					healthyBad.Add(1)
-					badSources[src]++
-				case k.node == victim && src != limiter.SourceStore:
-					if src != limiter.SourceFailureOpen {
-						oddSources[src]++
-					}
-					if _, ok := firstFail[k.attr]; !ok {
-						firstFail[k.attr] = now
-					}
-				case k.node == victim && killedAt.Load() != 0:
-					if _, failed := firstFail[k.attr]; failed {
-						if _, ok := backAt[k.attr]; !ok {
-							backAt[k.attr] = now
-						}
-					}
-				}
-				mu.Unlock()
+				record(resp, now.Sub(began), now)
 			}
-		}()
+		})
+	}
+	for _, k := range keys {
+		caller([]limiter.Item{{Attributes: map[string]string{"k": k.attr}}}, func(resp limiter.Response, took time.Duration, now time.Time) {
+			src := resp.Items[0].Results[0].Source
+			mu.Lock()
+			defer mu.Unlock()
+			if k.node != victim && killedAt.Load() != 0 {
+				healthyWait = append(healthyWait, took)
+			}
+			switch {
+			case k.node != victim && src != limiter.SourceStore:
+				healthyBad.Add(1)
+				badSources[src]++
+			case k.node == victim && src != limiter.SourceStore:
+				if src != limiter.SourceFailureOpen {
+					oddSources[src]++
+				}
+				if _, ok := firstFail[k.attr]; !ok {
+					firstFail[k.attr] = now
+				}
+			case k.node == victim && killedAt.Load() != 0:
+				if _, failed := firstFail[k.attr]; failed {
+					if _, ok := backAt[k.attr]; !ok {
+						backAt[k.attr] = now
+					}
+				}
+			}
+		})
 	}
 	// One more caller checks every key in one request: a call per node
 	// at once (the limiter's decideByNode), so its healthy keys are
@@ -181,32 +186,18 @@ func TestClusterPrimaryKilledBreaksOnlyItsNode(t *testing.T) {
 		items[i] = limiter.Item{Attributes: map[string]string{"k": k.attr}}
 	}
 	var mixedChecks, mixedVictimFallbacks atomic.Int64
-	wg.Go(func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			resp, err := l.Check(ctx, limiter.Request{Items: items})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mixedChecks.Add(1)
-			for i, k := range keys {
-				src := resp.Items[i].Results[0].Source
-				switch {
-				case k.node != victim && src != limiter.SourceStore:
-					healthyBad.Add(1)
-					mu.Lock()
-					badSources[src]++
-					mu.Unlock()
-				case k.node == victim && src != limiter.SourceStore:
-					mixedVictimFallbacks.Add(1)
-				}
+	caller(items, func(resp limiter.Response, _ time.Duration, _ time.Time) {
+		mixedChecks.Add(1)
+		for i, k := range keys {
+			src := resp.Items[i].Results[0].Source
+			switch {
+			case k.node != victim && src != limiter.SourceStore:
+				healthyBad.Add(1)
+				mu.Lock()
+				badSources[src]++
+				mu.Unlock()
+			case k.node == victim && src != limiter.SourceStore:
+				mixedVictimFallbacks.Add(1)
 			}
 		}
 	})

@@ -1030,14 +1030,16 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		rt.release()
 		return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 	}
+	observed := false // one observation per store call: per hop byNode, else one
 	for i := range rt.hops {
 		h := &rt.hops[i]
 		switch {
-		case !h.lead:
+		case !h.ok || observed:
 		case byNode:
 			l.obs.StoreCall(h.callEnd.Sub(h.callStart), h.firstErr)
 		default:
 			l.obs.StoreCall(h.callEnd.Sub(h.callStart), callErr)
+			observed = true
 		}
 		switch {
 		case !h.ok:
@@ -1083,17 +1085,14 @@ func okHops(rt *route) int {
 // decideTogether sends sub, the requests of rt's hops that their breakers
 // let through, in one call, bounded by the longest of those nodes' bounds
 // (a node's bound rises only with the calls it was in), and records the
-// call's timing in each of them; the first is the call's lead.
+// call's timing in each of them.
 func (l *Limiter) decideTogether(ctx context.Context, now time.Time, sub []algorithm.Request, rt *route) ([]algorithm.Result, error) {
 	var bound time.Duration
-	node, lead := "", -1
+	node := ""
 	for i := range rt.hops {
 		if h := &rt.hops[i]; h.ok {
 			bound = max(bound, h.n.timeout.bound())
 			node = h.n.name
-			if lead < 0 {
-				lead = i
-			}
 		}
 	}
 	start := l.now()
@@ -1118,7 +1117,6 @@ func (l *Limiter) decideTogether(ctx context.Context, now time.Time, sub []algor
 			h.callStart, h.callEnd, h.bound = start, end, bound
 		}
 	}
-	rt.hops[lead].lead = true
 	return results, err
 }
 
@@ -1126,7 +1124,7 @@ func (l *Limiter) decideTogether(ctx context.Context, now time.Time, sub []algor
 // breaker lets through in a call of its own, bounded by that node's
 // bound, all at once, and returns the results of the n requests let
 // through in reqs' order. A call that fails gives its error to each of
-// its requests. Each hop is the lead of its call.
+// its requests.
 func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algorithm.Request, n int, rt *route) []algorithm.Result {
 	parts := make([][]algorithm.Request, len(rt.hops))
 	for i, r := range reqs {
@@ -1141,7 +1139,6 @@ func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algori
 		h.callStart = l.now()
 		res, err := l.onNode.DecideOn(ctx, h.n.name, h.bound, now, parts[i])
 		h.callEnd = l.now()
-		h.lead = true
 		if err != nil {
 			res = failAll(len(parts[i]), err)
 		}

@@ -164,11 +164,9 @@ type hop struct {
 	failed    int
 	firstErr  error
 	// The store call that carried the hop's requests: when it was sent
-	// and answered, its bound, and whether the hop reports it to the
-	// Observer (one hop per call).
+	// and answered, and its bound.
 	callStart, callEnd time.Time
 	bound              time.Duration
-	lead               bool
 }
 
 // release gives back the probes of rt: the call said nothing about their

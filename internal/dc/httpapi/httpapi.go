@@ -202,12 +202,10 @@ func keyMistakes(body []byte, shape *document.Shape) error {
 	}
 	var rep fielderr.Report[invalidBody]
 	document.ReportRepeats(&rep, keys.Repeated[:min(len(keys.Repeated), maxListed)])
+	// decodeStrict has refused the names that match no field at all: each
+	// left matches one in another case.
 	for _, m := range keys.Miscased[:min(len(keys.Miscased), max(0, maxListed-len(keys.Repeated)))] {
-		if m.Want == "" {
-			rep.Fail(m.Path, "unknown field")
-		} else {
-			rep.Fail(m.Path, "unknown field; names are case-sensitive: want %q", m.Want)
-		}
+		rep.Fail(m.Path, "unknown field; names are case-sensitive: want %q", m.Want)
 	}
 	list := rep.Err().(*fielderr.List[invalidBody])
 	msgs := make([]string, 0, len(list.Errors)+1)

@@ -38,7 +38,8 @@ type Store interface {
 
 // Config configures a Coalescer. The zero value is usable.
 type Config struct {
-	// Workers is how many merged calls may be in flight at once. Default 4.
+	// Workers is how many merged calls of one node (see DecideOn), or of
+	// the calls that name none, may be in flight at once. Default 4.
 	Workers int
 	// MaxBatch caps the requests in one merged call. Default 256.
 	MaxBatch int
