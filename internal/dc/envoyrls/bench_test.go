@@ -39,18 +39,7 @@ func BenchmarkShouldRateLimitPeer(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(lim.Close)
-	e, err := rulefile.ParseEnvoyConfig([]byte(benchConfig))
-	if err != nil {
-		b.Fatal(err)
-	}
-	set, err := ruleset.Compile(e.Rules)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := lim.SetRules(set); err != nil {
-		b.Fatal(err)
-	}
-	svc := envoyrls.NewService(lim, envoyrls.Config{Configs: func(string) *envoyconf.Domain { return e.Tree }})
+	svc := benchService(b, lim)
 	for _, n := range []int{1, 16} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			req := &rlsv3.RateLimitRequest{Domain: "envoybench"}
@@ -68,4 +57,28 @@ func BenchmarkShouldRateLimitPeer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchService loads benchConfig (domain envoybench) into lim beside
+// others, and returns Envoy's API over lim, answering envoybench as
+// envoyproxy/ratelimit does and every other domain by Weir's rules.
+func benchService(b *testing.B, lim *limiter.Limiter, others ...*ruleset.Set) *envoyrls.Service {
+	b.Helper()
+	e, err := rulefile.ParseEnvoyConfig([]byte(benchConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, err := ruleset.Compile(e.Rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := lim.SetRules(append([]*ruleset.Set{set}, others...)...); err != nil {
+		b.Fatal(err)
+	}
+	return envoyrls.NewService(lim, envoyrls.Config{Configs: func(d string) *envoyconf.Domain {
+		if d == set.Domain() {
+			return e.Tree
+		}
+		return nil
+	}})
 }

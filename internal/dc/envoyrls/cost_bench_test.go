@@ -14,15 +14,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/grpcapi"
 	"github.com/weirhq/weir/internal/platform/cputime"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/rulesettest"
-	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/rulefile"
-	"github.com/weirhq/weir/pkg/ruleset"
 	"github.com/weirhq/weir/pkg/store/coalesce"
 	"github.com/weirhq/weir/pkg/store/redisstore"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -90,23 +86,7 @@ func BenchmarkEnvoyCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(lim.Close)
-	peer, err := rulefile.ParseEnvoyConfig([]byte(benchConfig))
-	if err != nil {
-		b.Fatal(err)
-	}
-	peerSet, err := ruleset.Compile(peer.Rules)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := lim.SetRules(peerSet, rulesettest.Compile(b, costRules)); err != nil {
-		b.Fatal(err)
-	}
-	envoy := envoyrls.NewService(lim, envoyrls.Config{Configs: func(d string) *envoyconf.Domain {
-		if d == "envoybench" {
-			return peer.Tree
-		}
-		return nil
-	}})
+	envoy := benchService(b, lim, rulesettest.Compile(b, costRules))
 	weir := grpcapi.NewService(lim)
 
 	// Each path's requests are marshalled ahead, one per user: a call
