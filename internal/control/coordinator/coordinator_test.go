@@ -84,13 +84,22 @@ func (r *running) stop() {
 
 // report publishes one interval's offered counts for every DC.
 func (h *harness) report(ctx context.Context, offered map[string]uint64) {
-	now := time.Now()
-	start := now.UnixMilli()/200*200 - 200
-	var msgs []kafka.Message
+	usage := make(map[string]*weirv1.RuleUsage, len(offered))
 	for dc, n := range offered {
+		usage[dc] = &weirv1.RuleUsage{Domain: "api", RuleId: "r", Offered: n, Admitted: n}
+	}
+	h.publish(ctx, usage)
+}
+
+// publish sends, from each DC, one report of the interval that just ended
+// holding its usage of the harness's rule.
+func (h *harness) publish(ctx context.Context, usage map[string]*weirv1.RuleUsage) {
+	start := time.Now().UnixMilli()/200*200 - 200
+	var msgs []kafka.Message
+	for dc, ru := range usage {
 		h.seq++
 		r := &weirv1.UsageReport{Dc: dc, Instance: dc + "-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 200,
-			Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: n, Admitted: n}}}
+			Rules: []*weirv1.RuleUsage{ru}}
 		b, err := proto.Marshal(r)
 		if err != nil {
 			h.t.Fatal(err)

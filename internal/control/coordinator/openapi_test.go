@@ -11,8 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/segmentio/kafka-go"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/testkit/openapitest"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -41,22 +39,12 @@ func openapiServer(t *testing.T, c *Coordinator) *httptest.Server {
 // key, under the harness's rule, is rejected: the planner gives such a key
 // a share of its own.
 func (h *harness) reportPressure(ctx context.Context, key string) {
-	start := time.Now().UnixMilli()/200*200 - 200
-	var msgs []kafka.Message
+	usage := make(map[string]*weirv1.RuleUsage, len(simDCs))
 	for _, dc := range simDCs {
-		h.seq++
-		r := &weirv1.UsageReport{Dc: dc, Instance: dc + "-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 200,
-			Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 50, Admitted: 49, Rejected: 1,
-				Keys: []*weirv1.KeyUsage{{Key: key, Offered: 50, Admitted: 49, Rejected: 1, Limit: 1000}}}}}
-		b, err := proto.Marshal(r)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Instance), Value: b})
+		usage[dc] = &weirv1.RuleUsage{Domain: "api", RuleId: "r", Offered: 50, Admitted: 49, Rejected: 1,
+			Keys: []*weirv1.KeyUsage{{Key: key, Offered: 50, Admitted: 49, Rejected: 1, Limit: 1000}}}
 	}
-	if err := h.w.WriteMessages(ctx, msgs...); err != nil && ctx.Err() == nil {
-		h.t.Errorf("publish: %v", err)
-	}
+	h.publish(ctx, usage)
 }
 
 // TestOpenAPI checks docs/openapi/coordinator.yaml against a leading and a
