@@ -50,20 +50,9 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 		}
 	}
 
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(rctx, Config{
-			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b", "c"},
-			AdminAddr: "127.0.0.1:0", Name: "c1", Interval: 200 * time.Millisecond,
-			Logger: slog.New(slog.DiscardHandler),
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("coordinatord: %v", err)
-		}
+	start(t, Config{
+		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b", "c"},
+		AdminAddr: "127.0.0.1:0", Name: "c1", Interval: 200 * time.Millisecond,
 	})
 	wait.For(t, 10*time.Second, "the rule's shares document in DC a", func() bool {
 		resp, err := cli.Get(ctx, layout.Assignment("a", "api", "login"))
@@ -73,4 +62,32 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 		var d weirv1.RuleAssignment
 		return proto.Unmarshal(resp.Kvs[0].Value, &d) == nil && d.GetDc() == "a" && d.GetRuleId() == "login"
 	})
+}
+
+// start runs a coordinator with cfg (its Logger discarding, its Ready
+// taken) until t ends, and returns its admin address once it serves.
+func start(t *testing.T, cfg Config) string {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Ready = func(addr string) { ready <- addr }
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("coordinatord: %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("coordinatord ended before it served: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("coordinatord did not serve in 30s")
+	}
+	return ""
 }

@@ -1,9 +1,7 @@
 package coordinatord
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,38 +32,18 @@ func TestAdminPortRoutesEveryDocumentedPath(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte(token+" rw operator\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{
-			Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
-			AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",
-			Interval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-			Ready: func(addr string) { ready <- addr },
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("coordinatord: %v", err)
-		}
+	admin := start(t, Config{
+		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
+		AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",
+		Interval: 200 * time.Millisecond,
 	})
-	var admin string
-	select {
-	case admin = <-ready:
-	case err := <-done:
-		t.Fatalf("coordinatord ended before it served: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("coordinatord did not serve in 30s")
-	}
 
 	param := regexp.MustCompile(`\{[^}]+\}`)
 	for _, doc := range []string{"docs/openapi/admin.yaml", "docs/openapi/coordinator.yaml"} {
 		for _, op := range openapitest.Load(t, doc).Operations() {
 			_, path, _ := strings.Cut(op, " ")
 			url := "http://" + admin + param.ReplaceAllString(path, "probe")
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
