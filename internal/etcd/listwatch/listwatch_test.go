@@ -359,11 +359,27 @@ func (w *cancellingWatcher) Watch(ctx context.Context, key string, opts ...clien
 	return w.Watcher.Watch(ctx, key, opts...)
 }
 
-func (w *cancellingWatcher) cancelAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, cancel := range w.cancels {
-		cancel()
+// cancelAll ends every watch started so far, after waiting for the first
+// one: the Loop reaches its listed revision before it starts watching.
+func (w *cancellingWatcher) cancelAll(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		w.mu.Lock()
+		started := len(w.cancels)
+		if started > 0 {
+			for _, cancel := range w.cancels {
+				cancel()
+			}
+		}
+		w.mu.Unlock()
+		if started > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Loop started no watch")
+		}
+		time.Sleep(5 * time.Millisecond) // polls a condition
 	}
 }
 
@@ -377,7 +393,7 @@ func TestCancelledWatchRecovers(t *testing.T) {
 	r := &recorder{}
 	l, _ := run(t, cli, r, func(l *Loop) { w.Watcher = l.watcher; l.watcher = w })
 	waitRev(t, l, 1)
-	w.cancelAll()
+	w.cancelAll(t)
 	rev := mustDo(t, cli, clientv3.OpPut(prefix+"b", "2"), clientv3.OpDelete(prefix+"a"))
 	waitRev(t, l, rev)
 	checkState(t, r, map[string]string{prefix + "b": "2"})
