@@ -267,7 +267,11 @@ func (w *world) startCoordinator(name string) error {
 	}
 	c, err := coordinator.New(coordinator.Config{
 		Etcd: cli, Name: name,
-		Planner: planner.Config{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL},
+		// The simulated DCs share this machine's clock: the skew tolerated
+		// between coordinator and limiters is one planning interval, not
+		// the default second that covers real clocks (it delays the quota
+		// a DC leaves behind by that much: a twelfth of a 12 s window).
+		Planner: planner.Config{DCs: w.cfg.DCs, Interval: w.cfg.Interval, TTL: w.cfg.TTL, Skew: w.cfg.Interval},
 		Rules:   func() []rule.Rule { return w.rules },
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			src, err := usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{w.kafka}})

@@ -204,6 +204,12 @@ type Decision struct {
 	Limit int64
 	// Remaining is how much cost the key could still spend now.
 	Remaining int64
+	// Used is what the key holds of its capacity now, by the algorithm's
+	// own count: the cost in the window (fixed window, sliding window
+	// log), the weighted estimate (sliding window counter), the fill
+	// rounded up (buckets). Unlike Remaining it is not clamped: after the
+	// limit shrank it may exceed Limit.
+	Used int64
 	// ResetAt is when, with no further requests, the key would be back to
 	// its full Limit.
 	ResetAt time.Time
@@ -345,14 +351,18 @@ func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decisi
 // rounded up. Whatever a key does later, under a limit l, what it has
 // consumed stays at most max(what it has consumed now, l) — the property
 // global quotas build on (docs/architecture.md, "Usage-aware limits").
-// ok is false when d leaves no room: the key may then have consumed more
-// than its limit, which the decision does not say.
+// The window algorithms count exactly, full or not (Decision.Used). For
+// the buckets ok is false when d leaves no room: a fill scaled from a
+// capacity of zero, or from a full bucket, is no reading.
 func Consumed(p Params, d Decision) (consumed int64, ok bool) {
+	if !p.Algorithm.IsBucket() {
+		return max(d.Used, 0), true
+	}
 	if d.Remaining <= 0 || d.Limit <= 0 {
 		return 0, false
 	}
 	used := d.Limit - d.Remaining
-	if p.Algorithm.IsBucket() && d.Limit != p.Limit {
+	if d.Limit != p.Limit {
 		return ceilDiv(used*p.Limit, d.Limit), true
 	}
 	return used, true

@@ -48,7 +48,7 @@ func decideBucket(p Params, s State, now, cost int64) (Decision, State) {
 func describeBucket(p Params, s State, now, cost int64, allowed bool) Decision {
 	w := p.Window.Milliseconds()
 	c := p.Capacity()
-	d := Decision{Allowed: allowed, Limit: c, Remaining: (c*w - s.Level) / w, ResetAt: ms(now)}
+	d := Decision{Allowed: allowed, Limit: c, Remaining: (c*w - s.Level) / w, Used: ceilDiv(s.Level, w), ResetAt: ms(now)}
 	if p.Limit > 0 {
 		d.ResetAt = ms(max(now, s.Last) + ceilDiv(s.Level, p.Limit))
 	}

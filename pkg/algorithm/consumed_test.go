@@ -9,25 +9,43 @@ import (
 
 func TestConsumed(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_000)
+	minute := func(alg algorithm.Algorithm, limit int64) algorithm.Params {
+		return algorithm.Params{Algorithm: alg, Limit: limit, Window: time.Minute}
+	}
 	for _, tc := range []struct {
-		name   string
-		p      algorithm.Params
-		spend  int64
-		want   int64
-		wantOK bool
+		name    string
+		p       algorithm.Params
+		spend   int64
+		observe int64 // the limit in force when read; 0: p.Limit
+		later   time.Duration
+		want    int64
+		wantOK  bool
 	}{
-		{"log", algorithm.Params{Algorithm: algorithm.SlidingWindowLog, Limit: 10, Window: time.Minute}, 4, 4, true},
-		{"fixed full", algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 10, Window: time.Minute}, 10, 0, false},
-		{"counter", algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 10, Window: time.Minute}, 3, 3, true},
-		{"token bucket, burst in limit units", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}, 5, 50, true},
+		{"log", minute(algorithm.SlidingWindowLog, 10), 4, 0, 0, 4, true},
+		{"log full", minute(algorithm.SlidingWindowLog, 10), 10, 0, 0, 10, true},
+		{"log above a shrunk limit", minute(algorithm.SlidingWindowLog, 10), 10, 6, 0, 10, true},
+		{"log aged out", minute(algorithm.SlidingWindowLog, 10), 10, 0, time.Minute, 0, true},
+		{"fixed full", minute(algorithm.FixedWindow, 10), 10, 0, 0, 10, true},
+		{"fixed above a shrunk limit", minute(algorithm.FixedWindow, 10), 9, 2, 0, 9, true},
+		{"counter", minute(algorithm.SlidingWindowCounter, 10), 3, 0, 0, 3, true},
+		{"counter above a limit of zero", minute(algorithm.SlidingWindowCounter, 10), 7, -1, 0, 7, true},
+		{"token bucket, burst in limit units", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}, 5, 0, 0, 50, true},
+		{"token bucket full", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s algorithm.State
 			for range tc.spend {
 				_, s = algorithm.Decide(tc.p, s, at, 1)
 			}
-			d, _ := algorithm.Decide(tc.p, s, at, 0)
-			got, ok := algorithm.Consumed(tc.p, d)
+			p := tc.p
+			switch {
+			case tc.observe > 0:
+				p.Limit = tc.observe
+			case tc.observe < 0:
+				p.Limit = 0
+			}
+			d, _ := algorithm.Decide(p, s, at.Add(tc.later), 0)
+			got, ok := algorithm.Consumed(p, d)
 			if got != tc.want || ok != tc.wantOK {
 				t.Errorf("got %d, %v, want %d, %v", got, ok, tc.want, tc.wantOK)
 			}

@@ -71,7 +71,7 @@ func decideLog(p Params, s State, now, cost int64) (Decision, State) {
 func DescribeLog(p Params, v LogView, now time.Time, cost int64, allowed bool) Decision {
 	t := now.UnixMilli()
 	w := p.Window.Milliseconds()
-	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-v.Count), ResetAt: now}
+	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-v.Count), Used: v.Count, ResetAt: now}
 	if v.Count > 0 {
 		d.ResetAt = ms(v.Newest + w)
 	}

@@ -24,7 +24,7 @@ func decideFixed(p Params, s State, now, cost int64) (Decision, State) {
 func describeFixed(p Params, s State, now, cost int64, allowed bool) Decision {
 	w := p.Window.Milliseconds()
 	end := s.Window + w
-	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-s.Count), ResetAt: ms(now)}
+	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-s.Count), Used: s.Count, ResetAt: ms(now)}
 	if s.Count > 0 {
 		d.ResetAt = ms(end)
 	}
@@ -88,7 +88,7 @@ func decideCounter(p Params, s State, now, cost int64) (Decision, State) {
 func describeCounter(p Params, s State, now, cost int64, allowed bool) Decision {
 	w := p.Window.Milliseconds()
 	est := weighted(s.Prev, now-s.Window, w) + s.Count
-	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-est), ResetAt: ms(now)}
+	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-est), Used: est, ResetAt: ms(now)}
 	switch {
 	case s.Count > 0:
 		d.ResetAt = ms(s.Window + 2*w)

@@ -102,6 +102,23 @@ func (e *entry) consumed(d int) int64 {
 	return max(e.used[d].v, e.carriedMax(d))
 }
 
+// own returns what DC d's own target keeps of what it consumed: for the
+// window algorithms its latest reading. Its carry stays counted against
+// the others (awareTargets leaves it out of what is free) but is no quota
+// of d's own: d holds at most max(what it consumed, its limit), so a target
+// of reading + grant holds at most carry + grant. A bucket (bucket true)
+// keeps its carry: after a shrink it drains at the new, slower rate, so
+// its fill may stay above a reading taken before the shrink settled it.
+func (e *entry) own(d int, bucket bool) int64 {
+	if bucket {
+		return e.consumed(d)
+	}
+	if !e.used[d].ok {
+		return 0
+	}
+	return e.used[d].v
+}
+
 // usageAware reports whether any DC reports consumption for e, so that its
 // targets are usage-aware.
 func (e *entry) usageAware() bool {
@@ -114,10 +131,11 @@ func (e *entry) usageAware() bool {
 }
 
 // awareTargets turns e's target shares into usage-aware local limits:
-// each DC keeps what it consumed, and what nobody consumed yet is
-// apportioned by the shares — so Σ targets = e.limit, and quota moves
-// between DCs only as it is left unconsumed.
-func (e *entry) awareTargets() {
+// each DC keeps what it consumed (own), and what nobody may hold is
+// apportioned by the shares — so Σ targets ≤ e.limit, and quota moves
+// between DCs only as it is left unconsumed. bucket says e's rule is one
+// of the buckets.
+func (e *entry) awareTargets(bucket bool) {
 	n := len(e.target)
 	free := e.limit
 	c := make([]int64, n)
@@ -132,6 +150,6 @@ func (e *entry) awareTargets() {
 	a := make([]int64, n)
 	allocate.Apportion(e.share, free, a)
 	for d := range n {
-		e.target[d] = min(e.limit, c[d]+a[d])
+		e.target[d] = min(e.limit, e.own(d, bucket)+a[d])
 	}
 }

@@ -136,14 +136,13 @@ func (w *world) report() {
 		w.seq[d]++
 		ru := &weirv1.RuleUsage{Domain: w.r.Domain, RuleId: w.r.ID}
 		p := w.params(d)
+		// The observation takes its next state, as a store does: it settles
+		// a bucket at the rate in force (a bucket left alone drains, when
+		// next touched, at the rate then in force — after a shrink, slower
+		// than it did before it), and the sliding window log's Decide
+		// compacts the log in place.
 		dec, next := algorithm.Decide(p, w.st[d], w.now, 0)
-		if w.r.Algorithm.IsBucket() {
-			// The observation settles the bucket at the rate in force, as
-			// the limiters' readings do: a bucket left alone drains, when
-			// next touched, at the rate then in force — after a shrink,
-			// slower than it did before it.
-			w.st[d] = next
-		}
+		w.st[d] = next
 		c, ok := algorithm.Consumed(p, dec)
 		if p.Limit == 0 && w.st[d].Count == 0 && w.st[d].Prev == 0 && len(w.st[d].Log) == 0 && w.st[d].Level == 0 {
 			c, ok = 0, true // nothing consumed at all
@@ -476,5 +475,45 @@ func TestCarryReleasedOneByOne(t *testing.T) {
 	e.observe(0, 100, 12, 4000, skew)
 	if got := e.carriedMax(0); got != 0 {
 		t.Errorf("after a reading younger than both carry %d, want 0", got)
+	}
+}
+
+// TestLongWindowQuotaFollowsBack measures utilisation under demand above
+// the limit that moves between two DCs three times a window, a third DC
+// asking a little all along: the quota a DC consumed ages out of the
+// window and must flow to whichever DC asks then.
+func TestLongWindowQuotaFollowsBack(t *testing.T) {
+	r := logRule(600, 60)
+	w := newWorld(t, r, "", 300*time.Millisecond)
+	w.reportLag = 500 * time.Millisecond
+	const secs = 300
+	var perSec []int64
+	last := int64(0)
+	for sec := range secs {
+		at := []string{"a", "b"}[(sec/20)%2]
+		w.run(1, 10, func(int) map[string]float64 { return map[string]float64{at: 40, "c": 1} })
+		perSec = append(perSec, w.total-last)
+		last = w.total
+	}
+	// Admissions in every 60 s window after the first.
+	worst, sum, n := int64(r.Limit), int64(0), int64(0)
+	for end := 120; end <= secs; end++ {
+		in := int64(0)
+		for _, a := range perSec[end-60 : end] {
+			in += a
+		}
+		worst = min(worst, in)
+		sum += in
+		n++
+	}
+	mean := float64(sum) / float64(n) / float64(r.Limit)
+	t.Logf("peak %d of %d; admitted per window: mean %.1f%%, worst %.1f%% of the limit",
+		w.peak, r.Limit, 100*mean, 100*float64(worst)/float64(r.Limit))
+	// Virtual time, seeded: the figures are the same on every machine.
+	// Quota follows a move only as fast as readings, acknowledgements and
+	// grants go round (about 3 s here, a twentieth of the window), and
+	// demand moves three times a window.
+	if mean < 0.88 || worst < r.Limit*7/10 {
+		t.Errorf("admitted per window: mean %.1f%%, worst %d; want ≥ 88%% and ≥ %d", 100*mean, worst, r.Limit*7/10)
 	}
 }

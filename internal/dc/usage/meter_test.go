@@ -113,6 +113,60 @@ func TestReporterReadings(t *testing.T) {
 	}
 }
 
+// TestReporterReadsQuietEntries checks that an entry read as holding
+// quota is read again in the reports of intervals without its traffic —
+// what it holds ages out of the window, and the coordinator must hear it
+// — until a reading finds it empty, which is reported once.
+func TestReporterReadsQuietEntries(t *testing.T) {
+	set := compile(t)
+	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
+	rev := &atomic.Int64{}
+	m := &meter{rev: rev, values: map[string]int64{"per-user/a": 30, "site/": 12}}
+	clock := fakeclock.New(t0)
+	pub := &recorder{}
+	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
+		Meter: m, Interval: 500 * time.Millisecond})
+	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "site", allowed: true, remaining: 9})
+	next := func(n int, set func()) {
+		t.Helper()
+		clock.WaitForTimers(t, 1)
+		if set != nil {
+			m.mu.Lock()
+			set()
+			m.mu.Unlock()
+		}
+		clock.Advance(500 * time.Millisecond)
+		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
+	}
+	next(1, nil)
+	next(2, func() { m.values["site/"] = 7 })
+	next(3, func() { m.values["site/"] = 0; delete(m.values, "per-user/a") })
+	next(4, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := pub.reports(t)
+	want := [][]*weirv1.RuleUsage{
+		2: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Limit: 100, Consumed: ptr(30)}}},
+			{Domain: "shop", RuleId: "site", Consumed: ptr(7)}},
+		3: {{Domain: "shop", RuleId: "site", Consumed: ptr(0)}},
+		4: nil,
+	}
+	for n := 2; n <= 4; n++ {
+		rules := got[n-1].GetRules()
+		sortRules(rules)
+		if len(rules) != len(want[n]) {
+			t.Errorf("report %d: got %v, want %v", n, rules, want[n])
+			continue
+		}
+		for i := range rules {
+			if !proto.Equal(rules[i], want[n][i]) {
+				t.Errorf("report %d rule %d:\n got %v\nwant %v", n, i, rules[i], want[n][i])
+			}
+		}
+	}
+}
+
 func sortRules(rs []*weirv1.RuleUsage) {
 	for i := range rs {
 		for j := i + 1; j < len(rs); j++ {
@@ -125,7 +179,7 @@ func sortRules(rs []*weirv1.RuleUsage) {
 
 // TestLimiterMeterRedis reads, through a limiter on a real redis-server,
 // what was admitted of global rules of every window algorithm, of a rule
-// and of keys; a bucket, a key with no room left and a keyed rule's own
+// and of keys, with room left or none; a bucket and a keyed rule's own
 // entry go without a reading.
 func TestLimiterMeterRedis(t *testing.T) {
 	const yaml = `
@@ -190,7 +244,7 @@ rules:
 		{"fixed", "f", "x", 9, func(a int64) want { return want{a, true} }},
 		{"counter", "c", "x", 11, func(a int64) want { return want{a, true} }},
 		{"log", "l", "untouched", 0, func(int64) want { return want{0, true} }},
-		{"log", "l", "full", 60, func(int64) want { return want{0, false} }},
+		{"log", "l", "full", 60, func(a int64) want { return want{a, true} }},
 		{"bucket", "b", "x", 5, func(int64) want { return want{0, false} }},
 		{"site", "site", "", 13, func(a int64) want { return want{a, true} }},
 		{"log", "", "", 0, func(int64) want { return want{0, false} }},

@@ -134,7 +134,8 @@ type Reporter struct {
 	key   []byte // the message key: the instance
 
 	started atomic.Bool
-	seq     uint64 // the last sequence assigned; owned by Run
+	seq     uint64  // the last sequence assigned; owned by Run
+	held    holding // entries to read while quiet; owned by Run
 	lastSeq atomic.Uint64
 
 	mu      sync.Mutex
@@ -188,6 +189,7 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	}
 	return &Reporter{
 		cfg:          cfg,
+		held:         holding{max: cfg.MaxReadings},
 		clock:        cfg.Clock,
 		log:          cfg.Logger.With("dc", cfg.DC, "instance", cfg.Instance),
 		key:          []byte(cfg.Instance),
@@ -271,7 +273,7 @@ func (r *Reporter) report(ctx context.Context, startMs int64, readings bool) {
 		head.Epoch, head.AppliedRevision = r.cfg.Progress.Applied()
 	}
 	if readings && r.cfg.Meter != nil {
-		r.read(ctx, rules)
+		rules = r.read(ctx, rules)
 	}
 	reports := split(head, rules, r.cfg.MaxMessageBytes)
 	msgs := make([]Message, 0, len(reports))
@@ -292,30 +294,36 @@ func (r *Reporter) report(ctx context.Context, startMs int64, readings bool) {
 	r.enqueue(msgs)
 }
 
-// read sets the readings of rules and their keys, at most MaxReadings of
-// them and for at most half the interval.
-func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) {
+// read sets the readings of rules and their keys, and returns rules with
+// the entries read as holding quota before and quiet since (holding.go)
+// added: at most MaxReadings readings, for at most half the interval.
+func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) []*weirv1.RuleUsage {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Interval/2)
 	defer cancel()
 	left := r.cfg.MaxReadings
-	get := func(domain, ruleID, key string) *int64 {
+	get := func(domain, ruleID, key string) (v *int64, read bool) {
 		if left <= 0 || ctx.Err() != nil {
-			return nil
+			return nil, false
 		}
 		left--
-		if v, ok := r.cfg.Meter.Consumed(ctx, domain, ruleID, key); ok {
-			return &v
+		if c, ok := r.cfg.Meter.Consumed(ctx, domain, ruleID, key); ok {
+			return &c, true
 		}
-		return nil
+		return nil, true
 	}
 	for _, ru := range rules {
 		if len(ru.GetKeys()) == 0 {
-			ru.Consumed = get(ru.GetDomain(), ru.GetRuleId(), "")
+			var read bool
+			ru.Consumed, read = get(ru.GetDomain(), ru.GetRuleId(), "")
+			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), ""}, heldEntry{}, ru.Consumed, read)
 		}
 		for _, k := range ru.GetKeys() {
-			k.Consumed = get(ru.GetDomain(), ru.GetRuleId(), k.GetKey())
+			var read bool
+			k.Consumed, read = get(ru.GetDomain(), ru.GetRuleId(), k.GetKey())
+			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}, heldEntry{limit: k.GetLimit()}, k.Consumed, read)
 		}
 	}
+	return append(rules, r.held.quiet(rules, get)...)
 }
 
 // seqSlack is the room a sequence number takes in a report: a tag and a

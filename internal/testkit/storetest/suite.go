@@ -88,16 +88,25 @@ func modelParams(a algorithm.Algorithm) algorithm.Params {
 }
 
 // testModel drives random traffic (costs 0-3, refunds, a clock that
-// sometimes steps back) and checks that every decision equals the pure
-// algorithm's, so a store's own implementation (a Lua script) cannot drift
-// from package algorithm.
+// sometimes steps back, a limit that shrinks and grows as a DC's share
+// does) and checks that every decision equals the pure algorithm's, so a
+// store's own implementation (a Lua script) cannot drift from package
+// algorithm — Decision.Used above a shrunk limit included.
 func testModel(t *testing.T, s Store, a algorithm.Algorithm) {
 	rng := rand.New(rand.NewPCG(uint64(a), 42))
 	p := modelParams(a)
+	base := p.Limit
 	var st algorithm.State
 	now := int64(0)
 	var admitted []int64 // times of admissions with cost, for refunds
 	for i := range 300 {
+		if !a.IsBucket() && rng.IntN(25) == 0 {
+			// Not the buckets': a store settles a bucket's drain only when
+			// it writes, so after a change of rate it drains the time since
+			// its last write at the new rate, where the pure algorithm
+			// drains up to every observation at the old one.
+			p.Limit = []int64{base, base / 2, 2 * base}[rng.IntN(3)]
+		}
 		now += int64(rng.IntN(120))
 		t0 := now
 		if rng.IntN(20) == 0 {
@@ -117,6 +126,10 @@ func testModel(t *testing.T, s Store, a algorithm.Algorithm) {
 		wantD, next := algorithm.Decide(p, st, at(t0), cost)
 		st = next
 		got := decideOne(t, s, at(t0), r)
+		if !got.ResetAt.Equal(wantD.ResetAt) {
+			t.Fatalf("request %d (t=%dms cost %d): reset at %v, want %v", i, t0, cost, got.ResetAt, wantD.ResetAt)
+		}
+		got.ResetAt = wantD.ResetAt // the same instant, maybe in another location
 		if got != wantD {
 			t.Fatalf("request %d (t=%dms cost %d): got %+v, want %+v", i, t0, cost, got, wantD)
 		}

@@ -178,8 +178,10 @@ type RuleUsage struct {
 	// (docs/architecture.md, "Usage-aware limits"), read from the DC's store
 	// when the report was built, after the instance had applied its DC's
 	// assignments up to applied_revision. Only for rules without key
-	// dimensions; absent when unknown or when the store had no room left
-	// (the count is then only known to be at least the local limit).
+	// dimensions; absent when unknown (the store did not answer, a bucket).
+	// It may exceed the local limit in force: after a shrink a DC holds
+	// what it had consumed. A report with no traffic for the rule may carry
+	// only this, while what the DC consumed ages out of the window.
 	Consumed      *int64 `protobuf:"varint,9,opt,name=consumed,proto3,oneof" json:"consumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -290,7 +292,7 @@ type KeyUsage struct {
 	Limit int64 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Consumed is what the DC had consumed of the key's limit in the window,
 	// as RuleUsage.consumed is for a rule: set for keys with a share of
-	// their own, absent when unknown or when the store had no room left.
+	// their own, absent when unknown.
 	Consumed      *int64 `protobuf:"varint,6,opt,name=consumed,proto3,oneof" json:"consumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1,0 +1,96 @@
+package usage
+
+import weirv1 "github.com/weirhq/weir/proto/weir/v1"
+
+// Usage-aware limits move quota between DCs only as the readings say it
+// was not consumed (docs/architecture.md, "Usage-aware limits"). A DC
+// whose traffic moved elsewhere still holds what it consumed, and that
+// ages out of the window while the DC is quiet: unless the DC goes on
+// reporting it, the coordinator keeps counting its last reading for ever
+// and the DC where the demand went never grows into it. So the Reporter
+// remembers the entries it read as holding something, and reads them
+// again every interval, traffic or not, until they hold nothing.
+
+// heldRef names an entry the Reporter read as holding quota: a rule, or
+// one key of it.
+type heldRef struct{ domain, ruleID, key string }
+
+// heldEntry is what a held entry's report needs besides its reading.
+type heldEntry struct {
+	limit int64 // KeyUsage.limit, for keys
+}
+
+// holding is the set of entries read as holding quota. It is owned by the
+// Reporter's Run goroutine.
+type holding struct {
+	max     int // the most entries remembered
+	entries map[heldRef]heldEntry
+}
+
+// note records the reading v of an entry, if it was read: remembered
+// while it holds quota, forgotten once it holds none or has no reading.
+func (h *holding) note(ref heldRef, e heldEntry, v *int64, read bool) {
+	if !read {
+		return // past the readings' budget: as it was
+	}
+	if v == nil || *v <= 0 {
+		delete(h.entries, ref)
+		return
+	}
+	if _, ok := h.entries[ref]; !ok && len(h.entries) >= h.max {
+		return // full: this entry goes unread while quiet (the coordinator then counts its last reading)
+	}
+	if h.entries == nil {
+		h.entries = map[heldRef]heldEntry{}
+	}
+	h.entries[ref] = e
+}
+
+// quiet returns the held entries rules does not carry, as usage of no
+// traffic with get's readings, and forgets those get finds empty or
+// without a reading; those past get's budget wait for the next report.
+// rules is left unchanged; the caller appends what is returned.
+func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key string) (*int64, bool)) []*weirv1.RuleUsage {
+	if len(h.entries) == 0 {
+		return nil
+	}
+	seen := make(map[heldRef]bool, len(rules))
+	for _, ru := range rules {
+		if len(ru.GetKeys()) == 0 {
+			seen[heldRef{ru.GetDomain(), ru.GetRuleId(), ""}] = true
+		}
+		for _, k := range ru.GetKeys() {
+			seen[heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}] = true
+		}
+	}
+	var out []*weirv1.RuleUsage
+	byRule := map[heldRef]*weirv1.RuleUsage{}
+	for ref, e := range h.entries {
+		if seen[ref] {
+			continue
+		}
+		v, read := get(ref.domain, ref.ruleID, ref.key)
+		if !read {
+			continue
+		}
+		if v == nil || *v <= 0 {
+			delete(h.entries, ref)
+			if v == nil {
+				continue
+			}
+		}
+		if ref.key == "" {
+			out = append(out, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
+			continue
+		}
+		rk := heldRef{domain: ref.domain, ruleID: ref.ruleID}
+		ru := byRule[rk]
+		if ru == nil {
+			ru = &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID}
+			byRule[rk] = ru
+			out = append(out, ru)
+		}
+		ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: ref.key, Limit: e.limit, Consumed: v})
+	}
+	return out
+}
