@@ -125,6 +125,10 @@ type Params struct {
 	// in that window is rejected, even one of cost 0. Other algorithms
 	// ignore it.
 	CountRejected bool
+	// Calendar places a FixedWindow's windows: Rolling (the zero value) or
+	// Month, whose Window must be MonthWindow. Other algorithms take
+	// Rolling only.
+	Calendar Calendar
 }
 
 // Validate reports whether p can be used, naming the first bad field.
@@ -141,6 +145,12 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: burst %d outside [0, %d]", ErrInvalidParams, p.Burst, int64(MaxLimit))
 	case p.Algorithm == SlidingWindowLog && p.Limit > MaxLogLimit:
 		return fmt.Errorf("%w: a SlidingWindowLog limit must be at most %d, got %d", ErrInvalidParams, MaxLogLimit, p.Limit)
+	case p.Calendar > Month:
+		return fmt.Errorf("%w: unknown calendar %d", ErrInvalidParams, p.Calendar)
+	case p.Calendar == Month && p.Algorithm != FixedWindow:
+		return fmt.Errorf("%w: calendar months are for FixedWindow, not %v", ErrInvalidParams, p.Algorithm)
+	case p.Calendar == Month && p.Window != MonthWindow:
+		return fmt.Errorf("%w: a calendar month's window is %v, got %v", ErrInvalidParams, MonthWindow, p.Window)
 	case p.Algorithm.IsBucket() && (p.Capacity()+1) > maxExact/w:
 		return fmt.Errorf("%w: (burst+1) x window in ms must stay below 2^53; burst %d with window %v is too large", ErrInvalidParams, p.Capacity(), p.Window)
 	}
@@ -296,7 +306,7 @@ func Expiry(p Params, s State, now time.Time) int64 {
 			e = max(s.Last, t) + ceilDiv(s.Level, p.Limit)
 		}
 	case FixedWindow:
-		e = s.Window + w
+		_, e = p.bounds(s.Window)
 	case SlidingWindowCounter:
 		e = s.Window + 2*w
 	case SlidingWindowLog:

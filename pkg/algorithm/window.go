@@ -8,8 +8,7 @@ import "math"
 // of rejecting.
 
 func decideFixed(p Params, s State, now, cost int64) (Decision, State) {
-	w := p.Window.Milliseconds()
-	start := windowStart(now, w)
+	start, _ := p.bounds(now)
 	next := State{Window: start}
 	if s.Window >= start {
 		next = State{Window: s.Window, Count: s.Count}
@@ -22,8 +21,7 @@ func decideFixed(p Params, s State, now, cost int64) (Decision, State) {
 }
 
 func describeFixed(p Params, s State, now, cost int64, allowed bool) Decision {
-	w := p.Window.Milliseconds()
-	end := s.Window + w
+	_, end := p.bounds(s.Window)
 	d := Decision{Allowed: allowed, Limit: p.Limit, Remaining: max(0, p.Limit-s.Count), Used: s.Count, ResetAt: ms(now)}
 	if s.Count > 0 {
 		d.ResetAt = ms(end)
@@ -39,7 +37,7 @@ func describeFixed(p Params, s State, now, cost int64, allowed bool) Decision {
 }
 
 func refundFixed(p Params, s State, at, now, cost int64) State {
-	if s.Window == windowStart(at, p.Window.Milliseconds()) {
+	if start, _ := p.bounds(at); s.Window == start {
 		s.Count = max(0, s.Count-cost)
 	}
 	return s

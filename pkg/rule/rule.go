@@ -53,8 +53,14 @@ type Rule struct {
 	// envoyproxy/ratelimit. It takes no limit, burst or limiting override.
 	Unlimited bool `json:"unlimited,omitempty"`
 	// WindowSeconds is the length of the window Limit applies to, from 1 s
-	// to algorithm.MaxWindow. Required unless Unlimited.
+	// to algorithm.MaxWindow. Required unless Unlimited or Calendar is set.
 	WindowSeconds int64 `json:"window_seconds,omitempty"`
+	// Calendar "month" makes a FixedWindow's windows the calendar months
+	// in UTC: a monthly quota resets at midnight UTC on the 1st, whatever
+	// the month's length. WindowSeconds is then 31 days (the longest
+	// month; SetDefaults fills it in). Empty: windows of WindowSeconds
+	// back to back from the Unix epoch — a day's start at midnight UTC.
+	Calendar string `json:"calendar,omitempty"`
 	// Algorithm is the rate-limiting algorithm; SetDefaults makes it
 	// algorithm.Default when zero.
 	Algorithm algorithm.Algorithm `json:"algorithm"`
@@ -106,8 +112,18 @@ func (r *Rule) Window() time.Duration { return time.Duration(r.WindowSeconds) * 
 // rule as written, a DC's share of it, or an override's limit and burst.
 // The caller scales limit and burst; Params does not validate them.
 func (r *Rule) Params(limit, burst int64) algorithm.Params {
-	return algorithm.Params{Algorithm: r.Algorithm, Limit: limit, Window: r.Window(), Burst: burst}
+	p := algorithm.Params{Algorithm: r.Algorithm, Limit: limit, Window: r.Window(), Burst: burst}
+	if r.Calendar == CalendarMonth {
+		p.Calendar = algorithm.Month
+	}
+	return p
 }
+
+// CalendarMonth is the Calendar of monthly windows.
+const CalendarMonth = "month"
+
+// monthSeconds is the WindowSeconds of a rule whose Calendar is "month".
+const monthSeconds = int64(algorithm.MonthWindow / time.Second)
 
 // SetDefaults fills in the defaults of the fields whose zero value is not
 // a valid setting: Algorithm (algorithm.Default), Scope (ScopeGlobal),
@@ -125,6 +141,9 @@ func (r *Rule) SetDefaults() {
 	}
 	if r.RetryAdvice == "" {
 		r.RetryAdvice = RetryAfter
+	}
+	if r.Calendar == CalendarMonth && r.WindowSeconds == 0 {
+		r.WindowSeconds = monthSeconds
 	}
 	for i := range r.Overrides {
 		if o := &r.Overrides[i]; o.Action == "" && o.Limit != 0 {

@@ -253,7 +253,8 @@ func TestParseSetFull(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	docs := map[string]string{"full set": fullSetJSON, "seed": `{"domain":"seed","rules":[` + seedSchemaDocument + `]}`}
+	docs := map[string]string{"full set": fullSetJSON, "seed": `{"domain":"seed","rules":[` + seedSchemaDocument + `]}`,
+		"monthly": `{"domain":"d","rules":[{"rule_id":"m","limit":100000,"calendar":"month","algorithm":"FixedWindow"}]}`}
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			s1, err := rule.ParseSet([]byte(doc))
@@ -279,6 +280,33 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("second marshal: got %s, want %s", b2, b)
 			}
 		})
+	}
+}
+
+// TestCalendarMonth checks that a monthly rule, written without a window,
+// gets the longest month as its window and calendar months as its
+// algorithm's windows: its keys reset at midnight UTC on the 1st.
+func TestCalendarMonth(t *testing.T) {
+	r, err := rule.ParseRule([]byte(`{"rule_id":"m","limit":3,"calendar":"month","algorithm":"FixedWindow"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WindowSeconds != 31*86400 || r.Window() != algorithm.MonthWindow {
+		t.Errorf("window %d s (%v), want 31 days", r.WindowSeconds, r.Window())
+	}
+	p := r.Params(r.Limit, r.Burst)
+	if p.Calendar != algorithm.Month || p.Validate() != nil {
+		t.Fatalf("params %+v (%v), want valid calendar months", p, p.Validate())
+	}
+	at := time.Date(2028, 2, 10, 15, 4, 5, 0, time.UTC) // a leap year's February
+	d, _ := algorithm.Decide(p, algorithm.State{}, at, 1)
+	if want := time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC); !d.ResetAt.Equal(want) {
+		t.Errorf("reset at %v, want %v", d.ResetAt.UTC(), want)
+	}
+	plain := r
+	plain.Calendar = ""
+	if err := plain.Validate(); err != nil {
+		t.Errorf("the same rule of 31-day windows: %v", err)
 	}
 }
 

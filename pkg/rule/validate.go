@@ -153,6 +153,16 @@ func (r *Rule) validate(rep *Report, p string) {
 	windowOK := true
 	wp := fielderr.Field(p, "window_seconds")
 	switch {
+	case r.Calendar != "" && r.Calendar != CalendarMonth:
+		rep.Add(fielderr.Field(p, "calendar"), "%q is not one of \"month\" (or none)", r.Calendar)
+		windowOK = false
+	case r.Calendar == CalendarMonth && r.Algorithm != algorithm.FixedWindow:
+		rep.Add(fielderr.Field(p, "calendar"), "month is for FixedWindow, not %v: the other algorithms' windows slide", r.Algorithm)
+		windowOK = false
+	case r.Calendar == CalendarMonth && r.WindowSeconds != monthSeconds:
+		rep.Add(wp, "must be absent (or %d, the longest month) with calendar: month", monthSeconds)
+		windowOK = false
+	case r.Calendar == CalendarMonth:
 	case r.WindowSeconds == 0 && r.Unlimited:
 	case r.WindowSeconds == 0:
 		if unlimitedOK {

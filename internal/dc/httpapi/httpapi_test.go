@@ -523,6 +523,42 @@ func TestCheckWindowPasses(t *testing.T) {
 	}
 }
 
+// TestCheckCalendarMonth checks a monthly plan end to end: its answers
+// reset at midnight UTC on the 1st (t0 is 22 November 2026), and its
+// window moves on then, not 31 days after anything.
+func TestCheckCalendarMonth(t *testing.T) {
+	f := newFixture(t, `
+domain: shop
+rules:
+  - {rule_id: plan, key_type: tenant, limit: 2, algorithm: FixedWindow, calendar: month}
+`)
+	body := `{"attributes":{"tenant":"acme"}}`
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if r := f.post(t, "/v1/check", body); r.code != want {
+			t.Fatalf("request %d: got %d, want %d (%s)", i, r.code, want, r.body)
+		}
+	}
+	r := f.post(t, "/v1/check", body)
+	if got, want := r.header.Get("Retry-After"), fmt.Sprint(int((12*time.Hour + 8*24*time.Hour).Seconds())); got != want {
+		t.Errorf("Retry-After: got %q, want %q (midnight, 1 December)", got, want)
+	}
+	var res struct {
+		Results []struct {
+			ResetAt string `json:"reset_at"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(r.body, &res); err != nil || len(res.Results) != 1 {
+		t.Fatalf("body %s: %v", r.body, err)
+	}
+	if got := res.Results[0].ResetAt; got != "2026-12-01T00:00:00Z" {
+		t.Errorf("reset_at %q, want 2026-12-01T00:00:00Z", got)
+	}
+	f.clock.Advance(8*24*time.Hour + 12*time.Hour) // 1 December, 00:00 UTC
+	if r := f.post(t, "/v1/check", body); r.code != http.StatusOK {
+		t.Fatalf("on the 1st: got %d, want 200 (%s)", r.code, r.body)
+	}
+}
+
 func TestShouldAllowRequest(t *testing.T) {
 	f := newFixture(t, rulesYAML)
 	tests := []struct {

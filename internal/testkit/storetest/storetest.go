@@ -141,6 +141,22 @@ var vectors = map[algorithm.Algorithm][]vector{
 			{At: 59500, Cost: 1, Want: want{false, 0, 120000, 60500}},
 			{At: 200000, Cost: 0, Want: want{true, 3, 200000, 0}},
 		}},
+		// T0 is 22 November 2026: its month ends 9 days later, on 1
+		// December (777,600,000 ms); then 1 January 2027 (+31 days), 1
+		// February (+31), 1 March (+28).
+		{"calendar month", algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: algorithm.MonthWindow, Calendar: algorithm.Month}, []step{
+			{At: 0, Cost: 2, Want: want{true, 1, 777600000, 0}},
+			{At: 1000, Cost: 2, Want: want{false, 1, 777600000, 777599000}},
+			{At: 777599999, Cost: 1, Want: want{true, 0, 777600000, 0}},
+			{At: 777600000, Cost: 3, Want: want{true, 0, 3456000000, 0}},
+			{At: 777601000, Refund: true, RefAt: 777599999, Cost: 1}, // November's: nothing
+			{At: 777601000, Refund: true, RefAt: 777600000, Cost: 1},
+			{At: 777602000, Cost: 1, Want: want{true, 0, 3456000000, 0}},
+			{At: 777602000, Cost: 1, Want: want{false, 0, 3456000000, 2678398000}},
+			{At: 6134400000, Cost: 0, Want: want{true, 3, 6134400000, 0}},
+			{At: 6134400001, Cost: 3, Want: want{true, 0, 8553600000, 0}},
+			{At: 8553599999, Cost: 1, Want: want{false, 0, 8553600000, 1}},
+		}},
 	},
 	algorithm.SlidingWindowCounter: {
 		{"weighted previous window", params(algorithm.SlidingWindowCounter, 10, 10*time.Second, 0), []step{

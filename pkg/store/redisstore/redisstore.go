@@ -156,7 +156,7 @@ type call struct {
 	req  int // the request's index
 	sc   *script
 	p    algorithm.Params
-	argv [11]any
+	argv [14]any
 	argc int
 	cmd  *redis.IntSliceCmd // the last command sent
 }
@@ -188,6 +188,9 @@ func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund b
 		copy(c.argv[6:n], prev.argv[6:n])
 	} else {
 		c.argv[6], c.argv[7] = p.Window.Milliseconds(), p.Limit
+		if p.Calendar == algorithm.Month {
+			c.argv[6] = 0 // the script places the window from the bounds below
+		}
 		if p.Algorithm.IsBucket() {
 			c.argv[8] = p.Capacity()
 		}
@@ -200,6 +203,14 @@ func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund b
 			c.argv[c.argc] = "1"
 		}
 		c.argc++
+		if p.Calendar == algorithm.Month {
+			// Lua has no calendar: the window holding now, and the start
+			// of the one holding at (a refund's admission).
+			start, end := p.WindowBounds(time.UnixMilli(now.(int64)))
+			atStart, _ := p.WindowBounds(time.UnixMilli(at.(int64)))
+			c.argv[c.argc], c.argv[c.argc+1], c.argv[c.argc+2] = start.UnixMilli(), end.UnixMilli(), atStart.UnixMilli()
+			c.argc += 3
+		}
 	}
 }
 

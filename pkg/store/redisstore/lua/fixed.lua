@@ -1,7 +1,10 @@
 -- Fixed window counter (see pkg/algorithm/window.go).
 -- KEYS[1]  string "<window start in Unix ms>:<cost admitted in it>"
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund),
---          count rejected ("1": a rejected cost is counted too)
+--          count rejected ("1": a rejected cost is counted too); for a
+--          window of 0 (calendar months, placed by the caller): the start
+--          and end ms of the window holding now, the start of the one
+--          holding at
 -- Returns  {allowed, window start, count}
 -- Commands: GET, then SET ... PX only when the state changes.
 local key = KEYS[1]
@@ -11,7 +14,17 @@ local w = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 
-local start = now - (now % w)
+local start, atStart, keep
+if w == 0 then
+  start = tonumber(ARGV[8])
+  atStart = tonumber(ARGV[10])
+  -- A later window's state (a clock ahead) ends at most a longest month
+  -- after its start.
+  keep = 31 * 86400000
+else
+  start = now - (now % w)
+  keep = w
+end
 local sw, count
 local v = redis.call('GET', key)
 if v then
@@ -34,8 +47,11 @@ if mode == 'd' then
     write = true
   end
 else
-  local at = tonumber(ARGV[6])
-  if sw == at - (at % w) then
+  if w ~= 0 then
+    local at = tonumber(ARGV[6])
+    atStart = at - (at % w)
+  end
+  if sw == atStart then
     count = count - cost
     if count < 0 then count = 0 end
     write = true
@@ -43,6 +59,6 @@ else
 end
 
 if write then
-  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', sw + w - now + 1000))
+  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', sw + keep - now + 1000))
 end
 return {allowed, sw, count}
