@@ -361,17 +361,19 @@ func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decisi
 // rounded up. Whatever a key does later, under a limit l, what it has
 // consumed stays at most max(what it has consumed now, l) — the property
 // global quotas build on (docs/architecture.md, "Usage-aware limits").
-// The window algorithms count exactly, full or not (Decision.Used). For
-// the buckets ok is false when d leaves no room: a fill scaled from a
-// capacity of zero, or from a full bucket, is no reading.
+// Every algorithm counts exactly, full or not (Decision.Used); a bucket's
+// observation must have settled its drain (a store writes the drained
+// state of an observation), or a later drain at a slower rate could leave
+// it holding more than it read. ok is false only for a bucket of capacity
+// zero, whose fill cannot be scaled.
 func Consumed(p Params, d Decision) (consumed int64, ok bool) {
+	used := max(d.Used, 0)
 	if !p.Algorithm.IsBucket() {
-		return max(d.Used, 0), true
+		return used, true
 	}
-	if d.Remaining <= 0 || d.Limit <= 0 {
+	if d.Limit <= 0 {
 		return 0, false
 	}
-	used := d.Limit - d.Remaining
 	if d.Limit != p.Limit {
 		return ceilDiv(used*p.Limit, d.Limit), true
 	}

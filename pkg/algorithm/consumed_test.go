@@ -30,7 +30,10 @@ func TestConsumed(t *testing.T) {
 		{"counter", minute(algorithm.SlidingWindowCounter, 10), 3, 0, 0, 3, true},
 		{"counter above a limit of zero", minute(algorithm.SlidingWindowCounter, 10), 7, -1, 0, 7, true},
 		{"token bucket, burst in limit units", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}, 5, 0, 0, 50, true},
-		{"token bucket full", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 0, 0, false},
+		{"token bucket full", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 0, 10, true},
+		{"token bucket half drained", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 30 * time.Second, 5, true},
+		{"leaky bucket above a shrunk capacity", algorithm.Params{Algorithm: algorithm.LeakyBucket, Limit: 60, Window: time.Minute, Burst: 10}, 10, 0, 0, 60, true},
+		{"bucket of capacity zero", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 4, -1, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s algorithm.State

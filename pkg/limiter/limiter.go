@@ -552,6 +552,11 @@ type RuleResult struct {
 	lreq algorithm.Request
 }
 
+// Params returns the parameters the store was asked to decide with: the
+// local limit and burst in force for the key. Zero for a result the store
+// did not decide.
+func (r *RuleResult) Params() algorithm.Params { return r.req.Params }
+
 // Shadow reports whether the rule only observes.
 func (r *RuleResult) Shadow() bool { return r.Match.Rule.Spec.Shadow }
 

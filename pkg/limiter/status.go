@@ -53,7 +53,7 @@ func (l *Limiter) Status(ctx context.Context, domain, ruleID, key string) (RuleR
 	req := algorithm.Request{Key: m.StoreKey, Params: l.params(set.Domain(), m)}
 	out, err := l.storeCall(ctx, now, []algorithm.Request{req})
 	if err == nil && out[0].Err == nil {
-		res.Source, res.Decision = SourceStore, out[0].Decision
+		res.Source, res.Decision, res.req = SourceStore, out[0].Decision, req
 		return res, nil
 	}
 	if err == nil {

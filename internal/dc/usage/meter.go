@@ -14,10 +14,10 @@ import (
 // the reading counts what every instance of the DC admitted. Its zero
 // value reads nothing until SetLimiter; it is safe for concurrent use.
 //
-// Rules of the bucket algorithms go without readings: an observation does
-// not settle a bucket in the store, and a bucket left alone drains, when
-// next touched, at the rate then in force — after a shrink, slower than it
-// did when read, so a reading could count less than the bucket will hold.
+// A bucket's reading relies on the store settling the bucket's drain when
+// it observes it (both stores do): a bucket left alone drains, when next
+// touched, at the rate then in force — after a shrink, slower than before —
+// so an unsettled reading could count less than the bucket will hold.
 type LimiterMeter struct {
 	// MinWindow: rules whose window is at most this long go without
 	// readings — the coordinator keeps its quarantine for them, exact for
@@ -46,12 +46,12 @@ func (m *LimiterMeter) Consumed(ctx context.Context, domain, ruleID, key string)
 		return 0, false
 	}
 	r, ok := set.Rule(ruleID)
-	if !ok || r.Spec.Algorithm.IsBucket() || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Window() <= m.MinWindow {
+	if !ok || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Window() <= m.MinWindow {
 		return 0, false
 	}
 	res, err := l.Status(ctx, domain, ruleID, key)
 	if err != nil || res.Source != limiter.SourceStore {
 		return 0, false
 	}
-	return algorithm.Consumed(algorithm.Params{Algorithm: r.Spec.Algorithm, Limit: res.Decision.Limit}, res.Decision)
+	return algorithm.Consumed(res.Params(), res.Decision)
 }

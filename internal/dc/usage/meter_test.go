@@ -179,8 +179,8 @@ func sortRules(rs []*weirv1.RuleUsage) {
 
 // TestLimiterMeterRedis reads, through a limiter on a real redis-server,
 // what was admitted of global rules of every window algorithm, of a rule
-// and of keys, with room left or none; a bucket and a keyed rule's own
-// entry go without a reading.
+// and of keys, with room left or none, and of buckets (in units of the
+// limit); a keyed rule's own entry goes without a reading.
 func TestLimiterMeterRedis(t *testing.T) {
 	const yaml = `
 domain: api
@@ -189,6 +189,7 @@ rules:
   - {rule_id: fixed, key_type: f, limit: 50, window_seconds: 3600, algorithm: FixedWindow}
   - {rule_id: counter, key_type: c, limit: 50, window_seconds: 60, algorithm: SlidingWindowCounter}
   - {rule_id: bucket, key_type: b, limit: 50, window_seconds: 60, algorithm: TokenBucket}
+  - {rule_id: leaky, key_type: lb, limit: 60, window_seconds: 60, algorithm: LeakyBucket, burst: 10}
   - {rule_id: site, limit: 1000, window_seconds: 86400, algorithm: SlidingWindowLog, conditions: {site: "yes"}}
 `
 	srv := redistest.Start(t)
@@ -245,7 +246,10 @@ rules:
 		{"counter", "c", "x", 11, func(a int64) want { return want{a, true} }},
 		{"log", "l", "untouched", 0, func(int64) want { return want{0, true} }},
 		{"log", "l", "full", 60, func(a int64) want { return want{a, true} }},
-		{"bucket", "b", "x", 5, func(int64) want { return want{0, false} }},
+		{"bucket", "b", "x", 5, func(a int64) want { return want{a, true} }},
+		{"bucket", "b", "full", 60, func(a int64) want { return want{a, true} }},
+		// 4 of a capacity of 10 at 60 per minute: in units of the limit.
+		{"leaky", "lb", "x", 4, func(a int64) want { return want{a * 6, true} }},
 		{"site", "site", "", 13, func(a int64) want { return want{a, true} }},
 		{"log", "", "", 0, func(int64) want { return want{0, false} }},
 	}

@@ -84,6 +84,9 @@ func TestCommandsPerDecision(t *testing.T) {
 	bucket := maps.Clone(counter)
 	// The refund empties the bucket: an empty bucket is deleted.
 	bucket[refund] = map[string]int64{"evalsha": 1, "get": 1, "del": 1}
+	// A peek settles the drain since the last write (usage readings rely
+	// on it: bucket.lua).
+	bucket[peek] = map[string]int64{"evalsha": 1, "get": 1, "set": 1}
 	want := map[algorithm.Algorithm]map[string]map[string]int64{
 		algorithm.TokenBucket:          bucket,
 		algorithm.LeakyBucket:          bucket,

@@ -5,7 +5,11 @@
 --          admitted)
 -- Returns  {allowed, fill, last}
 -- Commands: GET, then SET ... PX (or DEL, for an empty bucket) only when
--- the state changes.
+-- the state changes: an admission, a refund, or an observation (cost 0)
+-- of a bucket that drained since its last write. The observation settles
+-- the drain at the rate in force, so that the bucket drains from the
+-- fill it read at the rate of later calls (a usage reading is then an
+-- upper bound of what the bucket holds until its next admission).
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -23,6 +27,7 @@ end
 if level == nil or last == nil then
   level, last = 0, 0
 end
+local stored = level
 if now > last then
   if limit == 0 then
     last = now
@@ -44,6 +49,9 @@ if mode == 'd' then
       level = level + cost * w
       write = true
     end
+  end
+  if cost == 0 and v and level ~= stored then
+    write = true
   end
 else
   -- Give back what the request still holds: its cost less what drained
