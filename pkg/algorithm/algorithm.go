@@ -3,6 +3,8 @@ package algorithm
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 )
 
@@ -375,7 +377,24 @@ func Consumed(p Params, d Decision) (consumed int64, ok bool) {
 		return 0, false
 	}
 	if d.Limit != p.Limit {
-		return ceilDiv(used*p.Limit, d.Limit), true
+		return mulDivCeil(used, p.Limit, d.Limit), true
 	}
 	return used, true
+}
+
+// mulDivCeil returns ⌈a × b ÷ c⌉ for a, b ≥ 0 and c > 0 without
+// overflowing in between, saturating at math.MaxInt64.
+func mulDivCeil(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, uint64(c))
+	if r > 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
 }

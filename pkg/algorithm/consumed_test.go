@@ -15,7 +15,7 @@ func TestConsumed(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		p       algorithm.Params
-		spend   int64
+		spend   int64 // in one request
 		observe int64 // the limit in force when read; 0: p.Limit
 		later   time.Duration
 		want    int64
@@ -33,12 +33,15 @@ func TestConsumed(t *testing.T) {
 		{"token bucket full", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 0, 10, true},
 		{"token bucket half drained", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 10, 0, 30 * time.Second, 5, true},
 		{"leaky bucket above a shrunk capacity", algorithm.Params{Algorithm: algorithm.LeakyBucket, Limit: 60, Window: time.Minute, Burst: 10}, 10, 0, 0, 60, true},
+		// (5×10^10 of a capacity of 8×10^10) × 10^12 overflows int64 on the
+		// way: 62.5% of the limit, not a negative number.
+		{"huge bucket", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 1_000_000_000_000, Window: 100 * time.Second, Burst: 80_000_000_000}, 50_000_000_000, 0, 0, 625_000_000_000, true},
 		{"bucket of capacity zero", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 4, -1, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var s algorithm.State
-			for range tc.spend {
-				_, s = algorithm.Decide(tc.p, s, at, 1)
+			d, s := algorithm.Decide(tc.p, algorithm.State{}, at, tc.spend) // one request
+			if !d.Allowed {
+				t.Fatalf("spending %d: rejected", tc.spend)
 			}
 			p := tc.p
 			switch {
@@ -47,7 +50,7 @@ func TestConsumed(t *testing.T) {
 			case tc.observe < 0:
 				p.Limit = 0
 			}
-			d, _ := algorithm.Decide(p, s, at.Add(tc.later), 0)
+			d, _ = algorithm.Decide(p, s, at.Add(tc.later), 0)
 			got, ok := algorithm.Consumed(p, d)
 			if got != tc.want || ok != tc.wantOK {
 				t.Errorf("got %d, %v, want %d, %v", got, ok, tc.want, tc.wantOK)

@@ -113,13 +113,12 @@ func (r *Rule) Window() time.Duration { return time.Duration(r.WindowSeconds) * 
 // The caller scales limit and burst; Params does not validate them.
 func (r *Rule) Params(limit, burst int64) algorithm.Params {
 	p := algorithm.Params{Algorithm: r.Algorithm, Limit: limit, Window: r.Window(), Burst: burst}
-	if r.Calendar == CalendarMonth {
-		p.Calendar = algorithm.Month
-	}
+	p.Calendar, _ = algorithm.ParseCalendar(r.Calendar) // Validate refuses an unknown one
 	return p
 }
 
-// CalendarMonth is the Calendar of monthly windows.
+// CalendarMonth is the Calendar of monthly windows: algorithm.Month's
+// name (TestCalendarMonth checks that they agree).
 const CalendarMonth = "month"
 
 // monthSeconds is the WindowSeconds of a rule whose Calendar is "month".

@@ -294,6 +294,9 @@ func TestCalendarMonth(t *testing.T) {
 	if r.WindowSeconds != 31*86400 || r.Window() != algorithm.MonthWindow {
 		t.Errorf("window %d s (%v), want 31 days", r.WindowSeconds, r.Window())
 	}
+	if rule.CalendarMonth != algorithm.Month.String() {
+		t.Errorf("rule.CalendarMonth %q, algorithm.Month %q", rule.CalendarMonth, algorithm.Month)
+	}
 	p := r.Params(r.Limit, r.Burst)
 	if p.Calendar != algorithm.Month || p.Validate() != nil {
 		t.Fatalf("params %+v (%v), want valid calendar months", p, p.Validate())

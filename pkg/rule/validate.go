@@ -152,8 +152,9 @@ func (r *Rule) validate(rep *Report, p string) {
 	}
 	windowOK := true
 	wp := fielderr.Field(p, "window_seconds")
+	_, calendarErr := algorithm.ParseCalendar(r.Calendar)
 	switch {
-	case r.Calendar != "" && r.Calendar != CalendarMonth:
+	case calendarErr != nil:
 		rep.Add(fielderr.Field(p, "calendar"), "%q is not one of \"month\" (or none)", r.Calendar)
 		windowOK = false
 	case r.Calendar == CalendarMonth && r.Algorithm != algorithm.FixedWindow:

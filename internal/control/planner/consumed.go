@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"time"
 
 	"github.com/weirhq/weir/pkg/allocate"
@@ -19,6 +20,7 @@ import (
 type reading struct {
 	v   int64 // consumed, in units of the entry's limit
 	rev int64 // the revision the reporting instance had applied
+	at  int64 // when it was read (Unix ms, the limiter's clock)
 	ok  bool  // the DC reports consumption for the entry
 }
 
@@ -36,7 +38,7 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 	if r.ok && rev < r.rev || rev <= e.floor[d] {
 		return // an older instance's view, or a report overtaken
 	}
-	*r = reading{v: v, rev: rev, ok: true}
+	*r = reading{v: v, rev: rev, at: readAt, ok: true}
 	// Each pruned write is released by a reading younger than its own
 	// release, so that frequent releases do not postpone the older ones.
 	c := e.carry[d][:0]
@@ -49,10 +51,10 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 }
 
 // forget replaces DC d's readings of e by v, the most it may have consumed
-// now, and refuses later readings taken at revision floor or before: they
-// may have been taken before this instant. It returns v.
-func (e *entry) forget(d int, v, floor int64) int64 {
-	e.used[d] = reading{v: v, rev: floor, ok: true}
+// at now (Unix ms), and refuses later readings taken at revision floor or
+// before: they may have been taken before this instant. It returns v.
+func (e *entry) forget(d int, v, floor, now int64) int64 {
+	e.used[d] = reading{v: v, rev: floor, at: now, ok: true}
 	e.floor[d] = max(e.floor[d], floor)
 	e.carry[d] = e.carry[d][:0]
 	return v
@@ -95,11 +97,24 @@ func (e *entry) carriedMax(d int) int64 {
 
 // consumed returns the most DC d may have consumed of e in the window, as
 // far as its readings say: 0 for a DC that does not report consumption.
-func (e *entry) consumed(d int) int64 {
+// A reading taken at or before since (Unix ms: now less the rule's
+// memory) has aged out whole — its DC stopped reading the entry (a
+// restart, a store that did not answer) — and counts 0; what the DC
+// consumed since is bounded by its limits, which held() counts.
+func (e *entry) consumed(d int, since int64) int64 {
 	if !e.used[d].ok {
 		return 0
 	}
-	return max(e.used[d].v, e.carriedMax(d))
+	return max(e.read(d, since), e.carriedMax(d))
+}
+
+// read returns DC d's latest reading of e, or 0 if it was taken at or
+// before since.
+func (e *entry) read(d int, since int64) int64 {
+	if e.used[d].at <= since {
+		return 0
+	}
+	return e.used[d].v
 }
 
 // own returns what DC d's own target keeps of what it consumed: for the
@@ -109,14 +124,26 @@ func (e *entry) consumed(d int) int64 {
 // of reading + grant holds at most carry + grant. A bucket (bucket true)
 // keeps its carry: after a shrink it drains at the new, slower rate, so
 // its fill may stay above a reading taken before the shrink settled it.
-func (e *entry) own(d int, bucket bool) int64 {
+func (e *entry) own(d int, bucket bool, since int64) int64 {
 	if bucket {
-		return e.consumed(d)
+		return e.consumed(d, since)
 	}
 	if !e.used[d].ok {
 		return 0
 	}
-	return e.used[d].v
+	return e.read(d, since)
+}
+
+// agedOut returns the Unix ms at or before which a reading of rs has aged
+// out whole: now less the rule's memory and the tolerated clock skew (the
+// reading's time is the limiter's clock). A bucket's readings never age
+// out: it drains at its local rate, which may be far below the rule's —
+// at a local limit of zero it keeps its fill for good.
+func (p *Planner) agedOut(rs *ruleState) int64 {
+	if rs.spec.Algorithm.IsBucket() {
+		return math.MinInt64
+	}
+	return p.now.UnixMilli() - rs.memory.Milliseconds() - p.cfg.Skew.Milliseconds()
 }
 
 // usageAware reports whether any DC reports consumption for e, so that its
@@ -132,15 +159,18 @@ func (e *entry) usageAware() bool {
 
 // awareTargets turns e's target shares into usage-aware local limits:
 // each DC keeps what it consumed (own), and what nobody may hold is
-// apportioned by the shares — so Σ targets ≤ e.limit, and quota moves
-// between DCs only as it is left unconsumed. bucket says e's rule is one
-// of the buckets.
-func (e *entry) awareTargets(bucket bool) {
+// apportioned by the shares, so that quota moves between DCs only as it
+// is left unconsumed. Targets are goals: when the readings sum above the
+// limit (they disagree in time) nothing is free and the targets may sum
+// above it too; the two-phase step, which bounds Σ max(held, next) by the
+// limit, is what keeps the DCs within it. bucket says e's rule is one
+// of the buckets; readings taken at or before since have aged out.
+func (e *entry) awareTargets(bucket bool, since int64) {
 	n := len(e.target)
 	free := e.limit
 	c := make([]int64, n)
 	for d := range n {
-		c[d] = e.consumed(d)
+		c[d] = e.consumed(d, since)
 		free -= c[d]
 	}
 	if free < 0 {
@@ -150,6 +180,6 @@ func (e *entry) awareTargets(bucket bool) {
 	a := make([]int64, n)
 	allocate.Apportion(e.share, free, a)
 	for d := range n {
-		e.target[d] = min(e.limit, e.own(d, bucket)+a[d])
+		e.target[d] = min(e.limit, e.own(d, bucket, since)+a[d])
 	}
 }

@@ -202,6 +202,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	for _, w := range h {
 		m = max(m, w.limit)
 	}
+	since := p.agedOut(rs)
 	if p.dc[d].expired {
 		// Past its lease the DC enforces at most its static limit; what it
 		// consumed before stays counted until the rule's memory (its
@@ -211,14 +212,14 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 			return min(e.static[d], m)
 		}
 		if p.now.Before(p.dc[d].expiredAt.Add(rs.memory)) {
-			return max(m, e.consumed(d))
+			return max(m, e.consumed(d, since))
 		}
 		// The memory has passed: whatever the DC consumed now, it admitted
 		// under its static limit. Its readings from before are forgotten
 		// for good, so that renewing its lease cannot bring them back.
-		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d))), p.floorRev(e, d))
+		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d))), p.floorRev(e, d), p.now.UnixMilli())
 	}
-	return max(m, e.consumed(d))
+	return max(m, e.consumed(d, since))
 }
 
 // floorRev is the newest revision DC d may have applied of e: a reading

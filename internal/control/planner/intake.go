@@ -78,7 +78,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 			continue
 		}
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
-		aware := rs.spec.Window() > p.cfg.UsageAwareAbove
+		aware := rs.memory > p.cfg.UsageAwareAbove
 		if aware && ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
 			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 		}
@@ -102,6 +102,9 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 
 func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64, put func(*entry, int, int64, float64)) {
 	key, limit := k.GetKey(), k.GetLimit()
+	if limit == 0 && k.GetOffered() == 0 && k.GetAdmitted() == 0 && k.GetRejected() == 0 && k.Consumed != nil {
+		return // a quiet key's reading alone (usage/holding.go): no demand, the limit as it was
+	}
 	if key == "" || len(key) > MaxKeyLen || limit <= 0 || limit > algorithm.MaxLimit || !countsOK(k.GetOffered(), k.GetAdmitted(), k.GetRejected()) {
 		p.stats.Refused++
 		return

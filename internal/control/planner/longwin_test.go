@@ -31,6 +31,10 @@ type world struct {
 	fixed map[int64]int64 // admissions per aligned window (fixed)
 	peak  int64           // the most the invariant's measure reached
 	total int64           // admissions
+	// unread DCs report their counts without readings, as a limiter that
+	// restarted (and forgot its quiet entries) or whose store did not
+	// answer its readings.
+	unread map[string]bool
 }
 
 func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration) *world {
@@ -38,7 +42,7 @@ func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration) *wo
 	// the usage-aware path too (by default they keep the quarantine).
 	every := func(c *Config) { c.UsageAwareAbove = -1 }
 	w := &world{sim: newSimRule(t, watchLag, r, every), key: key, st: map[string]algorithm.State{},
-		carry: map[string]float64{}, ivl: map[string]*weirv1.RuleUsage{}, fixed: map[int64]int64{}}
+		carry: map[string]float64{}, ivl: map[string]*weirv1.RuleUsage{}, fixed: map[int64]int64{}, unread: map[string]bool{}}
 	for _, d := range simDCs {
 		w.ivl[d] = &weirv1.RuleUsage{}
 	}
@@ -144,6 +148,7 @@ func (w *world) report() {
 		dec, next := algorithm.Decide(p, w.st[d], w.now, 0)
 		w.st[d] = next
 		c, ok := algorithm.Consumed(p, dec)
+		ok = ok && !w.unread[d]
 		if p.Limit == 0 && w.st[d].Count == 0 && w.st[d].Prev == 0 && len(w.st[d].Log) == 0 && w.st[d].Level == 0 {
 			c, ok = 0, true // nothing consumed at all
 		}
@@ -271,9 +276,10 @@ func TestLongWindowFollowTheSun(t *testing.T) {
 }
 
 // TestLongWindowProperty moves demand at random between DCs, with random
-// algorithms, windows, watch and report delays, lost reports and a DC
-// cut off for a while, and checks the invariant after every event. Each
-// case draws from its own seed, so that one fails alone when run alone
+// algorithms, windows, watch and report delays, lost reports, a DC cut off
+// for a while and one whose reports go without readings for a while, and
+// checks the invariant after every event. Each case draws from its own
+// seed, so that one fails alone when run alone
 // (-run 'TestLongWindowProperty/seed=N/'). WEIR_LONGWIN_CASES sets how
 // many cases to play (24 by default); WEIR_LONGWIN_SEED, the first seed
 // (random when "random", logged).
@@ -328,12 +334,15 @@ func propertyCase(t *testing.T, seed uint64) {
 		rate := float64(limit) / float64(win) * (1 + 2*rng.Float64())
 		cutAt, cutFor := 20+rng.IntN(100), 5+rng.IntN(20)
 		cutDC := simDCs[rng.IntN(len(simDCs))]
+		unreadAt, unreadFor := 10+rng.IntN(150), 1+rng.IntN(60)
+		unreadDC := simDCs[rng.IntN(len(simDCs))]
 		var at string
 		for sec := range 200 {
 			if sec%(5+rng.IntN(30)) == 0 || at == "" {
 				at = simDCs[rng.IntN(len(simDCs))]
 			}
 			w.cut[cutDC] = sec >= cutAt && sec < cutAt+cutFor
+			w.unread[unreadDC] = sec >= unreadAt && sec < unreadAt+unreadFor
 			w.run(1, 10, func(int) map[string]float64 { return map[string]float64{at: rate} })
 		}
 		t.Logf("peak %d of %d, admitted %d", w.peak, limit, w.total)
@@ -418,7 +427,7 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 			if got := e.carriedMax(0); got != tc.wantCarry {
 				t.Errorf("carry %d, want %d", got, tc.wantCarry)
 			}
-			if got, want := e.consumed(0), max(300, tc.wantCarry); got != want {
+			if got, want := e.consumed(0, 0), max(300, tc.wantCarry); got != want {
 				t.Errorf("consumed %d, want %d", got, want)
 			}
 		})
@@ -515,5 +524,62 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 	// demand moves three times a window.
 	if mean < 0.88 || worst < r.Limit*7/10 {
 		t.Errorf("admitted per window: mean %.1f%%, worst %d; want ≥ 88%% and ≥ %d", 100*mean, worst, r.Limit*7/10)
+	}
+}
+
+// TestQuietKeyReading checks that a quiet key's reading alone — no counts
+// and no limit, as a limiter sends it while the key is quiet in its DC —
+// is taken as a reading, changes neither the key's limit nor its demand,
+// and is not refused.
+func TestQuietKeyReading(t *testing.T) {
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := logRule(600, 60)
+	r.KeyType = rule.Dimensions{"user"}
+	p.SetRules([]rule.Rule{r})
+	now := time.UnixMilli(1_700_000_000_000)
+	p.Load(now, nil, nil, nil)
+	c := int64(300)
+	busy := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
+		Rules: []*weirv1.RuleUsage{{Domain: r.Domain, RuleId: r.ID, Offered: 400, Admitted: 300, Rejected: 100,
+			Keys: []*weirv1.KeyUsage{{Key: "u", Offered: 400, Admitted: 300, Rejected: 100, Limit: 600, Consumed: &c}}}}}
+	if err := p.Ingest(busy, now); err != nil {
+		t.Fatal(err)
+	}
+	e := p.rules[ruleRef{r.Domain, r.ID}].keys["u"]
+	if e == nil || e.used[0].v != 300 {
+		t.Fatalf("key entry %+v, want one read at 300", e)
+	}
+	refused := p.stats.Refused
+	now = now.Add(time.Second)
+	q := int64(120)
+	quiet := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: 2, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
+		Rules: []*weirv1.RuleUsage{{Domain: r.Domain, RuleId: r.ID, Keys: []*weirv1.KeyUsage{{Key: "u", Consumed: &q}}}}}
+	if err := p.Ingest(quiet, now); err != nil {
+		t.Fatal(err)
+	}
+	if e.used[0].v != 120 || e.limit != 600 || p.stats.Refused != refused {
+		t.Errorf("after the quiet reading: read %d, limit %d, refused %d; want 120, 600, %d", e.used[0].v, e.limit, p.stats.Refused, refused)
+	}
+}
+
+// TestReadingAgesOut checks that a reading taken a whole memory ago counts
+// nothing — its DC stopped reading the entry, and what it consumed then
+// has aged out — while a carried pruned write still counts.
+func TestReadingAgesOut(t *testing.T) {
+	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
+	e.observe(0, 300, 8, 5000, 0)
+	for _, tc := range []struct {
+		since, want int64
+	}{{4999, 300}, {5000, 0}} {
+		if got := e.consumed(0, tc.since); got != tc.want {
+			t.Errorf("since %d: consumed %d, want %d", tc.since, got, tc.want)
+		}
+	}
+	e.release(0, 500, 9, 6000)
+	if got := e.consumed(0, 7000); got != 500 {
+		t.Errorf("aged reading with a carry of 500: consumed %d, want 500", got)
 	}
 }

@@ -58,10 +58,12 @@ type Config struct {
 	// window has passed could admit that quota again (docs/architecture.md).
 	// Default 10 × Interval.
 	MaxQuarantine time.Duration
-	// UsageAwareAbove is the window above which a rule's limits follow
-	// what the DCs report they consumed (docs/architecture.md, "Long
-	// windows"); shorter windows keep the quarantine, which moves quota
-	// exactly for them. Default MaxQuarantine; negative: every window.
+	// UsageAwareAbove is the memory (algorithm.Params.Memory: the window,
+	// two for the sliding counter, a full bucket's drain) above which a
+	// rule's limits follow what the DCs report they consumed
+	// (docs/architecture.md, "Usage-aware limits"); shorter memories keep
+	// the quarantine, which moves quota exactly for them. Default
+	// MaxQuarantine; negative: every rule.
 	UsageAwareAbove time.Duration
 	// TakeoverGrace is how long a new leader renews the leases of the DCs
 	// whose lease it found valid, before it hears from them through Kafka

@@ -3,8 +3,6 @@ package planner
 import (
 	"fmt"
 
-	"github.com/weirhq/weir/pkg/algorithm"
-
 	"github.com/weirhq/weir/pkg/allocate"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
@@ -34,7 +32,7 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 		}
 		rs.spec = r
 		rs.wait = min(r.Window(), p.cfg.MaxQuarantine)
-		rs.memory = algorithm.Params{Algorithm: r.Algorithm, Limit: r.Limit, Window: r.Window(), Burst: r.Burst}.Memory()
+		rs.memory = r.Params(r.Limit, r.Burst).Memory()
 		p.setLimit(rs, rs.entry, r.Limit)
 		p.setStatic(rs, rs.entry)
 		for _, e := range rs.keys {

@@ -59,7 +59,7 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 	copy(e.share, out)
 	allocate.Apportion(out, e.limit, e.target)
 	if e.usageAware() {
-		e.awareTargets(rs.spec.Algorithm.IsBucket())
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs))
 	}
 }
 

@@ -6,50 +6,70 @@ import weirv1 "github.com/weirhq/weir/proto/weir/v1"
 // was not consumed (docs/architecture.md, "Usage-aware limits"). A DC
 // whose traffic moved elsewhere still holds what it consumed, and that
 // ages out of the window while the DC is quiet: unless the DC goes on
-// reporting it, the coordinator keeps counting its last reading for ever
-// and the DC where the demand went never grows into it. So the Reporter
-// remembers the entries it read as holding something, and reads them
-// again every interval, traffic or not, until they hold nothing.
+// reporting it, the coordinator keeps counting its last reading until the
+// rule's memory has passed, and the DC where the demand went grows into it
+// only then. So the Reporter remembers the entries it read as holding
+// quota, and reads them again every interval, traffic or not, until they
+// hold nothing.
 
 // heldRef names an entry the Reporter read as holding quota: a rule, or
 // one key of it.
 type heldRef struct{ domain, ruleID, key string }
 
-// heldEntry is what a held entry's report needs besides its reading.
-type heldEntry struct {
-	limit int64 // KeyUsage.limit, for keys
-}
+// maxMisses is how many reports in a row an entry may go without a reading
+// (the store did not answer, the rule went away) before it is forgotten.
+const maxMisses = 300
 
-// holding is the set of entries read as holding quota. It is owned by the
+// holding is the set of entries read as holding quota, each with the
+// number of reports in a row it went without a reading. It is owned by the
 // Reporter's Run goroutine.
 type holding struct {
 	max     int // the most entries remembered
-	entries map[heldRef]heldEntry
+	entries map[heldRef]int
 }
 
 // note records the reading v of an entry, if it was read: remembered
-// while it holds quota, forgotten once it holds none or has no reading.
-func (h *holding) note(ref heldRef, e heldEntry, v *int64, read bool) {
+// while it holds quota, forgotten once it holds none.
+func (h *holding) note(ref heldRef, v *int64, read bool) {
 	if !read {
 		return // past the readings' budget: as it was
 	}
-	if v == nil || *v <= 0 {
+	if v == nil {
+		h.miss(ref)
+		return
+	}
+	if *v <= 0 {
 		delete(h.entries, ref)
 		return
 	}
 	if _, ok := h.entries[ref]; !ok && len(h.entries) >= h.max {
-		return // full: this entry goes unread while quiet (the coordinator then counts its last reading)
+		return // full: this entry goes unread while quiet (the coordinator counts its last reading until the rule's memory has passed)
 	}
 	if h.entries == nil {
-		h.entries = map[heldRef]heldEntry{}
+		h.entries = map[heldRef]int{}
 	}
-	h.entries[ref] = e
+	h.entries[ref] = 0
+}
+
+// miss counts a report without a reading of a remembered entry, and
+// forgets it after maxMisses in a row.
+func (h *holding) miss(ref heldRef) {
+	n, ok := h.entries[ref]
+	switch {
+	case !ok:
+	case n+1 >= maxMisses:
+		delete(h.entries, ref)
+	default:
+		h.entries[ref] = n + 1
+	}
 }
 
 // quiet returns the held entries rules does not carry, as usage of no
-// traffic with get's readings, and forgets those get finds empty or
-// without a reading; those past get's budget wait for the next report.
-// rules is left unchanged; the caller appends what is returned.
+// traffic with get's readings: zero counts, and for keys no limit (the
+// coordinator keeps the one it has). An entry read empty is reported once
+// more and forgotten; one without a reading is left out and counted a
+// miss; those past get's budget wait for the next report. rules is left
+// unchanged; the caller appends what is returned.
 func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key string) (*int64, bool)) []*weirv1.RuleUsage {
 	if len(h.entries) == 0 {
 		return nil
@@ -65,7 +85,7 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 	}
 	var out []*weirv1.RuleUsage
 	byRule := map[heldRef]*weirv1.RuleUsage{}
-	for ref, e := range h.entries {
+	for ref := range h.entries {
 		if seen[ref] {
 			continue
 		}
@@ -73,11 +93,14 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 		if !read {
 			continue
 		}
-		if v == nil || *v <= 0 {
+		if v == nil {
+			h.miss(ref)
+			continue
+		}
+		if *v <= 0 {
 			delete(h.entries, ref)
-			if v == nil {
-				continue
-			}
+		} else {
+			h.entries[ref] = 0
 		}
 		if ref.key == "" {
 			out = append(out, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
@@ -90,7 +113,7 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 			byRule[rk] = ru
 			out = append(out, ru)
 		}
-		ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: ref.key, Limit: e.limit, Consumed: v})
+		ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: ref.key, Consumed: v})
 	}
 	return out
 }

@@ -116,7 +116,9 @@ func TestReporterReadings(t *testing.T) {
 // TestReporterReadsQuietEntries checks that an entry read as holding
 // quota is read again in the reports of intervals without its traffic —
 // what it holds ages out of the window, and the coordinator must hear it
-// — until a reading finds it empty, which is reported once.
+// — through a failed reading, until a reading finds it empty, which is
+// reported once. A quiet key goes without a limit: the coordinator keeps
+// the one it has.
 func TestReporterReadsQuietEntries(t *testing.T) {
 	set := compile(t)
 	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
@@ -139,20 +141,22 @@ func TestReporterReadsQuietEntries(t *testing.T) {
 		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
 	}
 	next(1, nil)
-	next(2, func() { m.values["site/"] = 7 })
-	next(3, func() { m.values["site/"] = 0; delete(m.values, "per-user/a") })
-	next(4, nil)
+	next(2, func() { m.values["site/"] = 7; delete(m.values, "per-user/a") }) // a's reading fails
+	next(3, func() { m.values["site/"] = 0; m.values["per-user/a"] = 20 })
+	next(4, func() { m.values["per-user/a"] = 0 })
+	next(5, nil)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	got := pub.reports(t)
 	want := [][]*weirv1.RuleUsage{
-		2: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Limit: 100, Consumed: ptr(30)}}},
-			{Domain: "shop", RuleId: "site", Consumed: ptr(7)}},
-		3: {{Domain: "shop", RuleId: "site", Consumed: ptr(0)}},
-		4: nil,
+		2: {{Domain: "shop", RuleId: "site", Consumed: ptr(7)}},
+		3: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Consumed: ptr(20)}}},
+			{Domain: "shop", RuleId: "site", Consumed: ptr(0)}},
+		4: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Consumed: ptr(0)}}}},
+		5: nil,
 	}
-	for n := 2; n <= 4; n++ {
+	for n := 2; n <= 5; n++ {
 		rules := got[n-1].GetRules()
 		sortRules(rules)
 		if len(rules) != len(want[n]) {

@@ -315,12 +315,12 @@ func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) []*weirv
 		if len(ru.GetKeys()) == 0 {
 			var read bool
 			ru.Consumed, read = get(ru.GetDomain(), ru.GetRuleId(), "")
-			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), ""}, heldEntry{}, ru.Consumed, read)
+			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), ""}, ru.Consumed, read)
 		}
 		for _, k := range ru.GetKeys() {
 			var read bool
 			k.Consumed, read = get(ru.GetDomain(), ru.GetRuleId(), k.GetKey())
-			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}, heldEntry{limit: k.GetLimit()}, k.Consumed, read)
+			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}, k.Consumed, read)
 		}
 	}
 	return append(rules, r.held.quiet(rules, get)...)

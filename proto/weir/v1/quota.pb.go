@@ -178,7 +178,8 @@ type RuleUsage struct {
 	// (docs/architecture.md, "Usage-aware limits"), read from the DC's store
 	// when the report was built, after the instance had applied its DC's
 	// assignments up to applied_revision. Only for rules without key
-	// dimensions; absent when unknown (the store did not answer, a bucket).
+	// dimensions; absent when unknown (the store did not answer, a bucket
+	// whose local limit is zero).
 	// It may exceed the local limit in force: after a shrink a DC holds
 	// what it had consumed. A report with no traffic for the rule may carry
 	// only this, while what the DC consumed ages out of the window.

@@ -14,9 +14,10 @@ local w = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 
-local start, atStart, keep
+local start, finish, atStart, keep
 if w == 0 then
   start = tonumber(ARGV[8])
+  finish = tonumber(ARGV[9])
   atStart = tonumber(ARGV[10])
   -- A later window's state (a clock ahead) ends at most a longest month
   -- after its start.
@@ -59,6 +60,8 @@ else
 end
 
 if write then
-  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', sw + keep - now + 1000))
+  local ends = sw + keep
+  if sw == start and finish then ends = finish end
+  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000))
 end
 return {allowed, sw, count}
