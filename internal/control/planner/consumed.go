@@ -64,13 +64,14 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 // write in force at revision rev stop counting as held, every instance of
 // the DC having applied rev, their largest limit being pruned: the DC may
 // have consumed up to that much by then, and it stays held until a reading
-// taken after now says otherwise.
-func (e *entry) release(d int, pruned, rev, now int64) {
+// taken after now says otherwise. It remembers at most keep pruned writes,
+// merging the two oldest beyond that.
+func (e *entry) release(d int, pruned, rev, now int64, keep int) {
 	if !e.used[d].ok {
 		return
 	}
 	c := append(e.carry[d], carried{v: max(pruned, e.used[d].v), rev: rev, at: now})
-	if len(c) > maxCarried {
+	if len(c) > keep {
 		// Merge the two oldest, conservatively: the larger amount, held
 		// until a reading younger than both.
 		c[1] = carried{v: max(c[0].v, c[1].v), rev: max(c[0].rev, c[1].rev), at: max(c[0].at, c[1].at)}
@@ -83,8 +84,18 @@ func (e *entry) release(d int, pruned, rev, now int64) {
 // revision rev at Unix ms at.
 type carried struct{ v, rev, at int64 }
 
-// maxCarried bounds the pruned writes remembered per (entry, DC).
-const maxCarried = 4
+// carriedFor returns how many pruned writes to remember per (entry, DC)
+// with the given interval and tolerated skew: a DC that shrinks every
+// interval (its reading declines as its consumption ages out) prunes a
+// write per interval, each released only by a reading a skew younger, so
+// the list must span the skew and a few intervals of report lag. A shorter
+// one merges its oldest writes into one whose release time keeps moving on
+// with every new write, and is never released while the DC goes on
+// shrinking: with 200 ms intervals, a skew of 1 s and four writes kept, a
+// long-window scenario's utilisation fell from 98.7% to 68.7% of L.
+func carriedFor(interval, skew time.Duration) int {
+	return max(4, int((skew+interval-1)/interval)+4)
+}
 
 // carriedMax returns the largest amount DC d's pruned writes still carry.
 func (e *entry) carriedMax(d int) int64 {
