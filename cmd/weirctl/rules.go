@@ -70,7 +70,10 @@ func (a *app) listRules(ctx context.Context) error {
 			limit = "unlimited"
 		}
 		win := "-"
-		if r.WindowSeconds > 0 {
+		switch {
+		case r.Calendar != "":
+			win = r.Calendar // calendar months: 28 to 31 days, not WindowSeconds
+		case r.WindowSeconds > 0:
 			win = window(r.WindowSeconds)
 		}
 		cells := []string{r.ID, orDash(r.PathPattern), orDash(strings.Join(r.Methods, ",")), orDash(strings.Join(r.KeyType, ",")),

@@ -200,9 +200,11 @@ search   -            -        tenant    50,000  1m      SlidingWindowCounter  g
 	}
 
 	srv.AddRule(t, "blog", `{"rule_id": "comments", "limit": 10, "window_seconds": 60, "enabled": false}`)
+	srv.AddRule(t, "blog", `{"rule_id": "plan", "limit": 100, "calendar": "month", "algorithm": "FixedWindow"}`)
 	got = c.ok("get")
 	want = `DOMAIN  RULE_ID   PATH         METHODS  KEY       LIMIT   WINDOW  ALGORITHM             SCOPE   STATE
 blog    comments  -            -        -         10      1m      SlidingWindowCounter  global  disabled
+blog    plan      -            -        -         100     month   FixedWindow           global  enabled
 shop    api       /api/**      -        ip        1,000   1m      SlidingWindowCounter  global  shadow
 shop    login     /auth/login  POST     username  5       5m      SlidingWindowLog      global  enabled
 shop    search    -            -        tenant    50,000  1m      SlidingWindowCounter  global  enabled

@@ -52,6 +52,9 @@ type singleClient interface {
 // is loaded. After a failover the map names the promoted replica once the
 // store has reloaded it (it does so when a request fails).
 func (s *Store) Node(ctx context.Context, r algorithm.Request) (string, error) {
+	if c, ok := s.c.(singleClient); ok {
+		return c.Options().Addr, nil // one node: no key to place
+	}
 	return s.node(ctx, s.RedisKey(r))
 }
 
