@@ -97,11 +97,18 @@ func carriedFor(interval, skew time.Duration) int {
 	return max(4, int((skew+interval-1)/interval)+4)
 }
 
-// carriedMax returns the largest amount DC d's pruned writes still carry.
-func (e *entry) carriedMax(d int) int64 {
+// carriedMax returns the largest amount DC d's pruned writes still carry:
+// those released after since (Unix ms). A write released at or before it
+// was out of force a whole memory ago (plus the skew for the DC's slowest
+// instance), so what was admitted under it has left the window — which
+// matters when no younger reading comes to release it (a limiter that
+// restarted and forgot the entry).
+func (e *entry) carriedMax(d int, since int64) int64 {
 	m := int64(0)
 	for _, k := range e.carry[d] {
-		m = max(m, k.v)
+		if k.at > since {
+			m = max(m, k.v)
+		}
 	}
 	return m
 }
@@ -116,7 +123,7 @@ func (e *entry) consumed(d int, since int64) int64 {
 	if !e.used[d].ok {
 		return 0
 	}
-	return max(e.read(d, since), e.carriedMax(d))
+	return max(e.read(d, since), e.carriedMax(d, since))
 }
 
 // read returns DC d's latest reading of e, or 0 if it was taken at or

@@ -217,7 +217,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		// The memory has passed: whatever the DC consumed now, it admitted
 		// under its static limit. Its readings from before are forgotten
 		// for good, so that renewing its lease cannot bring them back.
-		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d))), p.floorRev(e, d), p.now.UnixMilli())
+		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d, since))), p.floorRev(e, d), p.now.UnixMilli())
 	}
 	return max(m, e.consumed(d, since))
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -424,7 +425,7 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 			e.observe(0, 200, 8, 500, skew)
 			e.release(0, 700, 10, 1000, 4)
 			e.observe(0, 300, tc.rev, tc.readAt, skew)
-			if got := e.carriedMax(0); got != tc.wantCarry {
+			if got := e.carriedMax(0, math.MinInt64); got != tc.wantCarry {
 				t.Errorf("carry %d, want %d", got, tc.wantCarry)
 			}
 			if got, want := e.consumed(0, 0), max(300, tc.wantCarry); got != want {
@@ -474,15 +475,15 @@ func TestCarryReleasedOneByOne(t *testing.T) {
 	e.release(0, 900, 10, 1000, 4)
 	e.observe(0, 100, 10, 1200, skew) // too young for the first release
 	e.release(0, 300, 12, 3000, 4)
-	if got := e.carriedMax(0); got != 900 {
+	if got := e.carriedMax(0, math.MinInt64); got != 900 {
 		t.Fatalf("after two releases carry %d, want 900", got)
 	}
 	e.observe(0, 100, 12, 2000, skew) // after the first release, before the second
-	if got := e.carriedMax(0); got != 300 {
+	if got := e.carriedMax(0, math.MinInt64); got != 300 {
 		t.Errorf("after a reading between the releases carry %d, want 300 (the second only)", got)
 	}
 	e.observe(0, 100, 12, 4000, skew)
-	if got := e.carriedMax(0); got != 0 {
+	if got := e.carriedMax(0, math.MinInt64); got != 0 {
 		t.Errorf("after a reading younger than both carry %d, want 0", got)
 	}
 }
@@ -583,7 +584,7 @@ func TestQuietKeyReading(t *testing.T) {
 
 // TestReadingAgesOut checks that a reading taken a whole memory ago counts
 // nothing — its DC stopped reading the entry, and what it consumed then
-// has aged out — while a carried pruned write still counts.
+// has aged out — and so does a pruned write released a memory ago.
 func TestReadingAgesOut(t *testing.T) {
 	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 	e.observe(0, 300, 8, 5000, 0)
@@ -595,7 +596,10 @@ func TestReadingAgesOut(t *testing.T) {
 		}
 	}
 	e.release(0, 500, 9, 6000, 4)
-	if got := e.consumed(0, 7000); got != 500 {
-		t.Errorf("aged reading with a carry of 500: consumed %d, want 500", got)
+	if got := e.consumed(0, 5999); got != 500 {
+		t.Errorf("aged reading with a carry of 500 released at 6000: consumed %d, want 500", got)
+	}
+	if got := e.consumed(0, 6000); got != 0 {
+		t.Errorf("aged reading and carry: consumed %d, want 0", got)
 	}
 }
