@@ -35,8 +35,13 @@ type reading struct {
 func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 	v = min(max(v, 0), e.limit)
 	r := &e.used[d]
-	if r.ok && rev < r.rev || rev <= e.floor[d] {
+	switch {
+	case r.ok && (rev < r.rev || rev == r.rev && readAt < r.at) || rev <= e.floor[d]:
 		return // an older instance's view, or a report overtaken
+	case r.ok && rev == r.rev && readAt == r.at:
+		// Another instance's reading of the same interval: which of the
+		// two was read last is unknown, so the larger stands.
+		v = max(v, r.v)
 	}
 	*r = reading{v: v, rev: rev, at: readAt, ok: true}
 	// Each pruned write is released by a reading younger than its own
@@ -65,12 +70,20 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 // the DC having applied rev, their largest limit being pruned: the DC may
 // have consumed up to that much by then, and it stays held until a reading
 // taken after now says otherwise. It remembers at most keep pruned writes,
-// merging the two oldest beyond that.
-func (e *entry) release(d int, pruned, rev, now int64, keep int) {
+// merging the two oldest beyond that; those released at or before since
+// (agedOut) are dropped first, and a reading taken by then counts 0, so
+// that nothing aged out comes back in a new carry.
+func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
 	if !e.used[d].ok {
 		return
 	}
-	c := append(e.carry[d], carried{v: max(pruned, e.used[d].v), rev: rev, at: now})
+	c := e.carry[d][:0]
+	for _, k := range e.carry[d] {
+		if k.at > since {
+			c = append(c, k)
+		}
+	}
+	c = append(c, carried{v: max(pruned, e.read(d, since)), rev: rev, at: now})
 	if len(c) > keep {
 		// Merge the two oldest, conservatively: the larger amount, held
 		// until a reading younger than both.

@@ -194,7 +194,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		for _, w := range h[:i] {
 			pruned = max(pruned, w.limit)
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.carried)
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.carried)
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}

@@ -149,10 +149,10 @@ func (w *world) report() {
 		dec, next := algorithm.Decide(p, w.st[d], w.now, 0)
 		w.st[d] = next
 		c, ok := algorithm.Consumed(p, dec)
-		ok = ok && !w.unread[d]
 		if p.Limit == 0 && w.st[d].Count == 0 && w.st[d].Prev == 0 && len(w.st[d].Log) == 0 && w.st[d].Level == 0 {
 			c, ok = 0, true // nothing consumed at all
 		}
+		ok = ok && !w.unread[d]
 		if w.key == "" {
 			ru.Offered, ru.Admitted, ru.Rejected = u.Offered, u.Admitted, u.Rejected
 			if ok {
@@ -423,7 +423,7 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 			e.observe(0, 200, 8, 500, skew)
-			e.release(0, 700, 10, 1000, 4)
+			e.release(0, 700, 10, 1000, math.MinInt64, 4)
 			e.observe(0, 300, tc.rev, tc.readAt, skew)
 			if got := e.carriedMax(0, math.MinInt64); got != tc.wantCarry {
 				t.Errorf("carry %d, want %d", got, tc.wantCarry)
@@ -472,9 +472,9 @@ func TestCarryReleasedOneByOne(t *testing.T) {
 	const skew = 500 * time.Millisecond
 	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 	e.observe(0, 100, 8, 500, skew)
-	e.release(0, 900, 10, 1000, 4)
+	e.release(0, 900, 10, 1000, math.MinInt64, 4)
 	e.observe(0, 100, 10, 1200, skew) // too young for the first release
-	e.release(0, 300, 12, 3000, 4)
+	e.release(0, 300, 12, 3000, math.MinInt64, 4)
 	if got := e.carriedMax(0, math.MinInt64); got != 900 {
 		t.Fatalf("after two releases carry %d, want 900", got)
 	}
@@ -595,11 +595,33 @@ func TestReadingAgesOut(t *testing.T) {
 			t.Errorf("since %d: consumed %d, want %d", tc.since, got, tc.want)
 		}
 	}
-	e.release(0, 500, 9, 6000, 4)
+	e.release(0, 500, 9, 6000, math.MinInt64, 4)
 	if got := e.consumed(0, 5999); got != 500 {
 		t.Errorf("aged reading with a carry of 500 released at 6000: consumed %d, want 500", got)
 	}
 	if got := e.consumed(0, 6000); got != 0 {
 		t.Errorf("aged reading and carry: consumed %d, want 0", got)
+	}
+}
+
+// TestUnreadDCQuotaComesBack checks that the quota a DC consumed comes back
+// to the others once it has aged out, even when the DC no longer reads it
+// (a limiter that restarted and forgot its quiet entries): its reading and
+// carried writes age out, and no new carry brings them back (a still asks
+// a little, so its share moves and its writes are pruned: with the raw
+// reading copied into each new carry, 113 were admitted in that minute).
+func TestUnreadDCQuotaComesBack(t *testing.T) {
+	r := logRule(600, 60)
+	w := newWorld(t, r, "", 300*time.Millisecond)
+	w.reportLag = 500 * time.Millisecond
+	w.run(15, 10, func(int) map[string]float64 { return map[string]float64{"a": 40} })
+	w.unread["a"] = true
+	w.run(85, 10, func(int) map[string]float64 { return map[string]float64{"a": 1, "b": 40} })
+	before := w.total
+	w.run(60, 10, func(int) map[string]float64 { return map[string]float64{"a": 1, "b": 40} })
+	got := w.total - before
+	t.Logf("admitted %d in the minute from 100 s (a consumed %d by 15 s, then sent no reading and asked 1/s)", got, before)
+	if got < r.Limit/2 {
+		t.Errorf("admitted %d in the minute from 100 s, want ≥ %d: a's aged-out quota is still held", got, r.Limit/2)
 	}
 }
