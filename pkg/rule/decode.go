@@ -123,8 +123,8 @@ func decodeRule(rep *Report, path string, v *document.Node) Rule {
 	r.Unlimited, _ = f.Bool("unlimited")
 	r.WindowSeconds, _ = f.Int("window_seconds")
 	r.Calendar = f.Enum("calendar", "", CalendarMonth)
-	if r.Calendar == CalendarMonth && r.WindowSeconds == 0 && !rep.IsFailed(f.FieldPath("window_seconds")) {
-		r.WindowSeconds = monthSeconds
+	if !rep.IsFailed(f.FieldPath("window_seconds")) {
+		r.defaultWindow()
 	}
 	if name, ok := f.String("algorithm"); ok {
 		a, err := algorithm.Parse(name)

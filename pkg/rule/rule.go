@@ -124,6 +124,14 @@ const CalendarMonth = "month"
 // monthSeconds is the WindowSeconds of a rule whose Calendar is "month".
 const monthSeconds = int64(algorithm.MonthWindow / time.Second)
 
+// defaultWindow gives a calendar-month rule without a window the longest
+// month's.
+func (r *Rule) defaultWindow() {
+	if r.Calendar == CalendarMonth && r.WindowSeconds == 0 {
+		r.WindowSeconds = monthSeconds
+	}
+}
+
 // SetDefaults fills in the defaults of the fields whose zero value is not
 // a valid setting: Algorithm (algorithm.Default), Scope (ScopeGlobal),
 // FailureMode (FailLocal) and RetryAdvice (RetryAfter), and the Action of
@@ -141,9 +149,7 @@ func (r *Rule) SetDefaults() {
 	if r.RetryAdvice == "" {
 		r.RetryAdvice = RetryAfter
 	}
-	if r.Calendar == CalendarMonth && r.WindowSeconds == 0 {
-		r.WindowSeconds = monthSeconds
-	}
+	r.defaultWindow()
 	for i := range r.Overrides {
 		if o := &r.Overrides[i]; o.Action == "" && o.Limit != 0 {
 			o.Action = ActionLimit

@@ -289,7 +289,8 @@ type KeyUsage struct {
 	Admitted uint64                 `protobuf:"varint,3,opt,name=admitted,proto3" json:"admitted,omitempty"`
 	Rejected uint64                 `protobuf:"varint,4,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	// Limit is the key's global limit per window before shares: the rule's,
-	// or an override's.
+	// or an override's. 0 in a quiet key's entry, which carries only its
+	// consumed reading (no counts): the coordinator keeps the limit it has.
 	Limit int64 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Consumed is what the DC had consumed of the key's limit in the window,
 	// as RuleUsage.consumed is for a rule: set for keys with a share of
