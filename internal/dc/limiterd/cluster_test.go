@@ -2,10 +2,7 @@ package limiterd_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,31 +66,8 @@ func TestRedisClusterAddresses(t *testing.T) {
 // returns its HTTP base URL.
 func startLimiter(t *testing.T, cfg limiterd.Config) string {
 	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	addrs := make(chan string, 1)
-	done := make(chan error, 1)
-	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Ready = func(httpAddr, _ string) { addrs <- "http://" + httpAddr }
-	go func() { done <- limiterd.Run(ctx, cfg) }()
-	select {
-	case base := <-addrs:
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("limiterd: %v", err)
-			}
-		})
-		return base
-	case err := <-done:
-		stop()
-		t.Fatalf("limiterd stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		stop()
-		<-done
-		t.Fatal("limiterd did not start within 30s")
-	}
-	return ""
+	base, _ := runLimiter(t, cfg)
+	return base
 }
 
 // decisionsBySource sums weir_decisions_total by its source label.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -67,10 +69,18 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 			return nil, fmt.Errorf("limiterd: etcd client: %w", err)
 		}
 		g.etcd = cli
-		g.agent, err = etcdquota.New(etcdquota.Config{
+		acfg := etcdquota.Config{
 			Client: cli, Table: g.table, Instance: g.instance,
 			Layout: g.layout, Logger: cfg.Logger, // the agent names the DC itself
-		})
+		}
+		if cfg.StateDir != "" {
+			if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+				cli.Close()
+				return nil, fmt.Errorf("limiterd: state directory: %w", err)
+			}
+			acfg.StateFile = filepath.Join(cfg.StateDir, "quota-"+cfg.DC+".pb")
+		}
+		g.agent, err = etcdquota.New(acfg)
 		if err != nil {
 			cli.Close()
 			return nil, fmt.Errorf("limiterd: %w", err)
@@ -182,7 +192,11 @@ func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time
 		})
 		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		if err := g.table.WaitSynced(wctx); err != nil {
-			log.Warn("serving before the DC's assignments were listed: global rules use static shares until they are", "waited", syncTimeout, "err", err)
+			if n := g.agent.Stats().Restored; n >= 0 {
+				log.Warn("serving before the DC's assignments were listed: the saved ones cap their rules (min of static and saved), the others use static shares, until they are", "waited", syncTimeout, "saved_rules", n, "err", err)
+			} else {
+				log.Warn("serving before the DC's assignments were listed: global rules use static shares until they are", "waited", syncTimeout, "err", err)
+			}
 		}
 		cancel()
 	}

@@ -118,6 +118,13 @@ type Config struct {
 	// SyncTimeout bounds the wait for the first listing of assignments
 	// before serving. Default 3s.
 	SyncTimeout time.Duration
+	// StateDir, when set with Etcd, is a directory (created if missing)
+	// where the limiter keeps the DC's assignments it last applied
+	// (quota-{dc}.pb), saved before it acknowledges them: restarted while
+	// etcd is unreachable, it then enforces every rule at min(static,
+	// saved) instead of its static share until it lists again. One
+	// directory per process.
+	StateDir string
 	// Kafka lists brokers; with them the limiter reports usage every
 	// ReportInterval (default 1s) to UsageTopic (default weir.usage).
 	Kafka          []string
@@ -288,6 +295,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := metrics.HeldRules(reg, glob.held); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+	if glob.agent != nil && cfg.StateDir != "" {
+		st := func() etcdquota.Stats { return glob.agent.Stats() }
+		if err := metrics.QuotaStateSaves(reg, func() uint64 { return st().StateSaves }, func() uint64 { return st().StateSaveErrors }); err != nil {
+			return fmt.Errorf("limiterd: metrics: %w", err)
+		}
 	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -276,6 +276,23 @@ func SkippedDocuments(reg prometheus.Registerer, kinds map[string]func() uint64)
 	return nil
 }
 
+// QuotaStateSaves registers weir_quota_state_saves_total{result}, read
+// from saved and failed when scraped: the saves of the limiter's quota
+// state (--state-dir), ok or error.
+func QuotaStateSaves(reg prometheus.Registerer, saved, failed func() uint64) error {
+	for result, count := range map[string]func() uint64{"ok": saved, "error": failed} {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "weir_quota_state_saves_total",
+			Help:        "Saves of the DC's applied assignments to the limiter's state directory, by result; a failed save removes the old file (a restart then uses static shares).",
+			ConstLabels: prometheus.Labels{"result": result},
+		}, func() float64 { return float64(count()) })
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // HeldRules registers weir_rules_held_last_valid, read from held when
 // scraped: the rules whose stored document is invalid and that are
 // enforced at their last valid version until it is fixed or deleted.

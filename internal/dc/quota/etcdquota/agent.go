@@ -62,6 +62,17 @@ type Config struct {
 	// PageSize is how many documents one request of a listing reads.
 	// Default 1000.
 	PageSize int64
+	// StateFile, when set, is where the Agent keeps the DC's assignments it
+	// last applied (a weirv1.QuotaState), so that a restart while etcd is
+	// unreachable enforces no more than before: New restores the file into
+	// the Table (quota.Table.Restore: every rule it lists at min(static,
+	// saved) until the first listing), and each listing and change is saved
+	// there before it is acknowledged. A file that cannot be read is
+	// logged and ignored (static shares, as without one); when a save
+	// fails the file is removed, so that no restart restores a state older
+	// than the acknowledgement. One file per limiter process; its
+	// directory must exist.
+	StateFile string
 	// Now gives the record's started_ms. Default time.Now.
 	Now func() time.Time
 	// Logger. Default slog.Default().
@@ -101,9 +112,14 @@ type Agent struct {
 	ran      atomic.Bool
 	endpoint atomic.Pointer[HTTPEndpoint]
 	ack      chan struct{} // capacity 1: an acknowledgement to write
-	live     atomic.Int64
-	st       counters
-	loop     *listwatch.Loop // lists and watches the DC's documents into a docs
+	// ackable is what the record may acknowledge: the Table's Applied
+	// once the state it is part of has been saved (Config.StateFile).
+	ackable atomic.Pointer[record]
+	state   *stateFile // nil without Config.StateFile
+	saveErr bool       // the last save failed (logged once per run of failures); the loop's goroutine only
+	live    atomic.Int64
+	st      counters
+	loop    *listwatch.Loop // lists and watches the DC's documents into a docs
 
 	// afterList, if set (by tests), is called after each listing, before
 	// the watch starts.
@@ -114,6 +130,8 @@ type counters struct {
 	registered                          atomic.Bool
 	registrations, registerErrors, lost atomic.Uint64
 	acks, ackErrors, badKeys            atomic.Uint64
+	saves, saveErrors                   atomic.Uint64
+	restored                            atomic.Int64
 	countErrors                         atomic.Uint64
 	ackRevision                         atomic.Int64
 }
@@ -151,6 +169,12 @@ func New(cfg Config) (*Agent, error) {
 		ack:     make(chan struct{}, 1),
 	}
 	a.live.Store(1)
+	a.ackable.Store(&record{})
+	a.st.restored.Store(-1)
+	if cfg.StateFile != "" {
+		a.state = &stateFile{path: cfg.StateFile, dc: a.dc}
+		a.restore()
+	}
 	loop, err := listwatch.New(listwatch.Config{
 		Client:         cfg.Client,
 		Prefix:         cfg.Layout.DCQuotas(a.dc),
@@ -212,6 +236,11 @@ type Stats struct {
 	// BadKeys counts keys under the DC's prefix that name neither a rule's
 	// assignment nor the lease (skipped).
 	BadKeys uint64
+	// Restored is how many rules' assignments New restored from
+	// Config.StateFile; -1 when no state was read; StateSaves and
+	// StateSaveErrors count the saves of the file.
+	Restored                    int
+	StateSaves, StateSaveErrors uint64
 	// CountErrors counts failed counts of the live instances; Live is what
 	// Live returns.
 	CountErrors uint64
@@ -222,21 +251,24 @@ type Stats struct {
 func (a *Agent) Stats() Stats {
 	lw := a.loop.Stats()
 	return Stats{
-		Registered:     a.st.registered.Load(),
-		Registrations:  a.st.registrations.Load(),
-		RegisterErrors: a.st.registerErrors.Load(),
-		LeasesLost:     a.st.lost.Load(),
-		Lists:          lw.Lists,
-		ListErrors:     lw.ListErrors,
-		Compactions:    lw.Compactions,
-		Watches:        lw.Watches,
-		WatchErrors:    lw.WatchErrors,
-		Acks:           a.st.acks.Load(),
-		AckErrors:      a.st.ackErrors.Load(),
-		AckRevision:    a.st.ackRevision.Load(),
-		BadKeys:        a.st.badKeys.Load(),
-		CountErrors:    a.st.countErrors.Load(),
-		Live:           a.Live(),
+		Registered:      a.st.registered.Load(),
+		Registrations:   a.st.registrations.Load(),
+		RegisterErrors:  a.st.registerErrors.Load(),
+		LeasesLost:      a.st.lost.Load(),
+		Lists:           lw.Lists,
+		ListErrors:      lw.ListErrors,
+		Compactions:     lw.Compactions,
+		Watches:         lw.Watches,
+		WatchErrors:     lw.WatchErrors,
+		Acks:            a.st.acks.Load(),
+		AckErrors:       a.st.ackErrors.Load(),
+		AckRevision:     a.st.ackRevision.Load(),
+		BadKeys:         a.st.badKeys.Load(),
+		Restored:        int(a.st.restored.Load()),
+		StateSaves:      a.st.saves.Load(),
+		StateSaveErrors: a.st.saveErrors.Load(),
+		CountErrors:     a.st.countErrors.Load(),
+		Live:            a.Live(),
 	}
 }
 
@@ -349,8 +381,7 @@ func (a *Agent) register(ctx context.Context, registered chan<- struct{}) {
 		if reg == nil || retry != nil {
 			continue
 		}
-		epoch, rev := a.table.Applied()
-		rec := record{epoch, rev}
+		rec := *a.ackable.Load()
 		if rec == written {
 			continue
 		}
@@ -388,8 +419,7 @@ func (a *Agent) grant(ctx context.Context) (*registration, record, error) {
 	if err != nil {
 		return nil, record{}, fmt.Errorf("grant a lease of %ds: %w", ttl, err)
 	}
-	epoch, rev := a.table.Applied()
-	rec := record{epoch, rev}
+	rec := *a.ackable.Load()
 	if err := a.put(rctx, lease.ID, rec); err != nil {
 		a.revoke(ctx, &registration{id: lease.ID, cancel: func() {}})
 		return nil, record{}, err
@@ -476,7 +506,7 @@ var _ listwatch.Handler = (*docs)(nil)
 func (d *docs) Replace(rev int64, kvs []listwatch.Event) {
 	d.a.table.Reset(rev, d.decode(kvs))
 	clear(d.changes) // drop the decoded documents until the next call
-	d.a.notify()
+	d.a.applied()
 	if d.a.afterList != nil {
 		d.a.afterList(rev)
 	}
@@ -486,7 +516,7 @@ func (d *docs) Replace(rev int64, kvs []listwatch.Event) {
 func (d *docs) Apply(rev int64, events []listwatch.Event) {
 	d.a.table.Apply(rev, d.decode(events))
 	clear(d.changes)
-	d.a.notify()
+	d.a.applied()
 }
 
 func (d *docs) decode(events []listwatch.Event) []quota.Change {
@@ -535,14 +565,8 @@ func (a *Agent) change(kv listwatch.Event) (quota.Change, bool) {
 			c.Err = fmt.Errorf("decode assignment: %w", err)
 			break
 		}
-		as := &quota.Assignment{DC: m.GetDc(), Domain: m.GetDomain(), RuleID: m.GetRuleId(), Epoch: m.GetEpoch(), Share: m.GetShare(), Limit: m.GetLimit(), GlobalLimit: m.GetGlobalLimit()}
-		if n := len(m.GetKeys()); n > 0 {
-			as.Keys = make([]quota.KeyShare, n)
-			for i, ks := range m.GetKeys() {
-				as.Keys[i] = quota.KeyShare{Key: ks.GetKey(), Share: ks.GetShare(), Limit: ks.GetLimit(), GlobalLimit: ks.GetGlobalLimit()}
-			}
-		}
-		c.Assignment = as
+		as := assignment(&m)
+		c.Assignment = &as
 	}
 	return c, true
 }

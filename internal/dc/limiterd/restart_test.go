@@ -1,0 +1,145 @@
+package limiterd_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// TestRestartWithoutEtcdKeepsShares: a limiter given 3 of a global 30
+// per 5 minutes, restarted while etcd is down, admits 3 with its
+// --state-dir and its static 10 without one.
+func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	var layout etcdlayout.Layout
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	put := func(key string, m proto.Message) {
+		t.Helper()
+		v, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx, key, string(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(layout.Lease("a"), &weirv1.AssignmentLease{Dc: "a", Epoch: 1, ValidUntilMs: time.Now().Add(time.Hour).UnixMilli(), TtlMs: time.Hour.Milliseconds(), Leader: "test"})
+	put(layout.Assignment("a", "api", "g"), &weirv1.RuleAssignment{Dc: "a", Domain: "api", RuleId: "g", Epoch: 1, Share: 0.1, Limit: 3, GlobalLimit: 30})
+
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: g\n    path_pattern: /g\n    limit: 30\n    window_seconds: 300\n    algorithm: FixedWindow\n    scope: global\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	cfg := func(stateDir string) limiterd.Config {
+		return limiterd.Config{DC: "a", DCs: []string{"a", "b", "c"}, RulesFile: rules, Etcd: etcd.Endpoints(),
+			StateDir: stateDir, SyncTimeout: 500 * time.Millisecond}
+	}
+	// admitted counts the requests admitted out of 12.
+	admitted := func(base string) int {
+		t.Helper()
+		n := 0
+		for range 12 {
+			req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/check", strings.NewReader(`{"domain":"api","attributes":{"path":"/g"}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var a struct{ Allowed, Matched bool }
+			if err := json.Unmarshal(b, &a); err != nil || !a.Matched {
+				t.Fatalf("check: %d %s", resp.StatusCode, b)
+			}
+			if a.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+
+	base, stop := runLimiter(t, cfg(state))
+	if got := admitted(base); got != 3 {
+		t.Fatalf("with its share of 3 in force: admitted %d of 12, want 3", got)
+	}
+	// Saved before it is acknowledged, after it is applied: soon.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(filepath.Join(state, "quota-a.pb"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state file: %v", err)
+		}
+	}
+	stop()
+	etcd.Stop()
+
+	base, stop = runLimiter(t, cfg(state))
+	if got := admitted(base); got != 3 {
+		t.Errorf("restarted with etcd down and its state: admitted %d of 12, want min(static 10, saved 3) = 3", got)
+	}
+	stop()
+	base, stop = runLimiter(t, cfg(""))
+	defer stop()
+	if got := admitted(base); got != 10 {
+		t.Errorf("restarted with etcd down and no state: admitted %d of 12, want its static 10", got)
+	}
+}
+
+// runLimiter runs limiterd with cfg on free loopback ports until the
+// returned stop is called (or the test ends).
+func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan string, 1)
+	done := make(chan error, 1)
+	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Ready = func(httpAddr, _ string) { addrs <- "http://" + httpAddr }
+	go func() { done <- limiterd.Run(ctx, cfg) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("limiterd: %v", err)
+		}
+	}
+	select {
+	case base = <-addrs:
+		t.Cleanup(stop)
+		return base, stop
+	case err := <-done:
+		cancel()
+		t.Fatalf("limiterd stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Fatal("limiterd did not start within 30s")
+	}
+	return "", nil
+}
