@@ -43,6 +43,9 @@ type global struct {
 	meter    *usage.LimiterMeter // reads through the limiter, once built
 	pub      *usagetopic.Publisher
 	rules    *rulestore.Watcher
+	// rulesState is where the rule watcher saves the rules in force
+	// (--state-dir); empty without.
+	rulesState string
 }
 
 // newGlobal builds the parts the configuration asks for; none without
@@ -79,6 +82,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 				return nil, fmt.Errorf("limiterd: state directory: %w", err)
 			}
 			acfg.StateFile = filepath.Join(cfg.StateDir, "quota-"+cfg.DC+".pb")
+			g.rulesState = filepath.Join(cfg.StateDir, "rules.pb")
 		}
 		g.agent, err = etcdquota.New(acfg)
 		if err != nil {
@@ -140,7 +144,7 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 	if g.etcd == nil {
 		return errors.New("limiterd: rules from etcd need --etcd")
 	}
-	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, Apply: func(sets []rule.Set) error {
+	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, StateFile: g.rulesState, Apply: func(sets []rule.Set) error {
 		compiled := make([]*ruleset.Set, 0, len(sets))
 		for _, s := range sets {
 			c, err := ruleset.Compile(s)
@@ -154,7 +158,10 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 			met.RulesRejected()
 			return err
 		}
-		version := fmt.Sprintf("etcd-%d", g.rules.Stats().Revision)
+		version := "saved" // Restore's, before the first listing
+		if rev := g.rules.Stats().Revision; rev > 0 {
+			version = fmt.Sprintf("etcd-%d", rev)
+		}
 		for _, s := range sets {
 			met.RulesLoaded(s.Domain, version, time.Now())
 		}
@@ -180,7 +187,15 @@ func (g *global) start(ctx context.Context, wg *sync.WaitGroup, syncTimeout time
 		wg.Go(func() { _ = g.rules.Run(ctx) })
 		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		if err := g.rules.WaitSynced(wctx); err != nil {
-			log.Warn("serving before the rules were listed from etcd", "waited", syncTimeout, "err", err)
+			switch n, rev, rerr := g.rules.Restore(); {
+			case rerr == nil && n > 0:
+				log.Warn("serving the rules saved before the restart until they are listed from etcd", "waited", syncTimeout, "rules", n, "saved_revision", rev, "err", err)
+			case errors.Is(rerr, rulestore.ErrListed): // listed just now
+			case rerr == nil:
+				log.Warn("serving before the rules were listed from etcd", "waited", syncTimeout, "err", err)
+			default:
+				log.Warn("serving before the rules were listed from etcd: the saved rules are not usable", "waited", syncTimeout, "err", err, "saved", rerr)
+			}
 		}
 		cancel()
 	}
@@ -222,6 +237,24 @@ func (g *global) skipped() map[string]func() uint64 {
 		kinds["key"] = func() uint64 { return g.agent.Stats().BadKeys }
 	}
 	return kinds
+}
+
+// registerStateSaves registers the counts of the saves of --state-dir's
+// files; none without it.
+func (g *global) registerStateSaves(reg prometheus.Registerer) error {
+	if g.agent != nil && g.rulesState != "" {
+		st := func() etcdquota.Stats { return g.agent.Stats() }
+		if err := metrics.StateSaves(reg, "quota", func() uint64 { return st().StateSaves }, func() uint64 { return st().StateSaveErrors }); err != nil {
+			return err
+		}
+	}
+	if g.rules != nil && g.rulesState != "" {
+		st := func() rulestore.Stats { return g.rules.Stats() }
+		if err := metrics.StateSaves(reg, "rules", func() uint64 { return st().Saves }, func() uint64 { return st().SaveErrors }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // held returns how many rules are held at their last valid version; 0

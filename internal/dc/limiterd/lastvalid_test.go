@@ -9,12 +9,30 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/pkg/rule"
 )
+
+// putPerUserRule writes, as the admin API does, a local rule api/per-user
+// admitting 2 requests per user in 5 minutes.
+func putPerUserRule(ctx context.Context, t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	r := rule.Rule{Domain: "api", ID: "per-user", KeyType: rule.Dimensions{"user_id"}, Limit: 2, WindowSeconds: 300, Scope: rule.ScopeLocal}
+	r.SetDefaults()
+	r.Enabled = true
+	doc, err := rulestore.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Txn(ctx).Then(rulestore.PutOps(etcdlayout.Layout{}, "api", "per-user", doc)...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestNewLimiterEnforcesLastValidRule corrupts a rule's document in etcd
 // by hand, then starts a limiter: it enforces the rule's last valid
@@ -26,17 +44,8 @@ func TestNewLimiterEnforcesLastValidRule(t *testing.T) {
 	var layout etcdlayout.Layout
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := rule.Rule{Domain: "api", ID: "per-user", KeyType: rule.Dimensions{"user_id"}, Limit: 2, WindowSeconds: 300, Scope: rule.ScopeLocal}
-	r.SetDefaults()
-	r.Enabled = true
-	doc, err := rulestore.Encode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// As the admin API writes it, then corrupted by hand.
-	if _, err := cli.Txn(ctx).Then(rulestore.PutOps(layout, "api", "per-user", doc)...).Commit(); err != nil {
-		t.Fatal(err)
-	}
+	putPerUserRule(ctx, t, cli)
 	if _, err := cli.Put(ctx, layout.Rule("api", "per-user"), `{"rule_id":"per-user","limit":"two"}`); err != nil {
 		t.Fatal(err)
 	}

@@ -296,11 +296,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := metrics.HeldRules(reg, glob.held); err != nil {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
-	if glob.agent != nil && cfg.StateDir != "" {
-		st := func() etcdquota.Stats { return glob.agent.Stats() }
-		if err := metrics.QuotaStateSaves(reg, func() uint64 { return st().StateSaves }, func() uint64 { return st().StateSaveErrors }); err != nil {
-			return fmt.Errorf("limiterd: metrics: %w", err)
-		}
+	if err := glob.registerStateSaves(reg); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -57,21 +57,11 @@ func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
 		t.Helper()
 		n := 0
 		for range 12 {
-			req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/check", strings.NewReader(`{"domain":"api","attributes":{"path":"/g"}}`))
-			if err != nil {
-				t.Fatal(err)
+			allowed, matched := check(ctx, t, base, `{"domain":"api","attributes":{"path":"/g"}}`)
+			if !matched {
+				t.Fatal("check: no rule matched")
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var a struct{ Allowed, Matched bool }
-			if err := json.Unmarshal(b, &a); err != nil || !a.Matched {
-				t.Fatalf("check: %d %s", resp.StatusCode, b)
-			}
-			if a.Allowed {
+			if allowed {
 				n++
 			}
 		}
@@ -142,4 +132,72 @@ func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
 		t.Fatal("limiterd did not start within 30s")
 	}
 	return "", nil
+}
+
+// TestRestartWithoutEtcdKeepsRules: a limiter that reads its rules from
+// etcd, restarted while etcd is down, serves the rules it had with its
+// --state-dir, and none without.
+func TestRestartWithoutEtcdKeepsRules(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	putPerUserRule(ctx, t, cli)
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := func(stateDir string) limiterd.Config {
+		return limiterd.Config{DC: "a", Etcd: etcd.Endpoints(), StateDir: stateDir, SyncTimeout: 500 * time.Millisecond}
+	}
+	// checks returns how many of 4 checks of one user matched a rule and
+	// how many were admitted.
+	checks := func(base string) (matched, admitted int) {
+		t.Helper()
+		for range 4 {
+			a, m := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
+			if m {
+				matched++
+			}
+			if a {
+				admitted++
+			}
+		}
+		return matched, admitted
+	}
+
+	base, stop := runLimiter(t, cfg(state))
+	if m, a := checks(base); m != 4 || a != 2 {
+		t.Fatalf("with the rule listed: %d matched, %d admitted of 4; want 4 and 2", m, a)
+	}
+	stop()
+	etcd.Stop()
+
+	base, stop = runLimiter(t, cfg(state))
+	if m, a := checks(base); m != 4 || a != 2 {
+		t.Errorf("restarted with etcd down and its state: %d matched, %d admitted of 4; want the saved rule: 4 and 2", m, a)
+	}
+	stop()
+	base, stop = runLimiter(t, cfg(""))
+	defer stop()
+	if m, _ := checks(base); m != 0 {
+		t.Errorf("restarted with etcd down and no state: %d matched; want 0, no rule known", m)
+	}
+}
+
+// check posts body to the limiter's /v1/check and returns its answer.
+func check(ctx context.Context, t *testing.T, base, body string) (allowed, matched bool) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/check", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var a struct{ Allowed, Matched bool }
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatalf("check: %d %s", resp.StatusCode, b)
+	}
+	return a.Allowed, a.Matched
 }

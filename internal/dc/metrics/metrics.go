@@ -276,15 +276,15 @@ func SkippedDocuments(reg prometheus.Registerer, kinds map[string]func() uint64)
 	return nil
 }
 
-// QuotaStateSaves registers weir_quota_state_saves_total{result}, read
-// from saved and failed when scraped: the saves of the limiter's quota
-// state (--state-dir), ok or error.
-func QuotaStateSaves(reg prometheus.Registerer, saved, failed func() uint64) error {
+// StateSaves registers weir_state_saves_total{state, result}, read from
+// saved and failed when scraped: the saves of one of the limiter's state
+// files (--state-dir; state "quota" or "rules"), ok or error.
+func StateSaves(reg prometheus.Registerer, state string, saved, failed func() uint64) error {
 	for result, count := range map[string]func() uint64{"ok": saved, "error": failed} {
 		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "weir_quota_state_saves_total",
-			Help:        "Saves of the DC's applied assignments to the limiter's state directory, by result; a failed save removes the old file (a restart then uses static shares).",
-			ConstLabels: prometheus.Labels{"result": result},
+			Name:        "weir_state_saves_total",
+			Help:        "Saves of the limiter's state files (--state-dir: the DC's applied shares, the rules from etcd), by state and result.",
+			ConstLabels: prometheus.Labels{"state": state, "result": result},
 		}, func() float64 { return float64(count()) })
 		if err := reg.Register(c); err != nil {
 			return err

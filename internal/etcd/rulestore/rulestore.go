@@ -66,6 +66,11 @@ type Config struct {
 	// MinBackoff and MaxBackoff pace retries (listwatch.Config). Defaults
 	// 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
+	// StateFile, when set, is where the Watcher saves the rules in force
+	// after each change Apply took (a weirv1.RuleState, replaced whole),
+	// for Restore to serve them when a restart cannot reach etcd. One file
+	// per process; its directory must exist.
+	StateFile string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -87,7 +92,12 @@ type Watcher struct {
 	mends map[ref]mend  // shadow writes to make; guarded by mu
 	wake  chan struct{} // capacity 1: mends has work
 
-	invalid, applied, mended atomic.Uint64
+	// applyMu orders the calls of Apply: the loop's, and Restore's, which
+	// applies only before the first listing (listed).
+	applyMu sync.Mutex
+	listed  bool
+
+	invalid, applied, mended, saves, saveErrors atomic.Uint64
 }
 
 type ref struct{ domain, id string }
@@ -144,10 +154,11 @@ func New(cfg Config) (*Watcher, error) {
 
 // Stats counts what the Watcher saw.
 type Stats struct {
-	// Invalid counts documents skipped (rules and shadows); Applied
-	// counts calls of Apply; Mended counts the shadows written or
-	// deleted (Config.Mirror).
-	Invalid, Applied, Mended uint64
+	// Invalid counts documents skipped (rules and shadows, and saved
+	// rules Restore skipped); Applied counts calls of Apply; Mended counts
+	// the shadows written or deleted (Config.Mirror); Saves and
+	// SaveErrors count the writes of Config.StateFile.
+	Invalid, Applied, Mended, Saves, SaveErrors uint64
 	// Held counts the rules whose document is invalid and that are held
 	// at a last valid version now; Dropped those with no valid version
 	// (not enforced by this process).
@@ -158,7 +169,8 @@ type Stats struct {
 
 // Stats returns the counters.
 func (w *Watcher) Stats() Stats {
-	st := Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Mended: w.mended.Load(), Revision: w.loop.Revision()}
+	st := Stats{Invalid: w.invalid.Load(), Applied: w.applied.Load(), Mended: w.mended.Load(),
+		Saves: w.saves.Load(), SaveErrors: w.saveErrors.Load(), Revision: w.loop.Revision()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, h := range w.held {
@@ -389,8 +401,23 @@ func (w *Watcher) mirror(ctx context.Context) {
 
 // apply hands the rules in force to Apply.
 func (w *Watcher) apply(rev int64) {
+	w.applyMu.Lock()
+	defer w.applyMu.Unlock()
+	w.listed = true
+	w.applied.Add(1)
+	if err := w.cfg.Apply(bySet(w.inForce)); err != nil {
+		w.log.Error("rulestore: rules refused", "revision", rev, "err", err)
+		return
+	}
+	if w.cfg.StateFile != "" {
+		w.save(rev)
+	}
+}
+
+// bySet groups rules into one Set per domain, sorted by domain and id.
+func bySet(rules map[ref]rule.Rule) []rule.Set {
 	byDomain := map[string][]rule.Rule{}
-	for r, x := range w.inForce {
+	for r, x := range rules {
 		byDomain[r.domain] = append(byDomain[r.domain], x)
 	}
 	domains := make([]string, 0, len(byDomain))
@@ -404,8 +431,5 @@ func (w *Watcher) apply(rev int64) {
 		sort.Slice(s.Rules, func(i, j int) bool { return s.Rules[i].ID < s.Rules[j].ID })
 		sets = append(sets, s)
 	}
-	w.applied.Add(1)
-	if err := w.cfg.Apply(sets); err != nil {
-		w.log.Error("rulestore: rules refused", "revision", rev, "err", err)
-	}
+	return sets
 }

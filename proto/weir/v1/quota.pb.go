@@ -755,87 +755,6 @@ func (x *InstanceRecord) GetHttpScheme() string {
 	return ""
 }
 
-// QuotaState is what a limiter keeps on its own disk (limiter --state-dir)
-// of the assignments it last applied, so that when it restarts while etcd
-// is unreachable it enforces no more than it did before: every rule the
-// state lists at min(its static limit, the limit saved), as past a lease,
-// until its first listing from etcd. The limiter writes it, replacing the
-// file whole, before it acknowledges a revision; it never reads it again
-// once it has listed.
-type QuotaState struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// DC is the limiter's datacenter; a state of another DC is refused.
-	Dc string `protobuf:"bytes,1,opt,name=dc,proto3" json:"dc,omitempty"`
-	// Revision is the etcd revision the assignments were in force at.
-	Revision int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
-	// SavedMs is when the state was written (Unix ms).
-	SavedMs int64 `protobuf:"varint,3,opt,name=saved_ms,json=savedMs,proto3" json:"saved_ms,omitempty"`
-	// Assignments are the last valid assignment of every rule the limiter
-	// knew, capped ones included (a capped rule enforces min(static, last)
-	// already).
-	Assignments   []*RuleAssignment `protobuf:"bytes,4,rep,name=assignments,proto3" json:"assignments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *QuotaState) Reset() {
-	*x = QuotaState{}
-	mi := &file_weir_v1_quota_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *QuotaState) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*QuotaState) ProtoMessage() {}
-
-func (x *QuotaState) ProtoReflect() protoreflect.Message {
-	mi := &file_weir_v1_quota_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use QuotaState.ProtoReflect.Descriptor instead.
-func (*QuotaState) Descriptor() ([]byte, []int) {
-	return file_weir_v1_quota_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *QuotaState) GetDc() string {
-	if x != nil {
-		return x.Dc
-	}
-	return ""
-}
-
-func (x *QuotaState) GetRevision() int64 {
-	if x != nil {
-		return x.Revision
-	}
-	return 0
-}
-
-func (x *QuotaState) GetSavedMs() int64 {
-	if x != nil {
-		return x.SavedMs
-	}
-	return 0
-}
-
-func (x *QuotaState) GetAssignments() []*RuleAssignment {
-	if x != nil {
-		return x.Assignments
-	}
-	return nil
-}
-
 var File_weir_v1_quota_proto protoreflect.FileDescriptor
 
 const file_weir_v1_quota_proto_rawDesc = "" +
@@ -901,13 +820,7 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"started_ms\x18\x05 \x01(\x03R\tstartedMs\x12\x1b\n" +
 	"\thttp_addr\x18\x06 \x01(\tR\bhttpAddr\x12\x1f\n" +
 	"\vhttp_scheme\x18\a \x01(\tR\n" +
-	"httpScheme\"\x8e\x01\n" +
-	"\n" +
-	"QuotaState\x12\x0e\n" +
-	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x03R\brevision\x12\x19\n" +
-	"\bsaved_ms\x18\x03 \x01(\x03R\asavedMs\x129\n" +
-	"\vassignments\x18\x04 \x03(\v2\x17.weir.v1.RuleAssignmentR\vassignmentsB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
+	"httpSchemeB-Z+github.com/weirhq/weir/proto/weir/v1;weirv1b\x06proto3"
 
 var (
 	file_weir_v1_quota_proto_rawDescOnce sync.Once
@@ -921,7 +834,7 @@ func file_weir_v1_quota_proto_rawDescGZIP() []byte {
 	return file_weir_v1_quota_proto_rawDescData
 }
 
-var file_weir_v1_quota_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_weir_v1_quota_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_weir_v1_quota_proto_goTypes = []any{
 	(*UsageReport)(nil),     // 0: weir.v1.UsageReport
 	(*RuleUsage)(nil),       // 1: weir.v1.RuleUsage
@@ -930,18 +843,16 @@ var file_weir_v1_quota_proto_goTypes = []any{
 	(*KeyShare)(nil),        // 4: weir.v1.KeyShare
 	(*AssignmentLease)(nil), // 5: weir.v1.AssignmentLease
 	(*InstanceRecord)(nil),  // 6: weir.v1.InstanceRecord
-	(*QuotaState)(nil),      // 7: weir.v1.QuotaState
 }
 var file_weir_v1_quota_proto_depIdxs = []int32{
 	1, // 0: weir.v1.UsageReport.rules:type_name -> weir.v1.RuleUsage
 	2, // 1: weir.v1.RuleUsage.keys:type_name -> weir.v1.KeyUsage
 	4, // 2: weir.v1.RuleAssignment.keys:type_name -> weir.v1.KeyShare
-	3, // 3: weir.v1.QuotaState.assignments:type_name -> weir.v1.RuleAssignment
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_weir_v1_quota_proto_init() }
@@ -957,7 +868,7 @@ func file_weir_v1_quota_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_weir_v1_quota_proto_rawDesc), len(file_weir_v1_quota_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

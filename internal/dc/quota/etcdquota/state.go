@@ -1,17 +1,13 @@
 package etcdquota
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/quota"
+	"github.com/weirhq/weir/internal/platform/statefile"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -92,23 +88,9 @@ type stateFile struct {
 // nil. Any other failure (unreadable, too large, not a QuotaState, of
 // another DC) is an error naming the file.
 func (f stateFile) load() (*weirv1.QuotaState, error) {
-	file, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the saved quota state: %w", err)
-	}
-	defer file.Close()
-	if fi, err := file.Stat(); err == nil && fi.Size() > MaxStateSize {
-		return nil, fmt.Errorf("saved quota state %s: %d bytes, more than %d", f.path, fi.Size(), MaxStateSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(file, MaxStateSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read the saved quota state %s: %w", f.path, err)
-	}
-	if len(data) > MaxStateSize {
-		return nil, fmt.Errorf("saved quota state %s: more than %d bytes", f.path, MaxStateSize)
+	data, err := statefile.Read(f.path, MaxStateSize)
+	if err != nil || data == nil {
+		return nil, err
 	}
 	var st weirv1.QuotaState
 	if err := proto.Unmarshal(data, &st); err != nil {
@@ -120,9 +102,8 @@ func (f stateFile) load() (*weirv1.QuotaState, error) {
 	return &st, nil
 }
 
-// save replaces the file with the Table's assignments: written to a
-// temporary file beside it, synced, then renamed over it, so that a crash
-// leaves the old state or the new one, never a part of either.
+// save replaces the file with the Table's assignments (statefile.Write:
+// a crash leaves the old state or the new one).
 func (f stateFile) save(t *quota.Table, savedMs int64) error {
 	rev, as := t.Assignments()
 	st := &weirv1.QuotaState{Dc: f.dc, Revision: rev, SavedMs: savedMs, Assignments: make([]*weirv1.RuleAssignment, len(as))}
@@ -141,23 +122,8 @@ func (f stateFile) save(t *quota.Table, savedMs int64) error {
 	if err != nil {
 		return fmt.Errorf("encode the quota state: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".*")
-	if err != nil {
+	if err := statefile.Write(f.path, data); err != nil {
 		return fmt.Errorf("save the quota state: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("save the quota state to %s: %w", f.path, err)
 	}
 	return nil
 }
@@ -165,7 +131,7 @@ func (f stateFile) save(t *quota.Table, savedMs int64) error {
 // drop removes the file, so that a restart does not restore a state older
 // than what the Agent acknowledges. A missing file is no error.
 func (f stateFile) drop() error {
-	if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := statefile.Remove(f.path); err != nil {
 		return fmt.Errorf("remove the stale quota state: %w", err)
 	}
 	return nil
