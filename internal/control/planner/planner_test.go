@@ -645,3 +645,24 @@ func TestPlannerLostReportsUnbiased(t *testing.T) {
 		}
 	}
 }
+
+// A run of four lost reports holds a DC's estimate (lostGrace): with a
+// fifth of the reports lost, runs of three come about once a minute
+// among three DCs. A longer silence decays it.
+func TestPlannerLostRunHolds(t *testing.T) {
+	for _, tc := range []struct {
+		silent int
+		decays bool
+	}{{4, false}, {7, true}} {
+		s := newSim(t, 100*time.Millisecond)
+		s.run(30, nil, phase(300, 300, 900))
+		c := s.p.rules[ruleRef{"api", "r"}].entry
+		before := c.est[2].Estimate()
+		s.cut["c"] = true
+		s.run(tc.silent, nil, phase(300, 300, 900))
+		after := c.est[2].Estimate()
+		if decayed := after < before*0.95; decayed != tc.decays {
+			t.Errorf("c silent for %d intervals: estimate %.3f → %.3f, want decayed = %v", tc.silent, before, after, tc.decays)
+		}
+	}
+}
