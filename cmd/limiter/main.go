@@ -52,7 +52,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.UsageTopic, "usage-topic", "", "Kafka topic of usage reports (default weir.usage)")
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "usage reporting interval (default 1s)")
 	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", 0, "how long to wait for the DC's assignments before serving (default 3s)")
-	fs.StringVar(&cfg.StateDir, "state-dir", "", "directory where the limiter saves the DC's assignments it applied, so that a restart while etcd is unreachable enforces no more than before (one per process; none by default)")
+	fs.StringVar(&cfg.StateDir, "state-dir", "", "directory (needs --etcd) where the limiter saves the DC's assignments it applied and the rules it read from etcd, so that a restart while etcd is unreachable enforces no more than before and the same rules (one per process; none by default)")
 	fs.StringVar(&cfg.Instance, "instance", "", "this process's name in etcd and usage reports (default {dc}-{host}-{pid}-{random})")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the HTTP and gRPC APIs over TLS with this certificate (PEM)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's private key (PEM)")

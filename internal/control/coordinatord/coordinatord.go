@@ -380,7 +380,7 @@ func (e *etcdRules) get() []rule.Rule {
 	return nil
 }
 
-func (e *etcdRules) apply(sets []rule.Set) error {
+func (e *etcdRules) apply(_ int64, sets []rule.Set) error {
 	var all []rule.Rule
 	for _, s := range sets {
 		all = append(all, s.Rules...)

@@ -43,9 +43,10 @@ type global struct {
 	meter    *usage.LimiterMeter // reads through the limiter, once built
 	pub      *usagetopic.Publisher
 	rules    *rulestore.Watcher
-	// rulesState is where the rule watcher saves the rules in force
-	// (--state-dir); empty without.
-	rulesState string
+	// quotaState and rulesState are where the quota agent saves the DC's
+	// assignments and the rule watcher the rules in force (--state-dir);
+	// empty without.
+	quotaState, rulesState string
 }
 
 // newGlobal builds the parts the configuration asks for; none without
@@ -82,6 +83,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 				return nil, fmt.Errorf("limiterd: state directory: %w", err)
 			}
 			acfg.StateFile = filepath.Join(cfg.StateDir, "quota-"+cfg.DC+".pb")
+			g.quotaState = acfg.StateFile
 			g.rulesState = filepath.Join(cfg.StateDir, "rules.pb")
 		}
 		g.agent, err = etcdquota.New(acfg)
@@ -144,7 +146,7 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 	if g.etcd == nil {
 		return errors.New("limiterd: rules from etcd need --etcd")
 	}
-	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, StateFile: g.rulesState, Apply: func(sets []rule.Set) error {
+	w, err := rulestore.New(rulestore.Config{Client: g.etcd, Layout: g.layout, Logger: log, StateFile: g.rulesState, Apply: func(rev int64, sets []rule.Set) error {
 		compiled := make([]*ruleset.Set, 0, len(sets))
 		for _, s := range sets {
 			c, err := ruleset.Compile(s)
@@ -159,7 +161,7 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 			return err
 		}
 		version := "saved" // Restore's, before the first listing
-		if rev := g.rules.Stats().Revision; rev > 0 {
+		if rev > 0 {
 			version = fmt.Sprintf("etcd-%d", rev)
 		}
 		for _, s := range sets {
@@ -242,7 +244,7 @@ func (g *global) skipped() map[string]func() uint64 {
 // registerStateSaves registers the counts of the saves of --state-dir's
 // files; none without it.
 func (g *global) registerStateSaves(reg prometheus.Registerer) error {
-	if g.agent != nil && g.rulesState != "" {
+	if g.agent != nil && g.quotaState != "" {
 		st := func() etcdquota.Stats { return g.agent.Stats() }
 		if err := metrics.StateSaves(reg, "quota", func() uint64 { return st().StateSaves }, func() uint64 { return st().StateSaveErrors }); err != nil {
 			return err

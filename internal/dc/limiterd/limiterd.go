@@ -118,12 +118,13 @@ type Config struct {
 	// SyncTimeout bounds the wait for the first listing of assignments
 	// before serving. Default 3s.
 	SyncTimeout time.Duration
-	// StateDir, when set with Etcd, is a directory (created if missing)
-	// where the limiter keeps the DC's assignments it last applied
-	// (quota-{dc}.pb), saved before it acknowledges them: restarted while
-	// etcd is unreachable, it then enforces every rule at min(static,
-	// saved) instead of its static share until it lists again. One
-	// directory per process.
+	// StateDir, with Etcd, is a directory (created if missing) where the
+	// limiter keeps the DC's assignments it last applied (quota-{dc}.pb),
+	// saved before it acknowledges them, and, without RulesFile, the rules
+	// it read from etcd (rules.pb). Restarted while etcd is unreachable,
+	// it then enforces each saved assignment at min(static, saved) instead
+	// of its static share, and the saved rules instead of none, until it
+	// lists again. One directory per process.
 	StateDir string
 	// Kafka lists brokers; with them the limiter reports usage every
 	// ReportInterval (default 1s) to UsageTopic (default weir.usage).
@@ -211,6 +212,9 @@ func (c Config) Validate() error {
 	}
 	if err := checkDCs(c); err != nil {
 		errs = append(errs, err)
+	}
+	if c.StateDir != "" && len(c.Etcd) == 0 {
+		errs = append(errs, errors.New("a state directory (--state-dir) keeps what the limiter reads from etcd: it needs --etcd"))
 	}
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,9 @@ func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("state file: %v", err)
 		}
+	}
+	if m := metricsText(t, base); !regexp.MustCompile(`weir_state_saves_total\{result="ok",state="quota"\} [1-9]`).MatchString(m) {
+		t.Errorf("no successful save of the quota state in the metrics:\n%s", grepLines(m, "weir_state_saves_total"))
 	}
 	stop()
 	etcd.Stop()
@@ -167,12 +171,23 @@ func TestRestartWithoutEtcdKeepsRules(t *testing.T) {
 	if m, a := checks(base); m != 4 || a != 2 {
 		t.Fatalf("with the rule listed: %d matched, %d admitted of 4; want 4 and 2", m, a)
 	}
+	version := regexp.MustCompile(`weir_rules_version_info\{domain="api",version="([^"]*)"\} 1`)
+	if v := version.FindStringSubmatch(metricsText(t, base)); v == nil || !strings.HasPrefix(v[1], "etcd-") || v[1] == "etcd-0" {
+		t.Errorf("rules version from etcd: %q, want etcd-{revision}", v)
+	}
+	m := metricsText(t, base)
+	if !regexp.MustCompile(`weir_state_saves_total\{result="ok",state="rules"\} [1-9]`).MatchString(m) {
+		t.Errorf("no successful save of the rules in the metrics:\n%s", grepLines(m, "weir_state_saves_total"))
+	}
 	stop()
 	etcd.Stop()
 
 	base, stop = runLimiter(t, cfg(state))
 	if m, a := checks(base); m != 4 || a != 2 {
 		t.Errorf("restarted with etcd down and its state: %d matched, %d admitted of 4; want the saved rule: 4 and 2", m, a)
+	}
+	if v := version.FindStringSubmatch(metricsText(t, base)); v == nil || v[1] != "saved" {
+		t.Errorf("rules version after the restart: %q, want saved", v)
 	}
 	stop()
 	base, stop = runLimiter(t, cfg(""))
@@ -200,4 +215,30 @@ func check(ctx context.Context, t *testing.T, base, body string) (allowed, match
 		t.Fatalf("check: %d %s", resp.StatusCode, b)
 	}
 	return a.Allowed, a.Matched
+}
+
+// metricsText returns the limiter's /metrics page.
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
 }

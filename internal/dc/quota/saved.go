@@ -51,9 +51,11 @@ func (t *Table) Assignments() (revision int64, as []Assignment) {
 // (see Change) is skipped, logged and counted, and its rule keeps its
 // static share: a saved state is a cap, and a corrupt one only loses the
 // cap. The Table stays unsynced and acknowledges nothing (Applied stays
-// 0): the first Reset replaces what Restore put, as a listing replaces
-// what the Table knew (a restored rule the listing lacks is capped, as a
-// deleted document's rule is). It returns how many assignments it put in force,
+// 0): the first Reset drops what Restore put and takes the listing alone,
+// as a Table that never restored anything would — a rule the listing
+// lacks takes its static share, and a corrupt listed document falls back
+// to 0, not to the saved version, which may be older than what the
+// coordinator wrote since. It returns how many assignments it put in force,
 // or ErrSynced after the first Reset.
 func (t *Table) Restore(saved []Assignment) (int, error) {
 	t.mu.Lock()
@@ -75,8 +77,7 @@ func (t *Table) Restore(saved []Assignment) (int, error) {
 			t.skip(&c, fmt.Errorf("saved state: %w", err))
 			continue
 		}
-		// Revision 0: any listed document replaces it.
-		next.rules[k] = &entry{rule: rl, keys: keys, state: valid}
+		next.rules[k] = &entry{rule: rl, keys: keys, state: restored}
 	}
 	n := len(next.rules)
 	t.publish(next)

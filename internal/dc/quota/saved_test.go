@@ -26,11 +26,12 @@ func TestRestore(t *testing.T) {
 		assign("neg", -0.1),    // not a share: skipped
 		assign("low", 0.2),     // saved twice: skipped
 		{DC: "b", Domain: "d"}, // another DC's: skipped
+		assign("gone", 0.1),
 	}
 	saved[4].RuleID = "other"
 	n, err := tb.Restore(saved)
-	if err != nil || n != 2 {
-		t.Fatalf("Restore: got %d, %v; want 2 rules restored", n, err)
+	if err != nil || n != 3 {
+		t.Fatalf("Restore: got %d, %v; want 3 rules restored", n, err)
 	}
 	for _, c := range []struct {
 		id, key string
@@ -40,7 +41,8 @@ func TestRestore(t *testing.T) {
 		{"low", "k", 0.05},
 		{"low", "other-key", 0.1},
 		{"high", "", static}, // min(static, 0.9)
-		{"neg", "", static},  // no cap
+		{"gone", "", 0.1},
+		{"neg", "", static}, // no cap
 		{"other", "", static},
 		{"unsaved", "", static},
 	} {
@@ -58,14 +60,29 @@ func TestRestore(t *testing.T) {
 		t.Errorf("Stats.Corrupt: got %d, want the 3 skipped saved assignments", st.Corrupt)
 	}
 
-	// The listing replaces the saved state; a rule it lacks stays capped,
-	// as a deleted document's does.
-	tb.Reset(10, []quota.Change{put(5, "low", 0.4), leasePut(6, clk.Now().Add(time.Hour), time.Hour)})
-	if got := tb.Share("d", globalRule("low", nil), "k"); got != 0.4 {
-		t.Errorf("after the listing, Share(low, k): got %v, want the listed 0.4", got)
+	// The listing replaces the saved state whole, as if nothing had been
+	// restored: a rule it lacks takes its static share (the saved 0.1 of
+	// "gone" is no cap any more), and a corrupt listed document falls back
+	// to 0, not to the saved version, which may predate a decrease.
+	tb.Reset(10, []quota.Change{
+		put(5, "low", 0.4),
+		corrupt(7, "high", func(c *quota.Change) { c.Assignment.Share = 2 }),
+		leasePut(6, clk.Now().Add(time.Hour), time.Hour),
+	})
+	for _, c := range []struct {
+		id, key string
+		want    float64
+	}{
+		{"low", "k", 0.4},
+		{"high", "", 0},
+		{"gone", "", static},
+	} {
+		if got := tb.Share("d", globalRule(c.id, nil), c.key); got != c.want {
+			t.Errorf("after the listing, Share(%s, %q): got %v, want %v", c.id, c.key, got, c.want)
+		}
 	}
-	if got := tb.Share("d", globalRule("high", nil), ""); got != static {
-		t.Errorf("after the listing, Share(high): got %v, want min(static, saved) = %v", got, static)
+	if _, rev := tb.Applied(); rev != 6 {
+		t.Errorf("after the listing, Applied: revision %d, want 6 (below high's corrupt document)", rev)
 	}
 	if _, err := tb.Restore(saved); !errors.Is(err, quota.ErrSynced) {
 		t.Errorf("Restore after a listing: got %v, want ErrSynced", err)

@@ -103,9 +103,10 @@ type entry struct {
 type state uint8
 
 const (
-	valid   state = iota // the latest document is in force (if the lease is)
-	corrupt              // the latest document was skipped: capped
-	deleted              // the document was deleted: capped
+	valid    state = iota // the latest document is in force (if the lease is)
+	corrupt               // the latest document was skipped: capped
+	deleted               // the document was deleted: capped
+	restored              // saved by an earlier process (Restore): capped, until a listing
 )
 
 // lease is the DC's lease as applied. Immutable.
@@ -336,16 +337,23 @@ func (t *Table) Reset(rev int64, docs []Change) {
 			continue
 		}
 		k := ruleKey{c.Domain, c.RuleID}
-		if e := old.rules[k]; e != nil && e.rev == c.Revision && e.state != deleted {
-			next.rules[k] = e
+		prev := old.rules[k]
+		if prev != nil && prev.state == restored {
+			// Saved by an earlier process: what this one applied is
+			// what the listing says, a corrupt document's last valid
+			// version included.
+			prev = nil
+		}
+		if prev != nil && prev.rev == c.Revision && prev.state != deleted {
+			next.rules[k] = prev
 			continue
 		}
-		if e := t.putRule(old.rules[k], next, c); e != nil {
+		if e := t.putRule(prev, next, c); e != nil {
 			next.rules[k] = e
 		}
 	}
 	for k, e := range old.rules {
-		if _, ok := next.rules[k]; !ok {
+		if _, ok := next.rules[k]; !ok && e.state != restored {
 			next.rules[k] = deleteRule(e, rev)
 		}
 	}

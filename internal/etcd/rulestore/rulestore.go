@@ -56,9 +56,11 @@ type Config struct {
 	// Layout names the keys.
 	Layout etcdlayout.Layout
 	// Apply receives the rules in force, one Set per domain, sorted by
-	// domain and id, after the first listing and after every change. An
-	// error is logged; the next change is applied anyway. Required.
-	Apply func(sets []rule.Set) error
+	// domain and id, after the first listing and after every change, with
+	// the etcd revision they are at (0 for the saved rules Restore
+	// applies). An error is logged; the next change is applied anyway.
+	// Required.
+	Apply func(rev int64, sets []rule.Set) error
 	// Mirror makes the Watcher write shadows: each valid document is
 	// copied to its shadow when the shadow differs, and the shadow of a
 	// deleted rule is deleted. Default false: the Watcher only reads.
@@ -405,7 +407,7 @@ func (w *Watcher) apply(rev int64) {
 	defer w.applyMu.Unlock()
 	w.listed = true
 	w.applied.Add(1)
-	if err := w.cfg.Apply(bySet(w.inForce)); err != nil {
+	if err := w.cfg.Apply(rev, bySet(w.inForce)); err != nil {
 		w.log.Error("rulestore: rules refused", "revision", rev, "err", err)
 		return
 	}

@@ -18,7 +18,7 @@ type recorder struct {
 	n    int
 }
 
-func (r *recorder) apply(sets []rule.Set) error {
+func (r *recorder) apply(_ int64, sets []rule.Set) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sets, r.n = sets, r.n+1

@@ -12,10 +12,6 @@ import (
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
-// MaxStateSize bounds the state file Restore reads, in bytes (64 MiB: a
-// few hundred thousand rules).
-const MaxStateSize = 64 << 20
-
 // ErrListed is returned by Restore once the Watcher has applied a
 // listing: the rules in etcd are newer than any saved ones.
 var ErrListed = errors.New("rulestore: rules already listed")
@@ -33,7 +29,7 @@ func (w *Watcher) Restore() (int, int64, error) {
 	if w.cfg.StateFile == "" {
 		return 0, 0, nil
 	}
-	data, err := statefile.Read(w.cfg.StateFile, MaxStateSize)
+	data, err := statefile.Read(w.cfg.StateFile)
 	if err != nil || data == nil {
 		return 0, 0, err
 	}
@@ -46,10 +42,10 @@ func (w *Watcher) Restore() (int, int64, error) {
 		r := ref{s.GetDomain(), s.GetRuleId()}
 		x, err := Decode(r.domain, r.id, s.GetDocument())
 		if err == nil && r.domain == "" {
-			err = errors.New("no domain")
+			err = fmt.Errorf("%w: saved without a domain", ErrInvalid)
 		}
 		if _, dup := rules[r]; err == nil && dup {
-			err = errors.New("saved twice")
+			err = fmt.Errorf("%w: saved twice", ErrInvalid)
 		}
 		if err != nil {
 			w.invalid.Add(1)
@@ -64,7 +60,7 @@ func (w *Watcher) Restore() (int, int64, error) {
 		return 0, 0, ErrListed
 	}
 	w.applied.Add(1)
-	if err := w.cfg.Apply(bySet(rules)); err != nil {
+	if err := w.cfg.Apply(0, bySet(rules)); err != nil {
 		return 0, 0, fmt.Errorf("rulestore: saved rules refused: %w", err)
 	}
 	return len(rules), st.GetRevision(), nil

@@ -11,11 +11,6 @@ import (
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
-// MaxStateSize bounds the state file read at start, in bytes (256 MiB:
-// far above what 100,000 keys of a DC's documents take). A larger file is
-// refused.
-const MaxStateSize = 256 << 20
-
 // restore puts the saved state, if any, in the Table (New calls it).
 func (a *Agent) restore() {
 	st, err := a.state.load()
@@ -88,7 +83,7 @@ type stateFile struct {
 // nil. Any other failure (unreadable, too large, not a QuotaState, of
 // another DC) is an error naming the file.
 func (f stateFile) load() (*weirv1.QuotaState, error) {
-	data, err := statefile.Read(f.path, MaxStateSize)
+	data, err := statefile.Read(f.path)
 	if err != nil || data == nil {
 		return nil, err
 	}

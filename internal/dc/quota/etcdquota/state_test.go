@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/platform/statefile"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -97,7 +98,7 @@ func TestBadStateFile(t *testing.T) {
 			if err := os.WriteFile(p, nil, 0o600); err != nil {
 				return err
 			}
-			return os.Truncate(p, MaxStateSize+1) // sparse: nothing is read
+			return os.Truncate(p, statefile.MaxSize+1) // sparse: nothing is read
 		}},
 		{"a directory", func(p string) error { return os.Mkdir(p, 0o700) }},
 	} {
