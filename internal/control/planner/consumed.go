@@ -74,7 +74,7 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 // (agedOut) are dropped first, and a reading taken by then counts 0, so
 // that nothing aged out comes back in a new carry.
 func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
-	if !e.used[d].ok {
+	if !e.used[d].ok && !e.unread {
 		return
 	}
 	c := e.carry[d][:0]
@@ -85,10 +85,21 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
 	}
 	c = append(c, carried{v: max(pruned, e.read(d, since)), rev: rev, at: now})
 	if len(c) > keep {
-		// Merge the two oldest, conservatively: the larger amount, held
-		// until a reading younger than both.
-		c[1] = carried{v: max(c[0].v, c[1].v), rev: max(c[0].rev, c[1].rev), at: max(c[0].at, c[1].at)}
-		c = append(c[:0], c[1:]...)
+		// Merge two, conservatively: the larger amount, held until a
+		// reading younger than both. The two oldest, which the next
+		// reading releases first; for an unread entry, which only aging
+		// releases, the two released closest in time, so that a DC that
+		// keeps shrinking does not keep its oldest limit alive.
+		i := 0
+		if e.unread {
+			for j := 1; j+1 < len(c); j++ {
+				if c[j+1].at-c[j].at < c[i+1].at-c[i].at {
+					i = j
+				}
+			}
+		}
+		c[i+1] = carried{v: max(c[i].v, c[i+1].v), rev: max(c[i].rev, c[i+1].rev), at: max(c[i].at, c[i+1].at)}
+		c = append(c[:i], c[i+1:]...)
 	}
 	e.carry[d] = c
 }
@@ -110,6 +121,20 @@ func carriedFor(interval, skew time.Duration) int {
 	return max(4, int((skew+interval-1)/interval)+4)
 }
 
+// maxUnreadCarried bounds the writes an unread entry carries per DC.
+const maxUnreadCarried = 128
+
+// unreadCarried returns how many pruned writes an unread entry of rs
+// carries per DC: one per interval of the rule's memory (and the skew),
+// at least p.carried and at most maxUnreadCarried. Only aging releases
+// them, so a list shorter than the memory merges writes, and a merge
+// keeps the larger amount for the later of the two times. There is one
+// unread entry per keyed rule, so the list is cheap.
+func (p *Planner) unreadCarried(rs *ruleState) int {
+	n := int((rs.memory+p.cfg.Skew+p.cfg.Interval-1)/p.cfg.Interval) + 4
+	return min(max(n, p.carried), maxUnreadCarried)
+}
+
 // carriedMax returns the largest amount DC d's pruned writes still carry:
 // those released after since (Unix ms). A write released at or before it
 // was out of force a whole memory ago (plus the skew for the DC's slowest
@@ -127,14 +152,16 @@ func (e *entry) carriedMax(d int, since int64) int64 {
 }
 
 // consumed returns the most DC d may have consumed of e in the window, as
-// far as its readings say: 0 for a DC that does not report consumption.
+// far as its readings say; for a DC that sends no reading of e, the
+// largest of its carried writes not aged out (an unread entry's, or those
+// a key inherited from its rule when it got a share of its own), or 0.
 // A reading taken at or before since (Unix ms: now less the rule's
 // memory) has aged out whole — its DC stopped reading the entry (a
 // restart, a store that did not answer) — and counts 0; what the DC
 // consumed since is bounded by its limits, which held() counts.
 func (e *entry) consumed(d int, since int64) int64 {
 	if !e.used[d].ok {
-		return 0
+		return e.carriedMax(d, since)
 	}
 	return max(e.read(d, since), e.carriedMax(d, since))
 }

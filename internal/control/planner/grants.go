@@ -94,18 +94,25 @@ func (p *Planner) step(rs *ruleState, e *entry) {
 	}
 	var heldBuf, wantBuf [allocate.MaxStackDCs]int64
 	held, want := heldBuf[:n], wantBuf[:n]
+	heldSum := int64(0)
 	for d := range n {
 		held[d] = p.held(rs, e, d)
+		heldSum += held[d]
 	}
 	next := make([]int64, n)
 	for d := range n {
 		// Shrinks at once, and grows free of charge up to what the DC may
-		// hold already. A DC whose lease ran out only shrinks: it must fit
-		// in what it holds before its lease is renewed.
+		// hold already — only while what the DCs may hold fits in the
+		// limit: held is a bound, often above what the DC consumed (a
+		// carried write, the whole limit after a takeover), and growing
+		// into it raises what the DC may really consume. A DC whose lease
+		// ran out only shrinks: it must fit in what it holds before its
+		// lease is renewed.
 		next[d] = min(e.target[d], e.grant[d])
-		if p.dc[d].expired {
+		switch {
+		case p.dc[d].expired:
 			next[d] = min(next[d], held[d])
-		} else {
+		case heldSum <= e.limit:
 			next[d] = max(next[d], min(e.target[d], held[d]))
 		}
 	}
@@ -179,7 +186,9 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	// then it counts until a reading taken after the release says how much
 	// of it was consumed (consumed.go).
 	wait := rs.wait
-	if e.used[d].ok {
+	if e.used[d].ok || e.unread {
+		// An unread entry's pruned writes are carried instead, until
+		// they age out.
 		wait = 0
 	}
 	ack := p.ackSince(d, wait)
@@ -189,12 +198,24 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 			i = j
 		}
 	}
+	ds := &p.dc[d]
+	// capped: the DC's lease ran out a whole memory ago, so what it
+	// admitted under any of its writes within the window, it admitted
+	// under its static limit.
+	capped := ds.expired && !p.now.Before(ds.expiredAt.Add(rs.memory))
 	if i > 0 {
 		pruned := int64(0)
 		for _, w := range h[:i] {
 			pruned = max(pruned, w.limit)
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.carried)
+		if capped {
+			pruned = min(pruned, e.static[d])
+		}
+		keep := p.carried
+		if e.unread {
+			keep = p.unreadCarried(rs)
+		}
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), keep)
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}
@@ -208,10 +229,12 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		// consumed before stays counted until the rule's memory (its
 		// window; two for the sliding counter; a bucket's drain) has
 		// passed since the lease surely ran out.
-		if !e.used[d].ok {
-			return min(e.static[d], m)
-		}
-		if p.now.Before(p.dc[d].expiredAt.Add(rs.memory)) {
+		switch {
+		case e.unread && !capped:
+			return max(m, e.carriedMax(d, since))
+		case !e.used[d].ok:
+			return max(min(e.static[d], m), e.carriedMax(d, since))
+		case !capped:
 			return max(m, e.consumed(d, since))
 		}
 		// The memory has passed: whatever the DC consumed now, it admitted

@@ -250,6 +250,15 @@ func (p *Planner) newKeyEntry(rs *ruleState, key string, limit int64) *entry {
 			h[j].limit = scale(h[j].limit)
 		}
 		e.hist[i] = h
+		// The rule's carried writes too: the key may have consumed up to
+		// them under the rule's limits (an unread entry's are all the
+		// leader knows of it), until the DC's readings of the key say
+		// otherwise or they age out.
+		c := slices.Clone(rs.entry.carry[i])
+		for j := range c {
+			c[j].v = scale(c[j].v)
+		}
+		e.carry[i] = c
 	}
 	return e
 }

@@ -211,6 +211,12 @@ type entry struct {
 	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
+	// unread marks the rule-wide entry of a keyed rule with a long memory
+	// (usage-aware, not a bucket): it stands for every key without a share
+	// of its own, whose consumption no DC reads, so its pruned writes stay
+	// held until they age out — a quarantine of the rule's whole memory
+	// rather than the capped one (consumed.go).
+	unread bool
 }
 
 // New returns a planner for the DCs of cfg.

@@ -12,9 +12,25 @@ import weirv1 "github.com/weirhq/weir/proto/weir/v1"
 // quota, and reads them again every interval, traffic or not, until they
 // hold nothing.
 
+// A key the coordinator newly gave a share of its own (NewKeys) is read
+// once too, traffic or not: the coordinator carries what the DC may have
+// consumed of it under the rule's limits until a reading of the key says
+// how much that was, and the DC where the key's demand went waits for it.
+
+// NewKeys hands over the keys the coordinator newly gave a share of their
+// own in the DC's documents (quota.Table implements it).
+type NewKeys interface {
+	// TakeNewKeys calls f for at most n of the keys listed since the last
+	// call, oldest first, and forgets them.
+	TakeNewKeys(n int, f func(domain, ruleID, key string))
+}
+
 // heldRef names an entry the Reporter read as holding quota: a rule, or
 // one key of it.
 type heldRef struct{ domain, ruleID, key string }
+
+// unread marks an entry added (add) and not read yet.
+const unread = -1
 
 // maxMisses is how many reports in a row an entry may go without a reading
 // (the store did not answer, the rule went away) before it is forgotten.
@@ -51,12 +67,30 @@ func (h *holding) note(ref heldRef, v *int64, read bool) {
 	h.entries[ref] = 0
 }
 
+// room returns how many more entries may be remembered.
+func (h *holding) room() int { return max(0, h.max-len(h.entries)) }
+
+// add remembers an entry to read with the next report, if there is room
+// and it is not remembered already.
+func (h *holding) add(ref heldRef) {
+	if _, ok := h.entries[ref]; ok || len(h.entries) >= h.max {
+		return
+	}
+	if h.entries == nil {
+		h.entries = map[heldRef]int{}
+	}
+	h.entries[ref] = unread
+}
+
 // miss counts a report without a reading of a remembered entry, and
-// forgets it after maxMisses in a row.
+// forgets it after maxMisses in a row — at once when it was added and
+// never read (the rule's readings are off, or it went away).
 func (h *holding) miss(ref heldRef) {
 	n, ok := h.entries[ref]
 	switch {
 	case !ok:
+	case n == unread:
+		delete(h.entries, ref)
 	case n+1 >= maxMisses:
 		delete(h.entries, ref)
 	default:

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/dc/usage"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
@@ -284,5 +285,73 @@ rules:
 				t.Errorf("Consumed = %d, %v after %d admitted; want %d, %v", v, ok, a, w.v, w.ok)
 			}
 		})
+	}
+}
+
+// TestReporterReadsNewKeys: a key the coordinator newly gives a share of
+// its own in the DC's documents is read in the next report, traffic or
+// not — the coordinator carries what the DC may have consumed of it until
+// it hears — and kept while it holds quota; one without a reading (its
+// rule's readings off) is dropped at once. The keys come from a real
+// quota.Table.
+func TestReporterReadsNewKeys(t *testing.T) {
+	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
+	rev := &atomic.Int64{}
+	m := &meter{rev: rev, values: map[string]int64{"per-user/k": 30}}
+	tb, err := quota.New(quota.Config{DC: "a", DCs: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(rev int64, keys ...string) quota.Change {
+		a := &quota.Assignment{DC: "a", Domain: "shop", RuleID: "per-user", Share: 0.5}
+		for _, k := range keys {
+			a.Keys = append(a.Keys, quota.KeyShare{Key: k, Share: 0.1})
+		}
+		return quota.Change{Domain: "shop", RuleID: "per-user", Revision: rev, Assignment: a}
+	}
+	tb.Reset(5, []quota.Change{doc(5, "k", "short")})
+	clock := fakeclock.New(t0)
+	pub := &recorder{}
+	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
+		Meter: m, NewKeys: tb, Interval: 500 * time.Millisecond})
+	next := func(n int, set func()) {
+		t.Helper()
+		clock.WaitForTimers(t, 1)
+		if set != nil {
+			m.mu.Lock()
+			set()
+			m.mu.Unlock()
+		}
+		clock.Advance(500 * time.Millisecond)
+		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
+	}
+	next(1, nil)
+	next(2, func() { m.values["per-user/k"] = 0 })
+	next(3, func() { m.values["per-user/k2"] = 0; tb.Apply(6, []quota.Change{doc(6, "k", "short", "k2")}) }) // k2 is new
+	next(4, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := pub.reports(t)
+	want := [][]*weirv1.RuleUsage{
+		1: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k", Consumed: ptr(30)}}}},
+		2: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k", Consumed: ptr(0)}}}},
+		3: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k2", Consumed: ptr(0)}}}}, // read empty: reported once
+		4: nil,
+	}
+	for n := 1; n <= 4; n++ {
+		rules := got[n-1].GetRules()
+		if len(rules) != len(want[n]) {
+			t.Errorf("report %d: got %v, want %v", n, rules, want[n])
+			continue
+		}
+		for i := range rules {
+			if !proto.Equal(rules[i], want[n][i]) {
+				t.Errorf("report %d rule %d:\n got %v\nwant %v", n, i, rules[i], want[n][i])
+			}
+		}
+	}
+	if calls := fmt.Sprint(m.calls); calls != "[per-user/k per-user/short per-user/k per-user/k2]" && calls != "[per-user/short per-user/k per-user/k per-user/k2]" {
+		t.Errorf("meter calls %s: want k and short read once in the first report, k again, then k2", calls)
 	}
 }

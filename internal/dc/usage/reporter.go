@@ -58,6 +58,11 @@ type ReporterConfig struct {
 	// reading is never older than the revision it comes with. nil: the
 	// reports carry no readings.
 	Meter Meter
+	// NewKeys, if set with Meter, hands over the keys the coordinator
+	// newly gave a share of their own in the DC's documents; each is read
+	// once, with the entries read as holding quota (holding.go), and kept
+	// while it holds quota. nil: keys are read only as traffic brings them.
+	NewKeys NewKeys
 	// MaxReadings bounds the Meter calls of one report; the entries past
 	// it go without a reading (the coordinator then counts what they were
 	// granted). Each report's readings also stop at half the interval.
@@ -322,6 +327,11 @@ func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) []*weirv
 			k.Consumed, read = get(ru.GetDomain(), ru.GetRuleId(), k.GetKey())
 			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}, k.Consumed, read)
 		}
+	}
+	if r.cfg.NewKeys != nil {
+		r.cfg.NewKeys.TakeNewKeys(r.held.room(), func(domain, ruleID, key string) {
+			r.held.add(heldRef{domain, ruleID, key})
+		})
 	}
 	return append(rules, r.held.quiet(rules, get)...)
 }
