@@ -130,17 +130,7 @@ func TestReporterReadsQuietEntries(t *testing.T) {
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
 		Meter: m, Interval: 500 * time.Millisecond})
 	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "site", allowed: true, remaining: 9})
-	next := func(n int, set func()) {
-		t.Helper()
-		clock.WaitForTimers(t, 1)
-		if set != nil {
-			m.mu.Lock()
-			set()
-			m.mu.Unlock()
-		}
-		clock.Advance(500 * time.Millisecond)
-		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
-	}
+	next := func(n int, set func()) { t.Helper(); nextReport(t, clock, m, pub, n, set) }
 	next(1, nil)
 	next(2, func() { m.values["site/"] = 7; delete(m.values, "per-user/a") }) // a's reading fails
 	next(3, func() { m.values["site/"] = 0; m.values["per-user/a"] = 20 })
@@ -157,7 +147,28 @@ func TestReporterReadsQuietEntries(t *testing.T) {
 		4: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Consumed: ptr(0)}}}},
 		5: nil,
 	}
-	for n := 2; n <= 5; n++ {
+	checkReports(t, got, want, 2)
+}
+
+// nextReport lets the reporter's next interval end, after set (if any)
+// changed the meter's values, and waits for its report, the n-th.
+func nextReport(t *testing.T, clock *fakeclock.Clock, m *meter, pub *recorder, n int, set func()) {
+	t.Helper()
+	clock.WaitForTimers(t, 1)
+	if set != nil {
+		m.mu.Lock()
+		set()
+		m.mu.Unlock()
+	}
+	clock.Advance(500 * time.Millisecond)
+	wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
+}
+
+// checkReports compares the rules of reports first… to want[first…]
+// (want is indexed by report number, from 1), in rule order.
+func checkReports(t *testing.T, got []*weirv1.UsageReport, want [][]*weirv1.RuleUsage, first int) {
+	t.Helper()
+	for n := first; n < len(want); n++ {
 		rules := got[n-1].GetRules()
 		sortRules(rules)
 		if len(rules) != len(want[n]) {
@@ -314,17 +325,7 @@ func TestReporterReadsNewKeys(t *testing.T) {
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
 		Meter: m, NewKeys: tb, Interval: 500 * time.Millisecond})
-	next := func(n int, set func()) {
-		t.Helper()
-		clock.WaitForTimers(t, 1)
-		if set != nil {
-			m.mu.Lock()
-			set()
-			m.mu.Unlock()
-		}
-		clock.Advance(500 * time.Millisecond)
-		wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
-	}
+	next := func(n int, set func()) { t.Helper(); nextReport(t, clock, m, pub, n, set) }
 	next(1, nil)
 	next(2, func() { m.values["per-user/k"] = 0 })
 	next(3, func() { m.values["per-user/k2"] = 0; tb.Apply(6, []quota.Change{doc(6, "k", "short", "k2")}) }) // k2 is new
@@ -339,18 +340,7 @@ func TestReporterReadsNewKeys(t *testing.T) {
 		3: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k2", Consumed: ptr(0)}}}}, // read empty: reported once
 		4: nil,
 	}
-	for n := 1; n <= 4; n++ {
-		rules := got[n-1].GetRules()
-		if len(rules) != len(want[n]) {
-			t.Errorf("report %d: got %v, want %v", n, rules, want[n])
-			continue
-		}
-		for i := range rules {
-			if !proto.Equal(rules[i], want[n][i]) {
-				t.Errorf("report %d rule %d:\n got %v\nwant %v", n, i, rules[i], want[n][i])
-			}
-		}
-	}
+	checkReports(t, got, want, 1)
 	if calls := fmt.Sprint(m.calls); calls != "[per-user/k per-user/short per-user/k per-user/k2]" && calls != "[per-user/short per-user/k per-user/k per-user/k2]" {
 		t.Errorf("meter calls %s: want k and short read once in the first report, k again, then k2", calls)
 	}
