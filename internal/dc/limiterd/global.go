@@ -112,7 +112,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		rcfg := usage.ReporterConfig{DC: cfg.DC, Instance: g.instance, Source: agg, Publisher: kafkaPublisher{g.pub}, Interval: cfg.ReportInterval, Logger: cfg.Logger} // names the DC itself
 		if g.table != nil {
 			rcfg.Progress = g.table
-			rcfg.NewKeys = g.table
+			rcfg.Changed = g.table
 		}
 		// The coordinator's default quarantine covers ten intervals.
 		iv := cfg.ReportInterval

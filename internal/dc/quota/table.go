@@ -75,9 +75,9 @@ type Table struct {
 	// one: the acknowledgement stays below it.
 	holds   map[ruleKey]int64
 	skipped int // corrupt documents skipped in the current batch
-	// newKeys are keys newly given a share of their own by a valid
-	// document, oldest first, at most maxNewKeys, until TakeNewKeys.
-	newKeys []NewKey
+	// changed are the entries whose limits valid documents changed,
+	// oldest first, at most maxChanged, until TakeChanged.
+	changed []changedRef
 }
 
 // snapshot is the Table's state at one instant. It is immutable once
@@ -445,7 +445,7 @@ func (t *Table) putRule(prev *entry, next *snapshot, c *Change) *entry {
 	rl, keys, err := c.assignment(t.dc)
 	if err == nil {
 		next.epoch = max(next.epoch, c.Assignment.Epoch)
-		t.noteNewKeys(prev, c.Domain, c.RuleID, keys)
+		t.noteChanged(prev, c.Domain, c.RuleID, rl, keys)
 		return &entry{rule: rl, keys: keys, state: valid, rev: c.Revision}
 	}
 	t.skip(c, err)

@@ -1,6 +1,10 @@
 package usage
 
-import weirv1 "github.com/weirhq/weir/proto/weir/v1"
+import (
+	"time"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
 
 // Usage-aware limits move quota between DCs only as the readings say it
 // was not consumed (docs/architecture.md, "Usage-aware limits"). A DC
@@ -12,40 +16,54 @@ import weirv1 "github.com/weirhq/weir/proto/weir/v1"
 // quota, and reads them again every interval, traffic or not, until they
 // hold nothing.
 
-// A key the coordinator newly gave a share of its own (NewKeys) is read
-// once too, traffic or not: the coordinator carries what the DC may have
-// consumed of it under the rule's limits until a reading of the key says
-// how much that was, and the DC where the key's demand went waits for it.
+// An entry whose limit the DC's documents changed — a rule's share, a key
+// newly given a share of its own — is read in the next reports too,
+// traffic or not, for ChangedReads: the coordinator carries what the DC may
+// have consumed under a limit it replaced (or, for a new key, under the
+// rule's limits) until a reading taken after the change, and more than
+// its tolerated skew after the DC acknowledged it, says how much that was.
+// A DC that read the entry empty once and then went quiet would otherwise
+// leave that carry to age out for a whole memory, and the DC where the
+// demand went waits for it.
 
-// NewKeys hands over the keys the coordinator newly gave a share of their
-// own in the DC's documents (quota.Table implements it).
-type NewKeys interface {
-	// TakeNewKeys calls f for at most n of the keys listed since the last
-	// call, oldest first, and forgets them.
-	TakeNewKeys(n int, f func(domain, ruleID, key string))
+// ChangedReads is how long after its limit changed an entry is read,
+// traffic or not: the coordinator's default tolerated skew (1 s), and two
+// more seconds of report intervals and delivery.
+const ChangedReads = 3 * time.Second
+
+// Changed hands over the entries whose limits the DC's documents changed
+// (quota.Table implements it).
+type Changed interface {
+	// TakeChanged calls f for at most n of the entries changed since the
+	// last call — a rule (key "") or one of its keys — oldest first, and
+	// forgets them.
+	TakeChanged(n int, f func(domain, ruleID, key string))
 }
 
 // heldRef names an entry the Reporter read as holding quota: a rule, or
 // one key of it.
 type heldRef struct{ domain, ruleID, key string }
 
-// unread marks an entry added (add) and not read yet.
-const unread = -1
+// held is what the Reporter knows of an entry it reads while quiet.
+type held struct {
+	misses int  // reports in a row without a reading
+	owed   int  // reports it is still read in, empty or not (changed entries)
+	unread bool // added by a change and never read: dropped at its first miss
+}
 
 // maxMisses is how many reports in a row an entry may go without a reading
 // (the store did not answer, the rule went away) before it is forgotten.
 const maxMisses = 300
 
-// holding is the set of entries read as holding quota, each with the
-// number of reports in a row it went without a reading. It is owned by the
-// Reporter's Run goroutine.
+// holding is the set of entries read as holding quota, or recently
+// changed. It is owned by the Reporter's Run goroutine.
 type holding struct {
 	max     int // the most entries remembered
-	entries map[heldRef]int
+	entries map[heldRef]held
 }
 
 // note records the reading v of an entry, if it was read: remembered
-// while it holds quota, forgotten once it holds none.
+// while it holds quota or is owed reads, forgotten otherwise.
 func (h *holding) note(ref heldRef, v *int64, read bool) {
 	if !read {
 		return // past the readings' budget: as it was
@@ -54,47 +72,52 @@ func (h *holding) note(ref heldRef, v *int64, read bool) {
 		h.miss(ref)
 		return
 	}
-	if *v <= 0 {
+	e, ok := h.entries[ref]
+	if *v <= 0 && e.owed <= 0 {
 		delete(h.entries, ref)
 		return
 	}
-	if _, ok := h.entries[ref]; !ok && len(h.entries) >= h.max {
+	if !ok && len(h.entries) >= h.max {
 		return // full: this entry goes unread while quiet (the coordinator counts its last reading until the rule's memory has passed)
 	}
 	if h.entries == nil {
-		h.entries = map[heldRef]int{}
+		h.entries = map[heldRef]held{}
 	}
-	h.entries[ref] = 0
+	h.entries[ref] = held{owed: max(0, e.owed-1)}
 }
 
 // room returns how many more entries may be remembered.
 func (h *holding) room() int { return max(0, h.max-len(h.entries)) }
 
-// add remembers an entry to read with the next report, if there is room
-// and it is not remembered already.
-func (h *holding) add(ref heldRef) {
-	if _, ok := h.entries[ref]; ok || len(h.entries) >= h.max {
+// change owes an entry reads in the next n reports, if there is room or it
+// is remembered already.
+func (h *holding) change(ref heldRef, n int) {
+	e, ok := h.entries[ref]
+	if !ok && len(h.entries) >= h.max {
 		return
 	}
 	if h.entries == nil {
-		h.entries = map[heldRef]int{}
+		h.entries = map[heldRef]held{}
 	}
-	h.entries[ref] = unread
+	if !ok {
+		e.unread = true
+	}
+	e.owed = max(e.owed, n)
+	h.entries[ref] = e
 }
 
 // miss counts a report without a reading of a remembered entry, and
-// forgets it after maxMisses in a row — at once when it was added and
-// never read (the rule's readings are off, or it went away).
+// forgets it after maxMisses in a row — at once when it was added by a
+// change and never read (the rule's readings are off, or it went away).
 func (h *holding) miss(ref heldRef) {
-	n, ok := h.entries[ref]
+	e, ok := h.entries[ref]
 	switch {
 	case !ok:
-	case n == unread:
-		delete(h.entries, ref)
-	case n+1 >= maxMisses:
+	case e.unread || e.misses+1 >= maxMisses:
 		delete(h.entries, ref)
 	default:
-		h.entries[ref] = n + 1
+		e.misses++
+		h.entries[ref] = e
 	}
 }
 
@@ -131,11 +154,7 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 			h.miss(ref)
 			continue
 		}
-		if *v <= 0 {
-			delete(h.entries, ref)
-		} else {
-			h.entries[ref] = 0
-		}
+		h.note(ref, v, true)
 		if ref.key == "" {
 			out = append(out, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
 			continue

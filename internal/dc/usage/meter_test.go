@@ -3,6 +3,8 @@ package usage_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,13 +301,13 @@ rules:
 	}
 }
 
-// TestReporterReadsNewKeys: a key the coordinator newly gives a share of
-// its own in the DC's documents is read in the next report, traffic or
-// not — the coordinator carries what the DC may have consumed of it until
-// it hears — and kept while it holds quota; one without a reading (its
-// rule's readings off) is dropped at once. The keys come from a real
-// quota.Table.
-func TestReporterReadsNewKeys(t *testing.T) {
+// TestReporterReadsChangedEntries: an entry whose limits the DC's
+// documents change — every entry of the first listing, a key newly given a
+// share of its own, a key given a new limit — is read in every report for
+// ChangedReads, traffic or not, then while it holds quota; one without a
+// reading (its rule's readings off) is dropped at once. The changes come
+// from a real quota.Table.
+func TestReporterReadsChangedEntries(t *testing.T) {
 	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
 	rev := &atomic.Int64{}
 	m := &meter{rev: rev, values: map[string]int64{"per-user/k": 30}}
@@ -313,35 +315,70 @@ func TestReporterReadsNewKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(rev int64, keys ...string) quota.Change {
+	doc := func(rev int64, share float64, keys ...string) quota.Change {
 		a := &quota.Assignment{DC: "a", Domain: "shop", RuleID: "per-user", Share: 0.5}
 		for _, k := range keys {
-			a.Keys = append(a.Keys, quota.KeyShare{Key: k, Share: 0.1})
+			a.Keys = append(a.Keys, quota.KeyShare{Key: k, Share: share})
 		}
 		return quota.Change{Domain: "shop", RuleID: "per-user", Revision: rev, Assignment: a}
 	}
-	tb.Reset(5, []quota.Change{doc(5, "k", "short")})
+	tb.Reset(5, []quota.Change{doc(5, 0.1, "k", "short")})
+	const interval = 500 * time.Millisecond
+	owed := int((usage.ChangedReads + interval - 1) / interval) // 6
 	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
-		Meter: m, NewKeys: tb, Interval: 500 * time.Millisecond})
-	next := func(n int, set func()) { t.Helper(); nextReport(t, clock, m, pub, n, set) }
-	next(1, nil)
-	next(2, func() { m.values["per-user/k"] = 0 })
-	next(3, func() { m.values["per-user/k2"] = 0; tb.Apply(6, []quota.Change{doc(6, "k", "short", "k2")}) }) // k2 is new
-	next(4, nil)
+		Meter: m, Changed: tb, Interval: interval})
+	n := 0
+	next := func(set func()) { t.Helper(); n++; nextReport(t, clock, m, pub, n, set) }
+	next(nil) // k read 30
+	next(func() { m.values["per-user/k"] = 0 })
+	for range owed - 1 {
+		next(nil)
+	}
+	// Then a new limit for k and a new key k2 (read empty).
+	next(func() { m.values["per-user/k2"] = 0; tb.Apply(6, []quota.Change{doc(6, 0.2, "k", "short", "k2")}) })
+	for range owed {
+		next(nil)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	got := pub.reports(t)
-	want := [][]*weirv1.RuleUsage{
-		1: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k", Consumed: ptr(30)}}}},
-		2: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k", Consumed: ptr(0)}}}},
-		3: {{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "k2", Consumed: ptr(0)}}}}, // read empty: reported once
-		4: nil,
+	keys := func(r *weirv1.UsageReport) string {
+		var out []string
+		for _, ru := range r.GetRules() {
+			for _, k := range ru.GetKeys() {
+				out = append(out, fmt.Sprintf("%s=%d", k.GetKey(), k.GetConsumed()))
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
 	}
-	checkReports(t, got, want, 1)
-	if calls := fmt.Sprint(m.calls); calls != "[per-user/k per-user/short per-user/k per-user/k2]" && calls != "[per-user/short per-user/k per-user/k per-user/k2]" {
-		t.Errorf("meter calls %s: want k and short read once in the first report, k again, then k2", calls)
+	// Read in the owed reports and once more, empty, then forgotten.
+	want := []string{"k=30"}
+	for range owed {
+		want = append(want, "k=0")
+	}
+	for range owed + 1 {
+		want = append(want, "k2=0 k=0")
+	}
+	want = append(want, "")
+	got := pub.reports(t)
+	if len(got) < len(want) {
+		t.Fatalf("%d reports, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if g := keys(got[i]); g != w {
+			t.Errorf("report %d: keys %q, want %q", i+1, g, w)
+		}
+	}
+	// short and the keyed rule's own entry have no reading: read once per
+	// listing that changed them.
+	calls := map[string]int{}
+	for _, c := range m.calls {
+		calls[c]++
+	}
+	if calls["per-user/short"] != 2 || calls["per-user/"] != 1 {
+		t.Errorf("meter calls %v: want short read twice and the rule's own entry once", calls)
 	}
 }

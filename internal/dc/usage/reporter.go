@@ -58,11 +58,12 @@ type ReporterConfig struct {
 	// reading is never older than the revision it comes with. nil: the
 	// reports carry no readings.
 	Meter Meter
-	// NewKeys, if set with Meter, hands over the keys the coordinator
-	// newly gave a share of their own in the DC's documents; each is read
-	// once, with the entries read as holding quota (holding.go), and kept
-	// while it holds quota. nil: keys are read only as traffic brings them.
-	NewKeys NewKeys
+	// Changed, if set with Meter, hands over the entries whose limits the
+	// DC's documents changed; each is read in every report for
+	// ChangedReads, traffic or not, with the entries read as holding quota
+	// (holding.go), and kept while it holds quota. nil: entries are read
+	// as traffic brings them, and while they hold quota.
+	Changed Changed
 	// MaxReadings bounds the Meter calls of one report; the entries past
 	// it go without a reading (the coordinator then counts what they were
 	// granted). Each report's readings also stop at half the interval.
@@ -328,9 +329,10 @@ func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) []*weirv
 			r.held.note(heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}, k.Consumed, read)
 		}
 	}
-	if r.cfg.NewKeys != nil {
-		r.cfg.NewKeys.TakeNewKeys(r.held.room(), func(domain, ruleID, key string) {
-			r.held.add(heldRef{domain, ruleID, key})
+	if r.cfg.Changed != nil {
+		owed := int((ChangedReads + r.cfg.Interval - 1) / r.cfg.Interval)
+		r.cfg.Changed.TakeChanged(r.held.room(), func(domain, ruleID, key string) {
+			r.held.change(heldRef{domain, ruleID, key}, owed)
 		})
 	}
 	return append(rules, r.held.quiet(rules, get)...)
