@@ -88,11 +88,14 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
 		// Merge two, conservatively: the larger amount, held until a
 		// reading younger than both. The two oldest, which the next
 		// reading releases first; for an unread entry, which only aging
-		// releases, the two released closest in time, so that a DC that
-		// keeps shrinking does not keep its oldest limit alive.
+		// releases, the two released closest in time, the newest of such
+		// pairs, so that the old carries age out as they were: merging
+		// the oldest again and again would keep a shrinking DC's oldest
+		// limit alive for as long as it went on shrinking.
 		i := 0
 		if e.unread {
-			for j := 1; j+1 < len(c); j++ {
+			i = len(c) - 2
+			for j := len(c) - 3; j >= 0; j-- {
 				if c[j+1].at-c[j].at < c[i+1].at-c[i].at {
 					i = j
 				}

@@ -800,35 +800,66 @@ func TestUnreadEntryAfterTakeover(t *testing.T) {
 }
 
 // TestUnreadCarriesFollowARamp shifts a keyed rule's traffic from a to b
-// over ten minutes, so that a's rule-wide limit shrinks a little every few
-// intervals. Only aging releases an unread entry's carries, so what a
-// holds must come down a memory after its limit did: when the list merged
-// its two oldest writes, a's held stuck at 302 for four minutes while its
-// grant fell from 232 to 8.
+// over ten minutes (thirty for a 5-minute window), so that a's rule-wide
+// limit shrinks a little every few intervals. Only aging releases an
+// unread entry's carries, so what a holds must come down about a memory
+// after its limit did: when the list kept four writes and merged its two
+// oldest, a's held stuck at 302 for four minutes while its grant fell from
+// 232 to 8. The list now spans the memory (TestUnreadMerge covers what
+// happens past it).
 func TestUnreadCarriesFollowARamp(t *testing.T) {
-	r := logRule(600, 60)
-	r.KeyType = rule.Dimensions{"user"}
-	w := newWorld(t, r, "cold", 300*time.Millisecond, func(c *Config) { c.UsageAwareAbove = 0 })
-	w.cold = true
-	w.reportLag = 500 * time.Millisecond
-	rs := w.p.rules[ruleRef{"api", "r"}]
-	e := rs.entry
-	var grants []int64 // a's grant at the end of every second
-	worst := int64(0)
-	for sec := range 900 {
-		f := min(1, max(0, float64(sec-100)/600))
-		w.run(1, 10, func(int) map[string]float64 { return map[string]float64{"a": 30 * (1 - f), "b": 30 * f, "c": 1} })
-		grants = append(grants, e.grant[0])
-		if sec < 70 {
-			continue
-		}
-		// a holds no more than its largest grant of the last memory, the
-		// skew and a few intervals of acknowledgement.
-		recent := slices.Max(grants[sec-66:])
-		worst = max(worst, w.p.held(rs, e, 0)-recent)
+	for _, tc := range []struct {
+		window, ramp int64
+	}{{60, 600}, {300, 1800}} {
+		t.Run(fmt.Sprintf("%ds", tc.window), func(t *testing.T) {
+			r := logRule(600, tc.window)
+			r.KeyType = rule.Dimensions{"user"}
+			w := newWorld(t, r, "cold", 300*time.Millisecond, func(c *Config) { c.UsageAwareAbove = 0 })
+			w.cold = true
+			w.reportLag = 500 * time.Millisecond
+			rs := w.p.rules[ruleRef{"api", "r"}]
+			e := rs.entry
+			// held may trail the grants by the memory, the skew, a few
+			// intervals of acknowledgement and, when the list merges,
+			// twice its step.
+			lag := int(tc.window) + 6 + 2*int(tc.window)/maxUnreadCarried
+			var grants []int64 // a's grant at the end of every second
+			worst := int64(0)
+			for sec := range int(tc.ramp) + 300 + 2*int(tc.window) {
+				f := min(1, max(0, float64(sec-100)/float64(tc.ramp)))
+				w.run(1, 10, func(int) map[string]float64 { return map[string]float64{"a": 30 * (1 - f), "b": 30 * f, "c": 1} })
+				grants = append(grants, e.grant[0])
+				if sec < lag+10 {
+					continue
+				}
+				recent := slices.Max(grants[sec-lag:])
+				worst = max(worst, w.p.held(rs, e, 0)-recent)
+			}
+			t.Logf("a held at most %d above its largest grant of the last %d s", worst, lag)
+			if worst > 0 {
+				t.Errorf("a held %d above its largest grant of the last %d s, want 0", worst, lag)
+			}
+		})
 	}
-	t.Logf("a held at most %d above its largest grant of the last 66 s", worst)
-	if worst > 0 {
-		t.Errorf("a held %d above its largest grant of the last 66 s, want 0", worst)
+}
+
+// TestUnreadMerge: an unread entry whose list is full merges the newest
+// pair of the writes released closest in time, so that its old writes age
+// out when they were due; merging the two oldest, a DC shrinking every
+// second kept its first limit (100) held past its memory.
+func TestUnreadMerge(t *testing.T) {
+	e := &entry{unread: true, used: make([]reading, 1), carry: make([][]carried, 1)}
+	const memory = 5_000 // ms
+	for i := range int64(10) {
+		now := i * 1000
+		e.release(0, 100-10*i, i+1, now, now-memory, 4)
+	}
+	// At 9.5 s, the writes released at or before 4.5 s have aged out: the
+	// largest left is the one released at 5 s, 50.
+	if got := e.carriedMax(0, 9_500-memory); got > 50 {
+		t.Errorf("carried %d at 9.5 s (carries %v), want at most 50", got, e.carry[0])
+	}
+	if len(e.carry[0]) > 4 {
+		t.Errorf("%d carries, want at most 4", len(e.carry[0]))
 	}
 }

@@ -61,7 +61,8 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		dcs = append(slices.Clone(dcs), cfg.DC)
 	}
 	if len(dcs) > 1 || len(cfg.Etcd) > 0 {
-		t, err := quota.New(quota.Config{DC: cfg.DC, DCs: dcs, Logger: log})
+		// The reporter (with Kafka) reads the entries the documents change.
+		t, err := quota.New(quota.Config{DC: cfg.DC, DCs: dcs, Logger: log, TrackChanges: len(cfg.Kafka) > 0})
 		if err != nil {
 			return nil, fmt.Errorf("limiterd: %w", err)
 		}

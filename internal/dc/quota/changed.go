@@ -18,6 +18,14 @@ func (t *Table) noteChanged(prev *entry, domain, ruleID string, rl limits, keys 
 	if len(t.changed) >= maxChanged {
 		return
 	}
+	if !t.trackChanges {
+		return
+	}
+	if prev != nil && prev.state != valid {
+		// After a corrupt or deleted document, the coordinator may have
+		// written other limits in between: every entry counts as changed.
+		prev = nil
+	}
 	if prev == nil || prev.rule != rl {
 		t.changed = append(t.changed, changedRef{domain, ruleID, ""})
 	}
@@ -34,7 +42,8 @@ func (t *Table) noteChanged(prev *entry, domain, ruleID string, rl limits, keys 
 	}
 }
 
-// TakeChanged calls f for at most n of the entries whose limits the DC's
+// TakeChanged calls f, when Config.TrackChanges is set, for at most n of
+// the entries whose limits the DC's
 // documents changed since the last call — every entry of the first
 // listing, a key newly given a share of its own, a rule's or a key's new
 // limit — oldest first, and forgets them. The usage reporter reads them

@@ -28,6 +28,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger logs skipped documents. Default slog.Default().
 	Logger *slog.Logger
+	// TrackChanges makes the Table remember the entries whose limits its
+	// documents change, for TakeChanged (the usage reporter's). Off, they
+	// are not kept: nothing would take them.
+	TrackChanges bool
 }
 
 // Validate reports whether c is usable.
@@ -73,8 +77,9 @@ type Table struct {
 	// holds maps each rule whose latest document is corrupt to the
 	// revision of the first of its corrupt documents since its last valid
 	// one: the acknowledgement stays below it.
-	holds   map[ruleKey]int64
-	skipped int // corrupt documents skipped in the current batch
+	holds        map[ruleKey]int64
+	skipped      int // corrupt documents skipped in the current batch
+	trackChanges bool
 	// changed are the entries whose limits valid documents changed,
 	// oldest first, at most maxChanged, until TakeChanged.
 	changed []changedRef
@@ -150,13 +155,14 @@ func New(cfg Config) (*Table, error) {
 		cfg.Now = time.Now
 	}
 	t := &Table{
-		dc:     cfg.DC,
-		dcs:    slices.Clone(cfg.DCs),
-		now:    cfg.Now,
-		since:  since,
-		log:    cfg.Logger,
-		synced: make(chan struct{}),
-		holds:  make(map[ruleKey]int64),
+		dc:           cfg.DC,
+		dcs:          slices.Clone(cfg.DCs),
+		now:          cfg.Now,
+		since:        since,
+		log:          cfg.Logger,
+		synced:       make(chan struct{}),
+		trackChanges: cfg.TrackChanges,
+		holds:        make(map[ruleKey]int64),
 	}
 	t.snap.Store(&snapshot{})
 	return t, nil

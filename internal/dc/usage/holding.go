@@ -49,6 +49,7 @@ type held struct {
 	misses int  // reports in a row without a reading
 	owed   int  // reports it is still read in, empty or not (changed entries)
 	unread bool // added by a change and never read: dropped at its first miss
+	holds  bool // its last reading found quota
 }
 
 // maxMisses is how many reports in a row an entry may go without a reading
@@ -77,13 +78,28 @@ func (h *holding) note(ref heldRef, v *int64, read bool) {
 		delete(h.entries, ref)
 		return
 	}
-	if !ok && len(h.entries) >= h.max {
+	if !ok && len(h.entries) >= h.max && (*v <= 0 || !h.evictChanged()) {
 		return // full: this entry goes unread while quiet (the coordinator counts its last reading until the rule's memory has passed)
 	}
 	if h.entries == nil {
 		h.entries = map[heldRef]held{}
 	}
-	h.entries[ref] = held{owed: max(0, e.owed-1)}
+	h.entries[ref] = held{owed: max(0, e.owed-1), holds: *v > 0}
+}
+
+// evictChanged forgets one entry kept only for the reads a change owes it
+// (its last reading found nothing), to make room for one that holds quota:
+// a carry left by a change ages out in a memory at worst, while an entry
+// that holds quota and goes unread keeps its last reading counted. It
+// reports whether it found one.
+func (h *holding) evictChanged() bool {
+	for ref, e := range h.entries {
+		if !e.holds && e.owed > 0 {
+			delete(h.entries, ref)
+			return true
+		}
+	}
+	return false
 }
 
 // room returns how many more entries may be remembered.

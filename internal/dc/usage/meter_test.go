@@ -132,7 +132,7 @@ func TestReporterReadsQuietEntries(t *testing.T) {
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
 		Meter: m, Interval: 500 * time.Millisecond})
 	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "site", allowed: true, remaining: 9})
-	next := func(n int, set func()) { t.Helper(); nextReport(t, clock, m, pub, n, set) }
+	next := func(n int, set func()) { t.Helper(); nextReport(t, clock, 500*time.Millisecond, m, pub, n, set) }
 	next(1, nil)
 	next(2, func() { m.values["site/"] = 7; delete(m.values, "per-user/a") }) // a's reading fails
 	next(3, func() { m.values["site/"] = 0; m.values["per-user/a"] = 20 })
@@ -152,9 +152,9 @@ func TestReporterReadsQuietEntries(t *testing.T) {
 	checkReports(t, got, want, 2)
 }
 
-// nextReport lets the reporter's next interval end, after set (if any)
+// nextReport lets the reporter's next interval (of length interval) end, after set (if any)
 // changed the meter's values, and waits for its report, the n-th.
-func nextReport(t *testing.T, clock *fakeclock.Clock, m *meter, pub *recorder, n int, set func()) {
+func nextReport(t *testing.T, clock *fakeclock.Clock, interval time.Duration, m *meter, pub *recorder, n int, set func()) {
 	t.Helper()
 	clock.WaitForTimers(t, 1)
 	if set != nil {
@@ -162,7 +162,7 @@ func nextReport(t *testing.T, clock *fakeclock.Clock, m *meter, pub *recorder, n
 		set()
 		m.mu.Unlock()
 	}
-	clock.Advance(500 * time.Millisecond)
+	clock.Advance(interval)
 	wait.For(t, 5*time.Second, fmt.Sprintf("report %d", n), func() bool { return pub.count() == n })
 }
 
@@ -311,7 +311,7 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
 	rev := &atomic.Int64{}
 	m := &meter{rev: rev, values: map[string]int64{"per-user/k": 30}}
-	tb, err := quota.New(quota.Config{DC: "a", DCs: []string{"a", "b"}})
+	tb, err := quota.New(quota.Config{DC: "a", DCs: []string{"a", "b"}, TrackChanges: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,14 +323,14 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 		return quota.Change{Domain: "shop", RuleID: "per-user", Revision: rev, Assignment: a}
 	}
 	tb.Reset(5, []quota.Change{doc(5, 0.1, "k", "short")})
-	const interval = 500 * time.Millisecond
-	owed := int((usage.ChangedReads + interval - 1) / interval) // 6
+	const interval = 700 * time.Millisecond
+	const owed = 5 // ChangedReads (3 s) in reports of 700 ms, rounded up
 	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
 		Meter: m, Changed: tb, Interval: interval})
 	n := 0
-	next := func(set func()) { t.Helper(); n++; nextReport(t, clock, m, pub, n, set) }
+	next := func(set func()) { t.Helper(); n++; nextReport(t, clock, interval, m, pub, n, set) }
 	next(nil) // k read 30
 	next(func() { m.values["per-user/k"] = 0 })
 	for range owed - 1 {
@@ -338,7 +338,7 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 	}
 	// Then a new limit for k and a new key k2 (read empty).
 	next(func() { m.values["per-user/k2"] = 0; tb.Apply(6, []quota.Change{doc(6, 0.2, "k", "short", "k2")}) })
-	for range owed {
+	for range owed + 1 {
 		next(nil)
 	}
 	if err := stop(); err != nil {
@@ -362,7 +362,7 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 	for range owed + 1 {
 		want = append(want, "k2=0 k=0")
 	}
-	want = append(want, "")
+	want = append(want, "", "") // forgotten: reports without them (not the shutdown report)
 	got := pub.reports(t)
 	if len(got) < len(want) {
 		t.Fatalf("%d reports, want %d", len(got), len(want))
@@ -380,5 +380,51 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 	}
 	if calls["per-user/short"] != 2 || calls["per-user/"] != 1 {
 		t.Errorf("meter calls %v: want short read twice and the rule's own entry once", calls)
+	}
+}
+
+// TestChangedEntriesGiveWayToHeldQuota: entries kept only for the reads a
+// change owes them do not crowd out an entry that holds quota: with room
+// for three, filled by a listing of five keys, key a read holding 30 takes
+// the place of one of them and is read in every report while quiet.
+func TestChangedEntriesGiveWayToHeldQuota(t *testing.T) {
+	set := compile(t)
+	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
+	rev := &atomic.Int64{}
+	m := &meter{rev: rev, values: map[string]int64{"per-user/a": 30, "per-user/": 0, "per-user/c1": 0, "per-user/c2": 0, "per-user/c3": 0, "per-user/c4": 0, "per-user/c5": 0}}
+	tb, err := quota.New(quota.Config{DC: "a", DCs: []string{"a", "b"}, TrackChanges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &quota.Assignment{DC: "a", Domain: "shop", RuleID: "per-user", Share: 0.5}
+	for _, k := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		a.Keys = append(a.Keys, quota.KeyShare{Key: k, Share: 0.1})
+	}
+	tb.Reset(5, []quota.Change{{Domain: "shop", RuleID: "per-user", Revision: 5, Assignment: a}})
+	clock := fakeclock.New(t0)
+	pub := &recorder{}
+	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
+		Meter: m, Changed: tb, MaxReadings: 3, Interval: 500 * time.Millisecond})
+	nextReport(t, clock, 500*time.Millisecond, m, pub, 1, nil) // the listing's changes fill the room
+	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90})
+	for n := 2; n <= 5; n++ {
+		nextReport(t, clock, 500*time.Millisecond, m, pub, n, nil)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := pub.reports(t)
+	for n := 3; n <= 5; n++ {
+		found := false
+		for _, ru := range got[n-1].GetRules() {
+			for _, k := range ru.GetKeys() {
+				if k.GetKey() == "a" && k.GetConsumed() == 30 {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("report %d: %v; want key a read holding 30", n, got[n-1].GetRules())
+		}
 	}
 }
