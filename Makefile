@@ -42,7 +42,7 @@ SCENARIO ?= deploy/multidc/scenarios/default.yaml
 sim:
 	$(GO) run ./cmd/weirsim --scenario $(SCENARIO) --out report/$(basename $(notdir $(SCENARIO)))
 
-## sim-all: every shipped scenario, two at a time (SIM_JOBS); fails when any misses a goal (about 6 minutes)
+## sim-all: every shipped scenario, two at a time (SIM_JOBS); fails when any misses a goal (about 7 minutes)
 sim-all: ensure-redis
 	@scripts/sim-all.sh
 

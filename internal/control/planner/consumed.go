@@ -163,16 +163,13 @@ func (e *entry) carriedMax(d int, since int64) int64 {
 // restart, a store that did not answer) — and counts 0; what the DC
 // consumed since is bounded by its limits, which held() counts.
 func (e *entry) consumed(d int, since int64) int64 {
-	if !e.used[d].ok {
-		return e.carriedMax(d, since)
-	}
 	return max(e.read(d, since), e.carriedMax(d, since))
 }
 
 // read returns DC d's latest reading of e, or 0 if it was taken at or
-// before since.
+// before since, or if the DC sent none.
 func (e *entry) read(d int, since int64) int64 {
-	if e.used[d].at <= since {
+	if !e.used[d].ok || e.used[d].at <= since {
 		return 0
 	}
 	return e.used[d].v
@@ -188,9 +185,6 @@ func (e *entry) read(d int, since int64) int64 {
 func (e *entry) own(d int, bucket bool, since int64) int64 {
 	if bucket {
 		return e.consumed(d, since)
-	}
-	if !e.used[d].ok {
-		return 0
 	}
 	return e.read(d, since)
 }

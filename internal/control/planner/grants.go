@@ -230,12 +230,10 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		// window; two for the sliding counter; a bucket's drain) has
 		// passed since the lease surely ran out.
 		switch {
-		case e.unread && !capped:
-			return max(m, e.carriedMax(d, since))
-		case !e.used[d].ok:
-			return max(min(e.static[d], m), e.carriedMax(d, since))
-		case !capped:
+		case !capped && (e.unread || e.used[d].ok):
 			return max(m, e.consumed(d, since))
+		case !e.used[d].ok:
+			return max(min(e.static[d], m), e.consumed(d, since))
 		}
 		// The memory has passed: whatever the DC consumed now, it admitted
 		// under its static limit. Its readings from before are forgotten

@@ -264,8 +264,8 @@ func TestLongWindowMove(t *testing.T) {
 // rule: it takes the rule-wide limits, which follow the rule's traffic,
 // and whose pruned writes stay held until they age out. Inside a window
 // (moves every 25 s) the shares cannot move and the key keeps the static
-// split — with the capped quarantine it was admitted 1.8 × its limit in
-// one window; with demand staying longer than the rule's memory (150 s;
+// split — with the capped quarantine it went above its limit in one
+// window (604 of 600 at the first excess, where the world stops); with demand staying longer than the rule's memory (150 s;
 // the sliding window counter's is two windows) the shares follow it, a
 // memory after each move.
 func TestLongWindowColdKey(t *testing.T) {

@@ -66,13 +66,9 @@ func TestNewLimiterEnforcesLastValidRule(t *testing.T) {
 		return resp.StatusCode, b
 	}
 	for i, want := range []bool{true, true, false} {
-		code, b := get("POST", "/v1/check", `{"domain":"api","attributes":{"user_id":"u"}}`)
-		var a struct{ Allowed, Matched bool }
-		if err := json.Unmarshal(b, &a); err != nil {
-			t.Fatalf("check %d: %d %s", i+1, code, b)
-		}
-		if a.Allowed != want || !a.Matched {
-			t.Errorf("check %d: got allowed=%v matched=%v (%d), want allowed=%v under the last valid rule (limit 2)", i+1, a.Allowed, a.Matched, code, want)
+		allowed, matched := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
+		if allowed != want || !matched {
+			t.Errorf("check %d: got allowed=%v matched=%v, want allowed=%v under the last valid rule (limit 2)", i+1, allowed, matched, want)
 		}
 	}
 

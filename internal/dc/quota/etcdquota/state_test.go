@@ -3,6 +3,7 @@ package etcdquota
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,6 +144,30 @@ func TestStateSaveFailure(t *testing.T) {
 		ackedAtLeast(t, cli, in, rev)
 		if st := in.agent.Stats(); st.StateSaveErrors == 0 || st.StateSaves != 0 {
 			t.Errorf("Stats: %+v; want failed saves only", st)
+		}
+	})
+	t.Run("old file removed", func(t *testing.T) {
+		c := etcdtest.Start(t)
+		cli := c.Client(t)
+		rev := putDoc(t, cli, "a", "low", 0.1)
+		// A name of 250 bytes exists; the temporary file a save writes
+		// beside it (".name.random") is longer than a file name may be,
+		// so every save fails while the old file can be removed.
+		path := filepath.Join(t.TempDir(), strings.Repeat("q", 250))
+		old, err := proto.Marshal(&weirv1.QuotaState{Dc: "a", Revision: 1, Assignments: []*weirv1.RuleAssignment{{Dc: "a", Domain: "d", RuleId: "low", Share: 0.9}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		in := start(t, c, options{mod: withState(path)})
+		ackedAtLeast(t, cli, in, rev)
+		if st := in.agent.Stats(); st.StateSaveErrors == 0 || st.StateSaves != 0 || st.Restored != 1 {
+			t.Errorf("Stats: %+v; want the old state restored, then failed saves only", st)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("old state file after a failed save: %v, want it removed", err)
 		}
 	})
 	t.Run("kept", func(t *testing.T) {
