@@ -120,7 +120,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		if iv <= 0 {
 			iv = usage.DefaultInterval
 		}
-		g.meter = &usage.LimiterMeter{MinWindow: 10 * iv}
+		g.meter = &usage.LimiterMeter{MinMemory: 10 * iv}
 		rcfg.Meter = g.meter
 		g.reporter, err = usage.NewReporter(rcfg)
 		if err != nil {

@@ -19,12 +19,12 @@ import (
 // touched, at the rate then in force — after a shrink, slower than before —
 // so an unsettled reading could count less than the bucket will hold.
 type LimiterMeter struct {
-	// MinWindow: rules whose memory (algorithm.Params.Memory: the window,
+	// MinMemory: rules whose memory (algorithm.Params.Memory: the window,
 	// two for the sliding counter, a full bucket's drain) is at most this
 	// long go without readings — the coordinator keeps its quarantine for
 	// them, exact for short memories (planner.Config.UsageAwareAbove), and
 	// a reading would only cost a store call. 0: every rule.
-	MinWindow time.Duration
+	MinMemory time.Duration
 
 	lim atomic.Pointer[limiter.Limiter]
 }
@@ -47,7 +47,7 @@ func (m *LimiterMeter) Consumed(ctx context.Context, domain, ruleID, key string)
 		return 0, false
 	}
 	r, ok := set.Rule(ruleID)
-	if !ok || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Params(r.Spec.Limit, r.Spec.Burst).Memory() <= m.MinWindow {
+	if !ok || key == "" && len(r.Spec.KeyType) > 0 || r.Spec.Params(r.Spec.Limit, r.Spec.Burst).Memory() <= m.MinMemory {
 		return 0, false
 	}
 	res, err := l.Status(ctx, domain, ruleID, key)

@@ -271,15 +271,15 @@ rules:
 		{"site", "site", "", 13, func(a int64) want { return want{a, true} }},
 		{"log", "", "", 0, func(int64) want { return want{0, false} }},
 	}
-	t.Run("MinWindow", func(t *testing.T) {
-		short := usage.LimiterMeter{MinWindow: time.Minute}
+	t.Run("MinMemory", func(t *testing.T) {
+		short := usage.LimiterMeter{MinMemory: time.Minute}
 		short.SetLimiter(l)
 		admit("f", "short", 3)
 		if v, ok := short.Consumed(context.Background(), "api", "log", "x"); ok {
-			t.Errorf("a rule of 60 s with MinWindow 1m: Consumed = %d, true; want no reading", v)
+			t.Errorf("a rule of 60 s with MinMemory 1m: Consumed = %d, true; want no reading", v)
 		}
 		if v, ok := short.Consumed(context.Background(), "api", "fixed", "short"); v != 3 || !ok {
-			t.Errorf("a rule of 1 h with MinWindow 1m: Consumed = %d, %v; want 3, true", v, ok)
+			t.Errorf("a rule of 1 h with MinMemory 1m: Consumed = %d, %v; want 3, true", v, ok)
 		}
 	})
 	for _, tc := range cases {
