@@ -491,7 +491,13 @@ func TestStoreTimeoutUnlessTheStoreBoundsItsCalls(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &deadlineStore{Store: mem(t), bound: tc.bound}
-			l := newLimiter(t, s, newClock(), func(c *limiter.Config) { c.StoreTimeout = 20 * time.Millisecond })
+			clock := newClock()
+			l := newLimiter(t, s, clock, func(c *limiter.Config) { c.StoreTimeout = 20 * time.Millisecond })
+			// A new adaptive bound is the ceiling until it has seen a
+			// window of calls: let it learn that the store is fast.
+			check(t, l, map[string]string{"user_id": "v"}, 1)
+			clock.Advance(5 * time.Second)
+			check(t, l, map[string]string{"user_id": "v"}, 1)
 			if it := check(t, l, map[string]string{"user_id": "u"}, 1); !it.Allowed {
 				t.Fatal("got rejected, want allowed")
 			}

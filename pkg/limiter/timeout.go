@@ -29,6 +29,11 @@ import (
 // ceiling. Safe for concurrent use; the bound in force is read without a
 // lock, and a call no slower than the slowest of its window costs one
 // atomic load.
+//
+// A bound that has not seen a whole window of calls — a new one, or one
+// whose store had no call for two windows — knows nothing of the store's
+// stalls, and is the ceiling until it has: the first stall of a limiter's
+// life is not cut at twice the few fast calls before it.
 type adaptiveTimeout struct {
 	floor, ceiling time.Duration
 	window         time.Duration
@@ -36,8 +41,9 @@ type adaptiveTimeout struct {
 	curMax  atomic.Int64 // ns, slowest call of the current window
 	started atomic.Int64 // Unix ns, when the current window began
 
-	mu      sync.Mutex // for rotating windows and setting the bound
-	prevMax time.Duration
+	mu       sync.Mutex // for rotating windows and setting the bound
+	prevMax  time.Duration
+	learning bool // no whole window of calls seen yet: the bound is the ceiling
 
 	cur atomic.Int64 // the bound in force, ns
 }
@@ -47,8 +53,8 @@ type adaptiveTimeout struct {
 const timeoutWindow = 5 * time.Second
 
 func newAdaptiveTimeout(floor, ceiling time.Duration) *adaptiveTimeout {
-	a := &adaptiveTimeout{floor: floor, ceiling: max(floor, ceiling), window: timeoutWindow}
-	a.cur.Store(int64(floor))
+	a := &adaptiveTimeout{floor: floor, ceiling: max(floor, ceiling), window: timeoutWindow, learning: true}
+	a.cur.Store(int64(a.ceiling))
 	return a
 }
 
@@ -62,8 +68,11 @@ func (a *adaptiveTimeout) observe(d time.Duration, now time.Time) {
 		a.mu.Lock()
 		if s := a.started.Load(); t-s >= int64(a.window) {
 			a.prevMax = time.Duration(a.curMax.Load())
+			a.learning = false
 			if t-s >= 2*int64(a.window) {
-				a.prevMax = 0 // no call in the last window
+				// The first call, or the first after a window without
+				// one: the bound learns again.
+				a.prevMax, a.learning = 0, true
 			}
 			a.curMax.Store(0)
 			a.started.Store(t)
@@ -87,6 +96,10 @@ func (a *adaptiveTimeout) timedOut(bound time.Duration, now time.Time) { a.obser
 
 // set computes the bound; a.mu is held.
 func (a *adaptiveTimeout) set() {
+	if a.learning {
+		a.cur.Store(int64(a.ceiling))
+		return
+	}
 	slowest := max(a.prevMax, time.Duration(a.curMax.Load()))
 	a.cur.Store(int64(min(max(2*slowest, a.floor), a.ceiling)))
 }

@@ -12,7 +12,8 @@ const ms = time.Millisecond
 // The adaptive timeout's arithmetic, worked by hand: twice the slowest
 // success of the current and the previous five-second window, at least the
 // floor (20ms), at most the ceiling (200ms); a call that timed out counts
-// as one that took its bound.
+// as one that took its bound. Each case starts from a bound that has
+// learned (a whole window of 1ms calls behind it).
 func TestAdaptiveTimeout(t *testing.T) {
 	type step struct {
 		advance  time.Duration // the clock moves this first; then
@@ -33,9 +34,11 @@ func TestAdaptiveTimeout(t *testing.T) {
 			{advance: 4999 * ms, observe: 1 * ms, want: 50 * ms},
 			{advance: 1 * ms, observe: 1 * ms, want: 20 * ms}, // two windows on
 		}},
-		{"a window with no call forgets", []step{
+		{"a window with no call forgets, and the bound learns again", []step{
 			{observe: 25 * ms, want: 50 * ms},
-			{advance: 12500 * ms, observe: 1 * ms, want: 20 * ms},
+			{advance: 12500 * ms, observe: 1 * ms, want: 200 * ms},
+			{advance: 4999 * ms, observe: 1 * ms, want: 200 * ms},
+			{advance: 1 * ms, observe: 1 * ms, want: 20 * ms},
 		}},
 		{"a timeout doubles", []step{
 			{observe: 16 * ms, want: 32 * ms},
@@ -68,8 +71,8 @@ func TestAdaptiveTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := fakeclock.New(time.Time{})
-			a := newAdaptiveTimeout(20*ms, 200*ms)
+			c := fakeclock.New(fakeclock.Start)
+			a := learned(c)
 			for i, s := range tt.steps {
 				c.Advance(s.advance)
 				if s.observe > 0 {
@@ -85,11 +88,47 @@ func TestAdaptiveTimeout(t *testing.T) {
 	}
 }
 
-func TestAdaptiveTimeoutStartsAtTheFloor(t *testing.T) {
-	if got := newAdaptiveTimeout(20*ms, 200*ms).bound(); got != 20*ms {
-		t.Errorf("got %v, want 20ms", got)
+// learned returns a bound of 20 to 200ms that has seen a whole window of
+// 1ms calls, the last at c's now.
+func learned(c *fakeclock.Clock) *adaptiveTimeout {
+	a := newAdaptiveTimeout(20*ms, 200*ms)
+	a.observe(1*ms, c.Now())
+	c.Advance(timeoutWindow)
+	a.observe(1*ms, c.Now())
+	return a
+}
+
+// A new bound has seen no stall of its store: it is the ceiling until it
+// has seen a whole window of calls, timeouts included.
+func TestAdaptiveTimeoutLearnsAtTheCeiling(t *testing.T) {
+	c := fakeclock.New(fakeclock.Start)
+	a := newAdaptiveTimeout(20*ms, 200*ms)
+	if got := a.bound(); got != 200*ms {
+		t.Fatalf("new: got %v, want the ceiling 200ms", got)
 	}
-	// A ceiling under the floor: no adaptation.
+	a.observe(1*ms, c.Now())
+	c.Advance(timeoutWindow - 1)
+	a.observe(3*ms, c.Now())
+	a.timedOut(200*ms, c.Now())
+	if got := a.bound(); got != 200*ms {
+		t.Fatalf("within the first window: got %v, want the ceiling 200ms", got)
+	}
+	c.Advance(1)
+	a.observe(1*ms, c.Now())
+	if got := a.bound(); got != 200*ms {
+		t.Fatalf("a window on, after a timeout in it: got %v, want 200ms", got)
+	}
+	c.Advance(timeoutWindow)
+	a.observe(5*ms, c.Now())
+	if got := a.bound(); got != 20*ms {
+		t.Fatalf("two windows on, 1 and 5ms calls: got %v, want the floor 20ms", got)
+	}
+	if got := learned(c).bound(); got != 20*ms {
+		t.Fatalf("learned: got %v, want the floor 20ms", got)
+	}
+}
+
+func TestAdaptiveTimeoutCeilingUnderTheFloor(t *testing.T) {
 	a := newAdaptiveTimeout(20*ms, 0)
 	a.observe(time.Second, fakeclock.Start)
 	if got := a.bound(); got != 20*ms {
