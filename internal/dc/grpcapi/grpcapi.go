@@ -44,6 +44,9 @@ func Register(s *grpc.Server, svc *Service) *health.Server {
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i := range desc.Methods {
 		desc.Methods[i].Handler = InvalidArgumentOnDecode(desc.Methods[i].Handler)
+		if desc.Methods[i].MethodName == "Check" {
+			desc.Methods[i].Handler = checkHandler(desc.Methods[i].Handler)
+		}
 	}
 	s.RegisterService(&desc, svc)
 	hs := health.NewServer()
@@ -149,7 +152,8 @@ func withReason(code codes.Code, err error, reason string) error {
 	return st.Err()
 }
 
-// Check implements weirv1.LimiterServer.
+// Check implements weirv1.LimiterServer. The server registered by
+// Register decodes Check requests itself (checkHandler) and calls check.
 func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.CheckResponse, error) {
 	var buf [8]limiter.Item // most requests fit: no allocation
 	items := buf[:0]
@@ -159,7 +163,12 @@ func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.
 	for _, it := range req.GetItems() {
 		items = append(items, limiter.Item{Attributes: it.GetAttributes(), Hits: it.GetHits()})
 	}
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
+	return s.check(ctx, req.GetDomain(), items)
+}
+
+// check decides items in domain and builds the answer.
+func (s *Service) check(ctx context.Context, domain string, items []limiter.Item) (*weirv1.CheckResponse, error) {
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
 	if err != nil {
 		return nil, Status(err)
 	}

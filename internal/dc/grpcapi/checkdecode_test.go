@@ -1,0 +1,166 @@
+package grpcapi
+
+import (
+	"maps"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// checkSeeds are wire forms of CheckRequests, well formed and not: the
+// cases table of TestDecodeCheck and the seed corpus of FuzzDecodeCheck.
+func checkSeeds(t testing.TB) map[string][]byte {
+	marshal := func(m *weirv1.CheckRequest) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tag := protowire.AppendTag
+	str := func(b []byte, num protowire.Number, s string) []byte {
+		return protowire.AppendString(tag(b, num, protowire.BytesType), s)
+	}
+	msg := func(b []byte, num protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(tag(b, num, protowire.BytesType), m)
+	}
+	entry := func(k, v string) []byte { return str(str(nil, 1, k), 2, v) }
+	valid := marshal(&weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{
+		{Attributes: map[string]string{"user_id": "ann", "path": "/a"}, Hits: 3},
+		{},
+		{Hits: 1},
+		{Attributes: map[string]string{"": "", "ip": "203.0.113.7"}},
+	}})
+	var unknown []byte
+	unknown = protowire.AppendVarint(tag(unknown, 9, protowire.VarintType), 7)
+	unknown = protowire.AppendFixed64(tag(unknown, 10, protowire.Fixed64Type), 7)
+	unknown = protowire.AppendFixed32(tag(unknown, 11, protowire.Fixed32Type), 7)
+	unknown = str(unknown, 12, "x")
+	unknown = tag(tag(unknown, 13, protowire.StartGroupType), 13, protowire.EndGroupType)
+	item := msg(nil, 1, entry("user_id", "bob"))
+	item = protowire.AppendVarint(tag(item, 2, protowire.VarintType), 5)
+	return map[string][]byte{
+		"empty":                 nil,
+		"valid":                 valid,
+		"unknown fields":        append(append([]byte(nil), unknown...), msg(str(nil, 1, "d"), 2, append(append([]byte(nil), unknown...), item...))...),
+		"unknown in entry":      msg(nil, 2, msg(nil, 1, append(entry("k", "v"), unknown...))),
+		"fields repeated":       msg(str(str(nil, 1, "first"), 1, "last"), 2, append(append(append([]byte(nil), item...), msg(nil, 1, entry("user_id", "cat"))...), protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 9)...)),
+		"entry without key":     msg(nil, 2, msg(nil, 1, str(nil, 2, "v"))),
+		"entry without value":   msg(nil, 2, msg(nil, 1, str(nil, 1, "k"))),
+		"entry fields repeated": msg(nil, 2, msg(nil, 1, append(entry("a", "1"), entry("b", "2")...))),
+		"domain as varint":      msg(protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1), 2, item),
+		"items as varint":       protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 1),
+		"hits as bytes":         msg(nil, 2, str(nil, 2, "5")),
+		"attributes as fixed":   msg(nil, 2, protowire.AppendFixed32(tag(nil, 1, protowire.Fixed32Type), 1)),
+		"entry key as varint":   msg(nil, 2, msg(nil, 1, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1))),
+		"negative hits":         msg(nil, 2, protowire.AppendVarint(tag(nil, 2, protowire.VarintType), uint64(1<<64-1))),
+		"domain not UTF-8":      str(nil, 1, "\xff"),
+		"key not UTF-8":         msg(nil, 2, msg(nil, 1, entry("\xc3", "v"))),
+		"value not UTF-8":       msg(nil, 2, msg(nil, 1, entry("k", "\xed\xa0\x80"))),
+		"truncated":             valid[:len(valid)-3],
+		"truncated item":        msg(nil, 2, item[:len(item)-1]),
+		"length past the end":   append(tag(nil, 2, protowire.BytesType), 0x7f, 1),
+		"field number 0":        protowire.AppendVarint(nil, 0),
+		"lone end group":        tag(nil, 5, protowire.EndGroupType),
+		"group in item":         msg(nil, 2, tag(tag(nil, 7, protowire.StartGroupType), 7, protowire.EndGroupType)),
+		"unclosed group":        tag(nil, 7, protowire.StartGroupType),
+		"reserved wire type":    protowire.AppendVarint(nil, 1<<3|6),
+	}
+}
+
+// decodeBoth decodes b with checkRequest and with proto.Unmarshal and
+// reports where they differ.
+func decodeBoth(t *testing.T, b []byte) {
+	t.Helper()
+	var got checkRequest
+	gotErr := got.decode(b)
+	var want weirv1.CheckRequest
+	wantErr := proto.Unmarshal(b, &want)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("error: got %v, proto.Unmarshal %v", gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return
+	}
+	if got.domain != want.GetDomain() {
+		t.Fatalf("domain: got %q, want %q", got.domain, want.GetDomain())
+	}
+	if len(got.items) != len(want.GetItems()) {
+		t.Fatalf("items: got %d, want %d", len(got.items), len(want.GetItems()))
+	}
+	for i, w := range want.GetItems() {
+		g := got.items[i]
+		if g.Hits != w.GetHits() {
+			t.Fatalf("item %d: hits %d, want %d", i, g.Hits, w.GetHits())
+		}
+		if !maps.Equal(g.Attributes, w.GetAttributes()) {
+			t.Fatalf("item %d: attributes %v, want %v", i, g.Attributes, w.GetAttributes())
+		}
+	}
+}
+
+// The decoder accepts and refuses what proto.Unmarshal does, and reads
+// the same request from what it accepts.
+func TestDecodeCheck(t *testing.T) {
+	for name, b := range checkSeeds(t) {
+		t.Run(name, func(t *testing.T) { decodeBoth(t, b) })
+	}
+}
+
+func FuzzDecodeCheck(f *testing.F) {
+	for _, b := range checkSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(decodeBoth)
+}
+
+// The decoded strings do not share the request's buffer, which grpc-go
+// reuses once the request is decoded.
+func TestDecodeCheckCopies(t *testing.T) {
+	b, err := proto.Marshal(&weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: map[string]string{"user_id": "ann"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r checkRequest
+	if err := r.decode(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 'x'
+	}
+	if r.domain != "api" || r.items[0].Attributes["user_id"] != "ann" {
+		t.Fatalf("after the buffer changed: domain %q, attributes %v", r.domain, r.items[0].Attributes)
+	}
+}
+
+func BenchmarkDecodeCheck(b *testing.B) {
+	req := &weirv1.CheckRequest{Domain: "bench"}
+	for i := range 16 {
+		req.Items = append(req.Items, &weirv1.CheckItem{Attributes: map[string]string{"bench": "under", "user_id": "u" + string(rune('a'+i))}})
+	}
+	wire, err := proto.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("weir", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r checkRequest
+			if err := r.decode(wire); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("proto.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r weirv1.CheckRequest
+			if err := proto.Unmarshal(wire, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
