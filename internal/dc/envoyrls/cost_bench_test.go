@@ -1,6 +1,7 @@
 package envoyrls_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -131,19 +132,15 @@ func BenchmarkEnvoyCost(b *testing.B) {
 			wire[u] = mustMarshal(b, req)
 		}
 		paths = append(paths, costPath{fmt.Sprintf("weir-%d", n), n, func(ctx context.Context, user int) error {
-			req := &weirv1.CheckRequest{}
-			if err := proto.Unmarshal(wire[user], req); err != nil {
-				return err
-			}
-			resp, err := weir.Check(ctx, req)
+			resp, err := weir.CheckWire(ctx, wire[user])
 			if err != nil {
 				return err
 			}
-			if !resp.GetAllowed() {
-				return fmt.Errorf("not allowed: %v", resp)
+			// The answer's first field: allowed (1), true.
+			if !bytes.HasPrefix(resp, []byte{1<<3 | 0, 1}) {
+				return fmt.Errorf("not allowed: %x", resp)
 			}
-			_, err = proto.Marshal(resp)
-			return err
+			return nil
 		}})
 	}
 

@@ -212,9 +212,27 @@ var checkDecoderMethods = protoiface.Methods{Unmarshal: func(in protoiface.Unmar
 	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 }}
 
+// CheckWire answers a weir.v1 Check given and answered in wire form, as
+// the server Register sets up does: the request decoded straight into
+// limiter items, the answer encoded from the limiter's response. A request
+// that does not decode gets codes.InvalidArgument; the other errors are
+// Check's.
+func (s *Service) CheckWire(ctx context.Context, req []byte) ([]byte, error) {
+	var r checkRequest
+	if err := r.decode(req); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
+	}
+	resp, err := s.check(ctx, r.domain, r.items)
+	if err != nil {
+		return nil, err
+	}
+	return newCheckEncoder(resp).append(nil), nil
+}
+
 // checkHandler serves Check. Without an interceptor it decodes the
-// request with checkRequest; with one (which is handed the request), it
-// is the generated handler.
+// request with checkRequest and encodes the answer with checkEncoder;
+// with one (which is handed the request and the answer), it is the
+// generated handler.
 func checkHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		if ic != nil {
@@ -228,6 +246,10 @@ func checkHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 		if d.err != nil {
 			return nil, status.Error(codes.InvalidArgument, "malformed request: "+d.err.Error())
 		}
-		return srv.(*Service).check(ctx, d.req.domain, d.req.items)
+		resp, err := srv.(*Service).check(ctx, d.req.domain, d.req.items)
+		if err != nil {
+			return nil, err
+		}
+		return newCheckEncoder(resp), nil
 	}
 }

@@ -7,7 +7,6 @@ package grpcapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -163,16 +162,20 @@ func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.
 	for _, it := range req.GetItems() {
 		items = append(items, limiter.Item{Attributes: it.GetAttributes(), Hits: it.GetHits()})
 	}
-	return s.check(ctx, req.GetDomain(), items)
-}
-
-// check decides items in domain and builds the answer.
-func (s *Service) check(ctx context.Context, domain string, items []limiter.Item) (*weirv1.CheckResponse, error) {
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
+	resp, err := s.check(ctx, req.GetDomain(), items)
 	if err != nil {
-		return nil, Status(err)
+		return nil, err
 	}
 	return checkResponse(&resp), nil
+}
+
+// check decides items in domain; its error is a gRPC status.
+func (s *Service) check(ctx context.Context, domain string, items []limiter.Item) (limiter.Response, error) {
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
+	if err != nil {
+		return limiter.Response{}, Status(err)
+	}
+	return resp, nil
 }
 
 // single is the response to a Check of one item with at most one result,
@@ -287,22 +290,15 @@ func RuleResult(r *limiter.RuleResult) *weirv1.RuleResult {
 // without a limit (limiter.RuleResult.Limited) has no_limit set and no
 // limit, remaining or times.
 func fillRuleResult(out *weirv1.RuleResult, resetAt *timestamppb.Timestamp, retryAfter *durationpb.Duration, r *limiter.RuleResult) {
-	spec := &r.Match.Rule.Spec
-	out.RuleId, out.Key, out.Allowed = spec.ID, r.Match.Key, r.Allowed
-	out.WindowSeconds, out.Shadow, out.Source = spec.WindowSeconds, r.Shadow(), source(r.Source)
-	if !r.Limited() {
+	f := fieldsOf(r)
+	out.RuleId, out.Key, out.Allowed = f.ruleID, f.key, f.allowed
+	out.WindowSeconds, out.Shadow, out.Source = f.windowSeconds, f.shadow, f.source
+	if !f.limited {
 		out.NoLimit = true
 		return
 	}
-	out.Limit, out.Remaining, out.RetryAdvice = r.Limit, r.Remaining, advice(spec.RetryAdvice)
-	// As timestamppb.New and durationpb.New, without their allocations.
-	resetAt.Seconds, resetAt.Nanos = r.ResetAt.Unix(), int32(r.ResetAt.Nanosecond())
-	out.ResetAt = resetAt
-	if d := r.RetryAfter; d > 0 {
-		retryAfter.Seconds, retryAfter.Nanos = int64(d/time.Second), int32(d%time.Second)
-	}
-	out.RetryAfter = retryAfter
-	if !r.Allowed {
-		out.Message = spec.RejectionMessage
-	}
+	out.Limit, out.Remaining, out.RetryAdvice, out.Message = f.limit, f.remaining, f.advice, f.message
+	resetAt.Seconds, resetAt.Nanos = f.resetSecs, f.resetNanos
+	retryAfter.Seconds, retryAfter.Nanos = f.retrySecs, f.retryNano
+	out.ResetAt, out.RetryAfter = resetAt, retryAfter
 }
