@@ -194,26 +194,37 @@ func descriptorHits(reqHits uint32, d *rlcommonv3.RateLimitDescriptor) (int64, e
 // constraining of those with code OK, as envoyproxy/ratelimit answers for
 // a limit in shadow_mode: a shadow rule never turns a code to OVER_LIMIT.
 func toResponse(resp *limiter.Response, now time.Time) *rlsv3.RateLimitResponse {
+	n := len(resp.Items)
 	out := &rlsv3.RateLimitResponse{
 		OverallCode: code(resp.Allowed),
-		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(resp.Items)),
+		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, n),
 	}
+	// The messages of each type are cut from one array: a few
+	// allocations whatever the number of descriptors.
+	statuses := make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+	var limits []rlsv3.RateLimitResponse_RateLimit
+	var resets []durationpb.Duration
 	for i := range resp.Items {
 		it := &resp.Items[i]
-		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: code(it.Allowed)}
+		st := &statuses[i]
+		st.Code = code(it.Allowed)
 		out.Statuses[i] = st
 		r := reported(it)
 		if r == nil || !r.Limited() {
 			continue // no rule, or none with a limit: OK or denied, no limit
 		}
-		spec := &r.Match.Rule.Spec
-		st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
-			Name:            spec.ID,
-			RequestsPerUnit: clampUint32(r.Limit),
-			Unit:            Unit(spec.WindowSeconds),
+		if limits == nil {
+			limits, resets = make([]rlsv3.RateLimitResponse_RateLimit, n), make([]durationpb.Duration, n)
 		}
+		spec := &r.Match.Rule.Spec
+		l := &limits[i]
+		l.Name, l.RequestsPerUnit, l.Unit = spec.ID, clampUint32(r.Limit), Unit(spec.WindowSeconds)
+		st.CurrentLimit = l
 		st.LimitRemaining = clampUint32(r.Remaining)
-		st.DurationUntilReset = durationpb.New(max(r.ResetAt.Sub(now), 0))
+		// As durationpb.New, without its allocation.
+		d := max(r.ResetAt.Sub(now), 0)
+		resets[i].Seconds, resets[i].Nanos = int64(d/time.Second), int32(d%time.Second)
+		st.DurationUntilReset = &resets[i]
 	}
 	return out
 }
@@ -268,6 +279,11 @@ var envoyUnits = [...]struct {
 func Unit(windowSeconds int64) rlsv3.RateLimitResponse_RateLimit_Unit {
 	if windowSeconds <= 0 {
 		return rlsv3.RateLimitResponse_RateLimit_UNKNOWN
+	}
+	for _, u := range envoyUnits {
+		if u.seconds == windowSeconds {
+			return u.unit
+		}
 	}
 	best, bestDist := envoyUnits[0].unit, math.Inf(1)
 	for _, u := range envoyUnits {

@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/runtime/protoiface"
 
 	"github.com/weirhq/weir/pkg/limiter"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -188,29 +186,15 @@ func decodeEntry(b []byte, s string) (key, value string, err error) {
 	return key, value, nil
 }
 
-// checkDecoder is what the Check handler hands grpc-go's codec to
-// unmarshal into: a proto.Message whose fast-path Unmarshal decodes into
-// req and keeps the error for the handler (see InvalidArgumentOnDecode).
-// It is its own reflection, an empty CheckRequest's otherwise: protobuf
-// resets that before unmarshalling.
+// checkDecoder is the WireMessage the Check handler decodes into.
 type checkDecoder struct {
-	protoreflect.Message
+	WireMessage
 	empty weirv1.CheckRequest
 	req   checkRequest
-	err   error
 }
 
-// ProtoReflect implements proto.Message.
-func (d *checkDecoder) ProtoReflect() protoreflect.Message { return d }
-
-// ProtoMethods implements protoreflect.Message.
-func (d *checkDecoder) ProtoMethods() *protoiface.Methods { return &checkDecoderMethods }
-
-var checkDecoderMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-	d := in.Message.(*checkDecoder)
-	d.err = d.req.decode(in.Buf)
-	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
-}}
+// ParseWire implements WireParser.
+func (r *checkRequest) ParseWire(b []byte, _ int) error { return r.decode(b) }
 
 // CheckWire answers a weir.v1 Check given and answered in wire form, as
 // the server Register sets up does: the request decoded straight into
@@ -239,12 +223,9 @@ func checkHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 			return generated(srv, ctx, dec, ic)
 		}
 		d := &checkDecoder{}
-		d.Message = d.empty.ProtoReflect()
-		if err := dec(d); err != nil {
+		d.Init(&d.empty, &d.req)
+		if err := Decode(dec, &d.WireMessage); err != nil {
 			return nil, err
-		}
-		if d.err != nil {
-			return nil, status.Error(codes.InvalidArgument, "malformed request: "+d.err.Error())
 		}
 		resp, err := srv.(*Service).check(ctx, d.req.domain, d.req.items)
 		if err != nil {

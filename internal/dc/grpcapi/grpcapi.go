@@ -58,8 +58,8 @@ func Register(s *grpc.Server, svc *Service) *health.Server {
 // InvalidArgumentOnDecode makes a request that does not unmarshal fail with
 // InvalidArgument instead of grpc-go's Internal. grpc-go writes the status
 // of a failed RecvMsg itself, whatever the handler returns, so the request
-// must not fail there: the handler's decode function is given a decoded,
-// which takes the bytes and keeps the parse error for the handler.
+// is unmarshalled through a WireMessage, which keeps the parse error for
+// the handler.
 func InvalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		return h(srv, ctx, func(m any) error {
@@ -67,40 +67,77 @@ func InvalidArgumentOnDecode(h grpc.MethodHandler) grpc.MethodHandler {
 			if !ok {
 				return dec(m)
 			}
-			d := &decoded{Message: pm.ProtoReflect(), msg: pm}
-			if err := dec(d); err != nil {
-				return err
-			}
-			if d.err != nil {
-				return status.Error(codes.InvalidArgument, "malformed request: "+d.err.Error())
-			}
-			return nil
+			d := &decoded{p: protoParser{m: pm}}
+			d.Init(pm, &d.p)
+			return Decode(dec, &d.WireMessage)
 		}, ic)
 	}
 }
 
-// decoded is a proto.Message that grpc-go's proto codec unmarshals into
-// without failing: it is its own reflection, msg's (Message), except that
-// its fast-path Unmarshal parses into msg and records the error in err.
-// It costs one allocation per request: the methods are shared, and find
-// the decoded they work for in their input.
+// decoded is a WireMessage that unmarshals into a generated message, in
+// one allocation.
 type decoded struct {
+	WireMessage
+	p protoParser
+}
+
+// protoParser unmarshals into m.
+type protoParser struct{ m proto.Message }
+
+func (p *protoParser) ParseWire(b []byte, depth int) error {
+	return proto.UnmarshalOptions{RecursionLimit: depth}.Unmarshal(b, p.m)
+}
+
+// WireParser parses a request from its wire form.
+type WireParser interface {
+	// ParseWire parses b; depth is protobuf's recursion limit. b is
+	// grpc-go's buffer, reused once ParseWire returns: what is kept of it
+	// must be copied.
+	ParseWire(b []byte, depth int) error
+}
+
+// WireMessage is what a handler hands grpc-go's proto codec to unmarshal
+// a request into, so that a request that does not parse is the handler's
+// to answer: a proto.Message whose fast-path Unmarshal passes the wire
+// bytes to a WireParser and keeps its error. For all else protobuf asks
+// of a message (it resets it before unmarshalling), it is the reflection
+// of the message given to Init, a message of the method's request type.
+// Embed it in a struct with the parser, to allocate both at once.
+type WireMessage struct {
 	protoreflect.Message
-	msg proto.Message
-	err error
+	parser WireParser
+	err    error
+}
+
+// Init sets w to parse with p, reflecting as m.
+func (w *WireMessage) Init(m proto.Message, p WireParser) {
+	w.Message, w.parser = m.ProtoReflect(), p
 }
 
 // ProtoReflect implements proto.Message.
-func (d *decoded) ProtoReflect() protoreflect.Message { return d }
+func (w *WireMessage) ProtoReflect() protoreflect.Message { return w }
 
 // ProtoMethods implements protoreflect.Message.
-func (d *decoded) ProtoMethods() *protoiface.Methods { return &decodedMethods }
+func (w *WireMessage) ProtoMethods() *protoiface.Methods { return &wireMethods }
 
-var decodedMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-	d := in.Message.(*decoded)
-	d.err = proto.UnmarshalOptions{RecursionLimit: in.Depth}.Unmarshal(in.Buf, d.msg)
+var wireMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
+	w := in.Message.(*WireMessage)
+	w.err = w.parser.ParseWire(in.Buf, in.Depth)
 	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 }}
+
+// Decode has dec (a handler's) unmarshal the request into w: an error
+// reading the request is grpc-go's, and a request that does not parse
+// gets InvalidArgument.
+func Decode(dec func(any) error, w *WireMessage) error {
+	if err := dec(w); err != nil {
+		return err
+	}
+	if w.err != nil {
+		return status.Error(codes.InvalidArgument, "malformed request: "+w.err.Error())
+	}
+	return nil
+}
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo that Status
 // attaches to the errors it maps; its Reason is one of the Reason*
