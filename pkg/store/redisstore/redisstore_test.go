@@ -79,6 +79,53 @@ func TestKeysHaveHashTagAndTTL(t *testing.T) {
 	}
 }
 
+// The window counters write a key's TTL at the first write of its window
+// (SET ... PX) and keep it at the later ones (SET ... KEEPTTL): it ends
+// when the window stops weighing, whichever write came last. A later
+// window sets it afresh.
+func TestWindowKeepsItsTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	const w = 10 * time.Second
+	for _, tc := range []struct {
+		a       algorithm.Algorithm
+		wantTTL time.Duration // at the start of a window: until it stops weighing, plus 1s
+	}{
+		{algorithm.FixedWindow, w + time.Second},
+		{algorithm.SlidingWindowCounter, 2*w + time.Second},
+	} {
+		r := algorithm.Request{Key: "ttl-" + tc.a.String(), Params: algorithm.Params{Algorithm: tc.a, Limit: 100, Window: w}, Cost: 1}
+		key := s.RedisKey(r)
+		ttlAfter := func(at time.Duration) time.Duration {
+			t.Helper()
+			if res, err := s.Decide(ctx, storetest.T0.Add(at), []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
+				t.Fatalf("%s at %v: got %+v %v, want admitted", tc.a, at, res, err)
+			}
+			ttl, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ttl
+		}
+		// Redis's own clock runs on between the calls: allow it a second.
+		near := func(got, want time.Duration) bool { return got <= want && got > want-time.Second }
+		first := ttlAfter(0)
+		if !near(first, tc.wantTTL) {
+			t.Errorf("%s, first write of a window: TTL %v, want about %v", tc.a, first, tc.wantTTL)
+		}
+		// 4s later in the same window, the TTL is kept: rewritten from
+		// the request's time it would be 4s shorter.
+		if got := ttlAfter(4 * time.Second); !near(got, first) {
+			t.Errorf("%s, a later write in the window: TTL %v, want about %v (kept)", tc.a, got, first)
+		}
+		if got := ttlAfter(w); !near(got, tc.wantTTL) {
+			t.Errorf("%s, first write of the next window: TTL %v, want about %v", tc.a, got, tc.wantTTL)
+		}
+	}
+}
+
 func TestNoScriptIsReloaded(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)

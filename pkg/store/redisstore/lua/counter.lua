@@ -3,7 +3,9 @@
 --          previous window's count>"
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
 -- Returns  {allowed, window start, count, previous count}
--- Commands: GET, then SET ... PX only when the state changes.
+-- Commands: GET, then SET only when the state changes: with PX when the
+-- window is new, with KEEPTTL in the window the key holds (its TTL, set at
+-- the window's first write, ends at the same instant).
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -13,6 +15,7 @@ local cost = tonumber(ARGV[5])
 
 local start = now - (now % w)
 local sw, count, prev
+local same = false -- the key holds this window
 local v = redis.call('GET', key)
 if v then
   local a, b, c = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
@@ -22,6 +25,7 @@ if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
   -- current window (or a clock ahead of ours): keep
+  same = true
 elseif sw == start - w then
   sw, prev, count = start, count, 0
 else
@@ -60,7 +64,9 @@ else
   end
 end
 
-if write then
+if write and same then
+  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'KEEPTTL')
+elseif write then
   redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000))
 end
 return {allowed, sw, count, prev}

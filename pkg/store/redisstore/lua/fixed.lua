@@ -6,7 +6,9 @@
 --          and end ms of the window holding now, the start of the one
 --          holding at
 -- Returns  {allowed, window start, count}
--- Commands: GET, then SET ... PX only when the state changes.
+-- Commands: GET, then SET only when the state changes: with PX when the
+-- window is new, with KEEPTTL in the window the key holds (its TTL, set at
+-- the window's first write, ends at the same instant).
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -32,9 +34,11 @@ if v then
   local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
   sw, count = tonumber(a), tonumber(b)
 end
+local same = true -- the key holds this window
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
+  same = false
 end
 
 local allowed = 0
@@ -59,7 +63,9 @@ else
   end
 end
 
-if write then
+if write and same then
+  redis.call('SET', key, string.format('%d:%d', sw, count), 'KEEPTTL')
+elseif write then
   local ends = sw + keep
   if sw == start and finish then ends = finish end
   redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000))
