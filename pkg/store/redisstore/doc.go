@@ -1,14 +1,18 @@
 // Package redisstore keeps rate-limit states in Redis. Every decision is one
 // atomic Lua script run by EVALSHA (loaded again on NOSCRIPT), so many
-// limiter instances can share one Redis; a batch of decisions is one
-// pipelined round trip.
+// limiter instances can share one Redis; a batch of decisions is one round
+// trip. On one node (a *redis.Client) a batch runs in batch scripts, up to
+// 32 decisions a script call, each decision its algorithm's script in
+// turn: one EVALSHA for many decisions, where Redis Cluster needs one for
+// each (the keys of one script call would have to share a slot).
 //
 // The caller's clock, not Redis's, is the time: each call passes now, so
 // tests run the same vectors with a fake clock against Redis and against
 // package memstore. Every key is "<prefix>:{<key>}:<algorithm tag>", one
 // Redis key per (rule, key) pair, whose braces form a Redis Cluster hash
-// tag; every key carries a TTL, refreshed on each write, after which its
-// state would be as good as fresh.
+// tag; every key carries a TTL after which its state would be as good as
+// fresh: set at the first write of each window for the window counters,
+// refreshed on each write for the buckets and the log.
 //
 // The store works with anything that runs scripts and pipelines:
 // *redis.Client, *redis.ClusterClient, *redis.Ring. On Redis Cluster a

@@ -58,16 +58,38 @@ var (
 	counterLua string
 	//go:embed lua/log.lua
 	logLua string
+	//go:embed lua/batch.lua
+	batchLoop string
 )
+
+// batchSource is the script that runs the requests of several keys in one
+// call (lua/batch.lua): each algorithm's script, as a function of KEYS and
+// ARGV, under its letter in the table scripts, then the loop over the
+// keys.
+func batchSource() string {
+	var b strings.Builder
+	b.WriteString("local scripts = {}\n")
+	for _, sc := range []struct{ letter, src string }{{"b", bucketLua}, {"f", fixedLua}, {"c", counterLua}, {"l", logLua}} {
+		fmt.Fprintf(&b, "scripts['%s'] = function(KEYS, ARGV)\n%s\nend\n", sc.letter, sc.src)
+	}
+	b.WriteString(batchLoop)
+	return b.String()
+}
+
+// maxBatch bounds the requests of one batch script call: Redis runs a
+// script to its end before anything else, and 32 decisions take it a
+// few hundred microseconds at most.
+const maxBatch = 32
 
 type script struct {
 	src, sha       string
 	shaArg, srcArg any // sha and src, boxed once rather than for every call
+	letterArg      any // its name in the batch script, boxed once
 }
 
-func newScript(src string) script {
+func newScript(src, letter string) script {
 	sha := redis.NewScript(src).Hash()
-	return script{src: src, sha: sha, shaArg: sha, srcArg: src}
+	return script{src: src, sha: sha, shaArg: sha, srcArg: src, letterArg: letter}
 }
 
 // Store is a Redis-backed rate-limit store, safe for concurrent use.
@@ -77,6 +99,11 @@ type Store struct {
 	// scripts by algorithm
 	scripts [algorithm.SlidingWindowCounter + 1]script
 	tags    [algorithm.SlidingWindowCounter + 1]string
+	// batch runs several requests in one script call, for a client of
+	// one node (batching); on Redis Cluster the keys of a call would
+	// have to share a slot, so each request is a call of its own.
+	batch    script
+	batching bool
 }
 
 // New returns a store that keeps its states through c.
@@ -87,13 +114,14 @@ func New(c Client, cfg Config) (*Store, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "weir"
 	}
-	s := &Store{c: c, prefix: cfg.Prefix}
-	bucket := newScript(bucketLua)
+	_, single := c.(singleClient)
+	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), ""), batching: single}
+	bucket := newScript(bucketLua, "b")
 	s.scripts[algorithm.TokenBucket] = bucket
 	s.scripts[algorithm.LeakyBucket] = bucket
-	s.scripts[algorithm.FixedWindow] = newScript(fixedLua)
-	s.scripts[algorithm.SlidingWindowCounter] = newScript(counterLua)
-	s.scripts[algorithm.SlidingWindowLog] = newScript(logLua)
+	s.scripts[algorithm.FixedWindow] = newScript(fixedLua, "f")
+	s.scripts[algorithm.SlidingWindowCounter] = newScript(counterLua, "c")
+	s.scripts[algorithm.SlidingWindowLog] = newScript(logLua, "l")
 	// The tags of the counter algorithms end in a layout version: their
 	// states were hashes under "tb", "lb", "fw" and "sc", and are packed
 	// strings since version 2. A new name rather than reading both
@@ -117,6 +145,11 @@ func (s *Store) Load(ctx context.Context) error {
 		sc := s.scripts[a]
 		if err := s.c.ScriptLoad(ctx, sc.src).Err(); err != nil {
 			return fmt.Errorf("redisstore: load %s script: %w", a, err)
+		}
+	}
+	if s.batching {
+		if err := s.c.ScriptLoad(ctx, s.batch.src).Err(); err != nil {
+			return fmt.Errorf("redisstore: load the batch script: %w", err)
 		}
 	}
 	return nil
@@ -158,7 +191,10 @@ type call struct {
 	p    algorithm.Params
 	argv [14]any
 	argc int
-	cmd  *redis.IntSliceCmd // the last command sent
+	eval bool // the node lacked the script: send its source (EVAL)
+	// The reply of the last command sent, or its error.
+	vals []int64
+	err  error
 }
 
 // Script modes, the first argument of every script.
@@ -222,14 +258,64 @@ func (c *call) key() string { return c.argv[3].(string) }
 // EVAL is routed by its key like EVALSHA, so on Redis Cluster it reaches,
 // and leaves the script cached on, the node that lacked it.
 func (c *call) withSource() {
-	c.argv[0], c.argv[1] = "eval", c.sc.srcArg
+	c.argv[0], c.argv[1], c.eval = "eval", c.sc.srcArg, true
 }
 
-// send returns a new EVALSHA (or EVAL) command for c, which c keeps.
-func (c *call) send(ctx context.Context) *redis.IntSliceCmd {
-	c.cmd = redis.NewIntSliceCmd(ctx, c.argv[:c.argc]...)
-	c.cmd.SetFirstKeyPos(3)
-	return c.cmd
+// command returns a new EVALSHA (or EVAL) command for c alone.
+func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
+	cmd := redis.NewIntSliceCmd(ctx, c.argv[:c.argc]...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// batchCommand returns one command of the batch script for the calls at
+// the indices: EVAL of its source if any of them met a node without a
+// script.
+func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redis.IntSliceCmd {
+	n := 3 + len(idx)
+	for _, i := range idx {
+		n += 2 + calls[i].argc - 4
+	}
+	args := make([]any, 0, n)
+	args = append(args, "evalsha", s.batch.shaArg, len(idx))
+	for _, i := range idx {
+		if calls[i].eval {
+			args[0], args[1] = "eval", s.batch.srcArg
+		}
+		args = append(args, calls[i].argv[3]) // the key
+	}
+	for _, i := range idx {
+		c := &calls[i]
+		args = append(append(args, c.sc.letterArg, c.argc-4), c.argv[4:c.argc]...)
+	}
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// errFailedInBatch marks a call whose script failed within a batch: it is
+// sent again on its own, for its error.
+var errFailedInBatch = errors.New("redisstore: the script failed within a batch")
+
+// takeBatch gives each call at the indices its part of a batch command's
+// reply, vals, or the command's error.
+func takeBatch(calls []call, idx []int, vals []int64, err error) {
+	for _, i := range idx {
+		c := &calls[i]
+		switch {
+		case err != nil:
+			c.vals, c.err = nil, err
+		case len(vals) > 0 && vals[0] == -1:
+			c.vals, c.err = nil, errFailedInBatch
+			vals = vals[1:]
+		case len(vals) == 0 || vals[0] < 0 || vals[0] > int64(len(vals)-1):
+			c.vals, c.err = nil, fmt.Errorf("%w: a batch reply ends early", ErrReply)
+		default:
+			n := vals[0]
+			c.vals, c.err = vals[1:1+n:1+n], nil
+			vals = vals[1+n:]
+		}
+	}
 }
 
 // prepareAll prepares a call for each of reqs that validates, leaving out
@@ -274,14 +360,16 @@ func (s *Store) prepareAll(reqs []algorithm.Request, out []algorithm.Result, ref
 	return calls, first
 }
 
-// Decide decides every request at now in one round trip: one EVALSHA, or a
-// pipeline of them for several requests (on Redis Cluster, one pipeline per
-// node, in parallel). The error is non-nil only when no request could be
+// Decide decides every request at now in one round trip: one EVALSHA; for
+// several requests on one node, a batch script call for every 32 (a
+// pipeline of them past 32); on Redis Cluster, a pipeline of EVALSHAs per
+// node, in parallel. The error is non-nil only when no request could be
 // sent (for example, ctx is done); errors of single requests, including a
 // request that does not validate, are in their Results. A request Redis
 // could not decide has an error that wraps a *NodeError naming the node
 // that failed it, so a caller can tell a dead node from a dead store. Each
-// script is atomic; the batch as a whole is not.
+// request's script is atomic, and so is each batch script call; the call
+// as a whole is not.
 func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	out := make([]algorithm.Result, len(reqs))
 	calls, _ := s.prepareAll(reqs, out, false, now.UnixMilli(), 0)
@@ -294,12 +382,11 @@ func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Requ
 	fail := failures{s: s}
 	for j := range calls {
 		c := &calls[j]
-		vals, err := c.cmd.Result()
-		if err != nil {
-			out[c.req].Err = fail.wrap(ctx, c, err)
+		if c.err != nil {
+			out[c.req].Err = fail.wrap(ctx, c, c.err)
 			continue
 		}
-		out[c.req].Decision, out[c.req].Err = describe(reqs[c.req], now, vals)
+		out[c.req].Decision, out[c.req].Err = describe(reqs[c.req], now, c.vals)
 	}
 	return out, nil
 }
@@ -318,7 +405,7 @@ func (s *Store) Refund(ctx context.Context, at, now time.Time, reqs []algorithm.
 	}
 	fail := failures{s: s}
 	for j := range calls {
-		if err := calls[j].cmd.Err(); err != nil {
+		if err := calls[j].err; err != nil {
 			first = firstErr(first, fail.wrap(ctx, &calls[j], err))
 		}
 	}
@@ -332,36 +419,49 @@ func firstErr(first, err error) error {
 	return err
 }
 
-// run sends calls in one round trip, and one more for those whose script
-// Redis did not have; each call's cmd then holds its reply. On Redis
-// Cluster the round trip is one pipeline per node, sent in parallel by the
-// client, which follows MOVED and ASK redirections.
+// run sends calls in one round trip, and more only for calls that need
+// them: one for those whose script Redis did not have, one for those whose
+// script failed within a batch, sent alone for their errors. Each call
+// then holds its reply. On Redis Cluster the round trip is one pipeline
+// per node, sent in parallel by the client, which follows MOVED and ASK
+// redirections.
 func (s *Store) run(ctx context.Context, calls []call) error {
-	if err := s.send(ctx, calls, nil); err != nil {
+	if err := s.send(ctx, calls, nil, s.batching); err != nil {
 		return err
 	}
 	var retry []int
 	for i := range calls {
-		if isNoScript(calls[i].cmd.Err()) {
+		if isNoScript(calls[i].err) {
 			calls[i].withSource()
 			retry = append(retry, i)
 		}
 	}
-	if len(retry) == 0 {
+	if len(retry) > 0 {
+		if err := s.send(ctx, calls, retry, s.batching); err != nil {
+			return err
+		}
+	}
+	var alone []int
+	for i := range calls {
+		if calls[i].err == errFailedInBatch {
+			alone = append(alone, i)
+		}
+	}
+	if len(alone) == 0 {
 		return nil
 	}
-	return s.send(ctx, calls, retry)
+	return s.send(ctx, calls, alone, false)
 }
 
-// send sends a new command for each of calls (or for those at the indices
-// only, when not nil): one command alone, several in one pipeline. On
+// send sends the calls (or those at the indices only, when not nil): with
+// batch, in batch script calls; else a command each (sendGroup). On
 // Redis Cluster, the commands are grouped by the primary of their slot and
 // each group is sent on its own, all groups at once: a group whose node is
 // dead or slow then fails alone, where one cluster pipeline would stamp
 // its error on every command once the context ends. send returns an error
 // only when ctx ended before any command had a reply; other errors are in
 // the commands.
-func (s *Store) send(ctx context.Context, calls []call, only []int) error {
+func (s *Store) send(ctx context.Context, calls []call, only []int, batch bool) error {
 	if only == nil {
 		only = make([]int, len(calls))
 		for i := range only {
@@ -375,14 +475,14 @@ func (s *Store) send(ctx context.Context, calls []call, only []int) error {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s.sendGroup(ctx, calls, g)
+					s.sendGroup(ctx, calls, g, batch)
 				}()
 			}
 			wg.Wait()
 			return whole(ctx, calls, only)
 		}
 	}
-	s.sendGroup(ctx, calls, only)
+	s.sendGroup(ctx, calls, only, batch)
 	return whole(ctx, calls, only)
 }
 
@@ -403,19 +503,49 @@ func byNode(ctx context.Context, cc clusterClient, calls []call, only []int) [][
 	return groups
 }
 
-// sendGroup sends the calls at the indices in one round trip.
-func (s *Store) sendGroup(ctx context.Context, calls []call, idx []int) {
+// sendGroup sends the calls at the indices in one round trip and gives
+// each its reply: with batch, one batch command for every maxBatch calls;
+// else a command each. Several commands go in one pipeline.
+func (s *Store) sendGroup(ctx context.Context, calls []call, idx []int, batch bool) {
 	if len(idx) == 1 {
-		_ = s.c.Process(ctx, calls[idx[0]].send(ctx))
+		c := &calls[idx[0]]
+		cmd := c.command(ctx)
+		_ = s.c.Process(ctx, cmd)
+		c.vals, c.err = cmd.Result()
 		return
 	}
-	cmds := make([]redis.Cmder, len(idx))
-	for j, i := range idx {
-		cmds[j] = calls[i].send(ctx)
+	if !batch {
+		cmds := make([]*redis.IntSliceCmd, len(idx))
+		pipe := s.c.Pipeline()
+		for j, i := range idx {
+			cmds[j] = calls[i].command(ctx)
+			_ = pipe.Process(ctx, cmds[j])
+		}
+		_, _ = pipe.Exec(ctx)
+		for j, i := range idx {
+			calls[i].vals, calls[i].err = cmds[j].Result()
+		}
+		return
 	}
+	if len(idx) <= maxBatch {
+		cmd := s.batchCommand(ctx, calls, idx)
+		_ = s.c.Process(ctx, cmd)
+		vals, err := cmd.Result()
+		takeBatch(calls, idx, vals, err)
+		return
+	}
+	var cmds []*redis.IntSliceCmd
 	pipe := s.c.Pipeline()
-	_ = pipe.BatchProcess(ctx, cmds...)
+	for rest := idx; len(rest) > 0; rest = rest[min(len(rest), maxBatch):] {
+		cmd := s.batchCommand(ctx, calls, rest[:min(len(rest), maxBatch)])
+		cmds = append(cmds, cmd)
+		_ = pipe.Process(ctx, cmd)
+	}
 	_, _ = pipe.Exec(ctx)
+	for j, rest := 0, idx; len(rest) > 0; j, rest = j+1, rest[min(len(rest), maxBatch):] {
+		vals, err := cmds[j].Result()
+		takeBatch(calls, rest[:min(len(rest), maxBatch)], vals, err)
+	}
 }
 
 // whole returns the error of a call none of whose commands had a reply
@@ -426,7 +556,7 @@ func whole(ctx context.Context, calls []call, idx []int) error {
 	}
 	var first error
 	for _, i := range idx {
-		err := calls[i].cmd.Err()
+		err := calls[i].err
 		if err == nil {
 			return nil
 		}
