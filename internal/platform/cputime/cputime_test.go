@@ -56,8 +56,10 @@ func TestSelfAndProcessAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if proc < 100*time.Millisecond || proc > self+50*time.Millisecond || proc < self-50*time.Millisecond {
-		t.Errorf("Self %v, Process %v: want both past 100 ms and within 50 ms of each other", self, proc)
+	// /proc counts in ticks of 10 ms, and may lag a tick or two behind
+	// (one run measured Self 102 ms, Process 90 ms).
+	if proc < 80*time.Millisecond || proc > self+50*time.Millisecond || proc < self-50*time.Millisecond {
+		t.Errorf("Self %v, Process %v: want Process past 80 ms (100 less two ticks) and within 50 ms of Self", self, proc)
 	}
 	if _, err := Process(-1); err == nil {
 		t.Error("Process(-1): no error")
