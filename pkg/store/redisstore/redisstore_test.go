@@ -81,8 +81,9 @@ func TestKeysHaveHashTagAndTTL(t *testing.T) {
 
 // The window counters write a key's TTL at the first write of its window
 // (SET ... PX) and keep it at the later ones (SET ... KEEPTTL): it ends
-// when the window stops weighing, whichever write came last. A later
-// window sets it afresh.
+// when the window stops weighing, plus a second, plus how long into the
+// window the first write came, whichever write came last. A later window
+// sets it afresh.
 func TestWindowKeepsItsTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
@@ -122,6 +123,14 @@ func TestWindowKeepsItsTTL(t *testing.T) {
 		}
 		if got := ttlAfter(w); !near(got, tc.wantTTL) {
 			t.Errorf("%s, first write of the next window: TTL %v, want about %v", tc.a, got, tc.wantTTL)
+		}
+		// A key first written 3s into a window expires 3s later than one
+		// written at its start: keys expire spread as their first writes
+		// were, not all at once when the window stops mattering.
+		r.Key += "-late"
+		key = s.RedisKey(r)
+		if got := ttlAfter(2*w + 3*time.Second); !near(got, tc.wantTTL) {
+			t.Errorf("%s, first write 3s into a window: TTL %v, want about %v (spread by 3s)", tc.a, got, tc.wantTTL)
 		}
 	}
 }

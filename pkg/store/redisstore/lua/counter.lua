@@ -5,7 +5,9 @@
 -- Returns  {allowed, window start, count, previous count}
 -- Commands: GET, then SET only when the state changes: with PX when the
 -- window is new, with KEEPTTL in the window the key holds (its TTL, set at
--- the window's first write, ends at the same instant).
+-- the window's first write, ends at the same instant). The TTL lasts until
+-- the next window ends plus a second, plus how long into the window the
+-- first write came (modulo an hour).
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -67,6 +69,9 @@ end
 if write and same then
   redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'KEEPTTL')
 elseif write then
-  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000))
+  -- Keys first written across a window expire across as long a span (at
+  -- most an hour), not all at the instant the window stops weighing.
+  local spread = (now - sw) % math.min(w, 3600000)
+  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
 end
 return {allowed, sw, count, prev}

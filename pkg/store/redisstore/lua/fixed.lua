@@ -8,7 +8,9 @@
 -- Returns  {allowed, window start, count}
 -- Commands: GET, then SET only when the state changes: with PX when the
 -- window is new, with KEEPTTL in the window the key holds (its TTL, set at
--- the window's first write, ends at the same instant).
+-- the window's first write, ends at the same instant). The TTL lasts until
+-- the window ends plus a second, plus how long into the window the first
+-- write came (modulo an hour).
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -68,6 +70,11 @@ if write and same then
 elseif write then
   local ends = sw + keep
   if sw == start and finish then ends = finish end
-  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000))
+  -- Keys first written across a window expire across as long a span (at
+  -- most an hour), not all at the instant the window stops mattering.
+  local span = keep
+  if span > 3600000 then span = 3600000 end
+  local spread = (now - sw) % span
+  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
 end
 return {allowed, sw, count}
