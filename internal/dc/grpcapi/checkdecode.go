@@ -125,7 +125,10 @@ func decodeItem(b []byte) (limiter.Item, error) {
 	}
 	var s string
 	if entries > 0 {
-		it.Attributes, s = make(map[string]string, entries), string(b)
+		// Sized by the entries, but not past what the limiter accepts:
+		// entries may repeat one name (the last wins), and a request of a
+		// few megabytes of empty entries must not size a map of millions.
+		it.Attributes, s = make(map[string]string, min(entries, limiter.MaxAttributes+1)), string(b)
 	}
 	for pos := 0; pos < len(b); {
 		num, typ, n := consumeTag(b[pos:])
@@ -186,7 +189,9 @@ func decodeEntry(b []byte, s string) (key, value string, err error) {
 	return key, value, nil
 }
 
-// checkDecoder is the WireMessage the Check handler decodes into.
+// checkDecoder is the WireMessage the Check handler decodes into. What
+// reads the request by reflection instead (grpc-go's binary logging) sees
+// an empty CheckRequest: the request is in req, not in a message.
 type checkDecoder struct {
 	WireMessage
 	empty weirv1.CheckRequest

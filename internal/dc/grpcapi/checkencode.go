@@ -180,7 +180,7 @@ func (f *ruleFields) append(b []byte) []byte {
 // itemSize is the size of it's ItemResult; sizes gets the size of each of
 // its RuleResults.
 func itemSize(it *limiter.ItemResult, sizes []int) ([]int, int) {
-	n := sizeVarint(boolVarint(it.Allowed)) + sizeVarint(intVarint(int64(it.Decisive)))
+	n := sizeVarint(boolVarint(it.Allowed)) + sizeVarint(intVarint(int64(int32(it.Decisive))))
 	for j := range it.Results {
 		f := fieldsOf(&it.Results[j])
 		s := f.size()
@@ -245,7 +245,7 @@ func (e *checkEncoder) append(b []byte) []byte {
 		it := &e.resp.Items[i]
 		b = appendMessageHeader(b, respItems, e.itemSizes[i])
 		b = appendVarint(b, itemAllowed, boolVarint(it.Allowed))
-		b = appendVarint(b, itemDecisive, intVarint(int64(it.Decisive)))
+		b = appendVarint(b, itemDecisive, intVarint(int64(int32(it.Decisive))))
 		for j := range it.Results {
 			f := fieldsOf(&it.Results[j])
 			b = appendMessageHeader(b, itemResults, e.ruleSizes[k])

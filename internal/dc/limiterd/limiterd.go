@@ -64,6 +64,10 @@ type Config struct {
 	// cluster needing TLS or a password is given. Empty keeps state in
 	// memory (single-node use).
 	Redis string
+	// RedisScriptPerRequest sends each decision in a script call of its
+	// own even to one node (redisstore.Config.ScriptPerRequest): for a
+	// proxy that routes a script call by its first key.
+	RedisScriptPerRequest bool
 	// StoreTimeout is the least bound on each store call; the bound adapts
 	// to the store's latency above it (limiter.Config.StoreTimeout).
 	// Default 20ms.
@@ -512,7 +516,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 		rc := redis.NewClient(opt)
 		c, closeFn = rc, rc.Close
 	}
-	s, err := redisstore.New(c, redisstore.Config{})
+	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {
 		_ = closeFn()
 		return nil, nil, fmt.Errorf("limiterd: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,88 @@ func TestBatchCommands(t *testing.T) {
 	delete(got, "config|resetstat")
 	if want := map[string]int64{"evalsha": 1, "get": 16, "set": 16}; !maps.Equal(got, want) {
 		t.Errorf("got commands %v, want %v", got, want)
+	}
+}
+
+// A single node with cluster mode on refuses a batch script's keys
+// (CROSSSLOT) though it owns every slot: the store sends those requests
+// alone, decides them, and sends one script call per request from then
+// on.
+func TestBatchOnClusterModeNode(t *testing.T) {
+	dir := t.TempDir()
+	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf")
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if info, _ := c.ClusterInfo(ctx).Result(); strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("cluster state not ok in 10s")
+		}
+	}
+	s := newStore(t, c, "xs")
+	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 1, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "a", Params: p, Cost: 1}, {Key: "b", Params: p, Cost: 1}}
+	for round, wantAllowed := range []bool{true, false} {
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Decide(ctx, storetest.T0, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Allowed != wantAllowed {
+				t.Fatalf("round %d, request %d: got %+v, want allowed=%v", round, i, r, wantAllowed)
+			}
+		}
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first round: a refused batch, then each request alone, from
+		// its source; the second: an EVALSHA each.
+		got := commandCalls(info)
+		if round == 1 && got["evalsha"] != 2 {
+			t.Errorf("after CROSSSLOT: got commands %v, want 2 EVALSHA (one per request)", got)
+		}
+	}
+}
+
+// A request whose script fails within a batch is sent again alone for its
+// error — from its script's source, since after SCRIPT FLUSH a batch may
+// have loaded the batch script again and nothing else: the caller gets
+// the real error (WRONGTYPE), not NOSCRIPT, and the batch's other
+// requests their decisions.
+func TestBatchFailureAloneAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "flush")
+	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 5, Window: time.Minute}
+	bad := algorithm.Request{Key: "bad", Params: p, Cost: 1}
+	if err := c.RPush(ctx, s.RedisKey(bad), "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A batch after the flush loads the batch script again, and only it.
+	if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: "x", Params: p, Cost: 1}, {Key: "y", Params: p, Cost: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: "good", Params: p, Cost: 1}, bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || !res[0].Allowed {
+		t.Errorf("good key: got %+v, want allowed", res[0])
+	}
+	if res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "WRONGTYPE") {
+		t.Errorf("key holding a list: got %v, want a WRONGTYPE error", res[1].Err)
 	}
 }

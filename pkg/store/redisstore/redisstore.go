@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,14 @@ var ErrReply = errors.New("redisstore: unexpected reply")
 type Config struct {
 	// Prefix starts every key. Default "weir".
 	Prefix string
+	// ScriptPerRequest sends every request in a script call of its own,
+	// even to one node, rather than up to 32 in a batch script: for a
+	// proxy in front of Redis that routes a script call by its first key
+	// alone (twemproxy, a sharding proxy), where a batch's other keys would
+	// land on the wrong shard. Redis Cluster needs no setting (a cluster
+	// client never batches), nor does a single node with cluster mode
+	// enabled (its CROSSSLOT reply turns batching off).
+	ScriptPerRequest bool
 }
 
 // Validate reports whether c is usable.
@@ -101,9 +110,11 @@ type Store struct {
 	tags    [algorithm.SlidingWindowCounter + 1]string
 	// batch runs several requests in one script call, for a client of
 	// one node (batching); on Redis Cluster the keys of a call would
-	// have to share a slot, so each request is a call of its own.
+	// have to share a slot, so each request is a call of its own. A node
+	// that refuses a batch's keys (CROSSSLOT: cluster mode on one node)
+	// turns batching off for good.
 	batch    script
-	batching bool
+	batching atomic.Bool
 }
 
 // New returns a store that keeps its states through c.
@@ -115,7 +126,8 @@ func New(c Client, cfg Config) (*Store, error) {
 		cfg.Prefix = "weir"
 	}
 	_, single := c.(singleClient)
-	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), ""), batching: single}
+	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), "")}
+	s.batching.Store(single && !cfg.ScriptPerRequest)
 	bucket := newScript(bucketLua, "b")
 	s.scripts[algorithm.TokenBucket] = bucket
 	s.scripts[algorithm.LeakyBucket] = bucket
@@ -147,7 +159,7 @@ func (s *Store) Load(ctx context.Context) error {
 			return fmt.Errorf("redisstore: load %s script: %w", a, err)
 		}
 	}
-	if s.batching {
+	if s.batching.Load() {
 		if err := s.c.ScriptLoad(ctx, s.batch.src).Err(); err != nil {
 			return fmt.Errorf("redisstore: load the batch script: %w", err)
 		}
@@ -420,13 +432,16 @@ func firstErr(first, err error) error {
 }
 
 // run sends calls in one round trip, and more only for calls that need
-// them: one for those whose script Redis did not have, one for those whose
-// script failed within a batch, sent alone for their errors. Each call
-// then holds its reply. On Redis Cluster the round trip is one pipeline
-// per node, sent in parallel by the client, which follows MOVED and ASK
-// redirections.
+// them: one for those whose script Redis did not have, one for those a
+// batch script could not run (whose script failed within it, or whose
+// keys a node refused together), sent alone. Each call then holds its
+// reply. On Redis Cluster the round trip is one pipeline per node, sent in
+// parallel by the client, which follows MOVED and ASK redirections. Only
+// the first round trip can fail the whole call: once Redis may have
+// applied some requests, each call keeps its own error.
 func (s *Store) run(ctx context.Context, calls []call) error {
-	if err := s.send(ctx, calls, nil, s.batching); err != nil {
+	batch := s.batching.Load()
+	if err := s.send(ctx, calls, nil, batch); err != nil {
 		return err
 	}
 	var retry []int
@@ -437,20 +452,26 @@ func (s *Store) run(ctx context.Context, calls []call) error {
 		}
 	}
 	if len(retry) > 0 {
-		if err := s.send(ctx, calls, retry, s.batching); err != nil {
-			return err
-		}
+		_ = s.send(ctx, calls, retry, batch)
 	}
 	var alone []int
 	for i := range calls {
-		if calls[i].err == errFailedInBatch {
-			alone = append(alone, i)
+		switch {
+		case calls[i].err == errFailedInBatch:
+		case batch && isCrossSlot(calls[i].err):
+			s.batching.Store(false)
+		default:
+			continue
 		}
+		// Alone, the request's own script may be missing from the node
+		// (the batch script stood in for it): send its source.
+		calls[i].withSource()
+		alone = append(alone, i)
 	}
-	if len(alone) == 0 {
-		return nil
+	if len(alone) > 0 {
+		_ = s.send(ctx, calls, alone, false)
 	}
-	return s.send(ctx, calls, alone, false)
+	return nil
 }
 
 // send sends the calls (or those at the indices only, when not nil): with
@@ -567,6 +588,10 @@ func whole(ctx context.Context, calls []call, idx []int) error {
 
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+func isCrossSlot(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "CROSSSLOT")
 }
 
 // replyError wraps the error of a script's command: a reply that is not a

@@ -3,11 +3,10 @@
 --          previous window's count>"
 -- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
 -- Returns  {allowed, window start, count, previous count}
--- Commands: GET, then SET only when the state changes: with PX when the
--- window is new, with KEEPTTL in the window the key holds (its TTL, set at
--- the window's first write, ends at the same instant). The TTL lasts until
--- the next window ends plus a second, plus how long into the window the
--- first write came (modulo an hour).
+-- Commands: GET, then SET ... PX only when the state changes. The TTL
+-- lasts until the next window ends plus a second, plus how long into the
+-- window the write came (modulo an hour): 2W + 1 s after the write, for
+-- W <= 1 h.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -17,7 +16,6 @@ local cost = tonumber(ARGV[5])
 
 local start = now - (now % w)
 local sw, count, prev
-local same = false -- the key holds this window
 local v = redis.call('GET', key)
 if v then
   local a, b, c = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
@@ -27,7 +25,6 @@ if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
   -- current window (or a clock ahead of ours): keep
-  same = true
 elseif sw == start - w then
   sw, prev, count = start, count, 0
 else
@@ -66,10 +63,8 @@ else
   end
 end
 
-if write and same then
-  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'KEEPTTL')
-elseif write then
-  -- Keys first written across a window expire across as long a span (at
+if write then
+  -- Keys last written across a window expire across as long a span (at
   -- most an hour), not all at the instant the window stops weighing.
   local spread = (now - sw) % math.min(w, 3600000)
   redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))

@@ -6,11 +6,9 @@
 --          and end ms of the window holding now, the start of the one
 --          holding at
 -- Returns  {allowed, window start, count}
--- Commands: GET, then SET only when the state changes: with PX when the
--- window is new, with KEEPTTL in the window the key holds (its TTL, set at
--- the window's first write, ends at the same instant). The TTL lasts until
--- the window ends plus a second, plus how long into the window the first
--- write came (modulo an hour).
+-- Commands: GET, then SET ... PX only when the state changes. The TTL
+-- lasts until the window ends plus a second, plus how long into the window
+-- the write came (modulo an hour): W + 1 s after the write, for W <= 1 h.
 local key = KEYS[1]
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -36,11 +34,9 @@ if v then
   local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
   sw, count = tonumber(a), tonumber(b)
 end
-local same = true -- the key holds this window
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
-  same = false
 end
 
 local allowed = 0
@@ -65,12 +61,10 @@ else
   end
 end
 
-if write and same then
-  redis.call('SET', key, string.format('%d:%d', sw, count), 'KEEPTTL')
-elseif write then
+if write then
   local ends = sw + keep
   if sw == start and finish then ends = finish end
-  -- Keys first written across a window expire across as long a span (at
+  -- Keys last written across a window expire across as long a span (at
   -- most an hour), not all at the instant the window stops mattering.
   local span = keep
   if span > 3600000 then span = 3600000 end
