@@ -12,27 +12,39 @@ import (
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
 // BenchmarkRedisDecide measures decisions per second against a local
-// redis-server: one EVALSHA per call, and batches of 16 in one pipeline,
-// from one goroutine and from 32. It also reports Redis's own work per
+// redis-server: one EVALSHA per call, and batches of 16 (in one batch
+// script, and in a pipeline of one EVALSHA each), from one goroutine and
+// from 32. It also reports Redis's own work per
 // decision: the commands its INFO commandstats counts (EVALSHA and the
 // commands the script runs) and the CPU time its INFO cpu counts (user +
 // system, all of the server's threads).
 func BenchmarkRedisDecide(b *testing.B) {
 	srv := redistest.Start(b)
 	c := srv.Client(b)
-	s := newStore(b, c, "bench")
 	ctx := context.Background()
+	batched := newStore(b, c, "bench")
+	perRequest, err := redisstore.New(c, redisstore.Config{Prefix: "bench", ScriptPerRequest: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, a := range algorithm.All {
 		p := algorithm.Params{Algorithm: a, Limit: 1_000_000, Window: time.Second}
 		if a == algorithm.SlidingWindowLog {
 			p.Limit = 1000
 		}
-		for _, batch := range []int{1, 16} {
+		// batch16 runs in batch scripts; batch16-per-request in a pipeline
+		// of one EVALSHA per request (Config.ScriptPerRequest).
+		for _, batch := range []int{1, 16, -16} {
+			s, label := batched, "batch"+strconv.Itoa(batch)
+			if batch < 0 {
+				batch, s, label = -batch, perRequest, "batch"+strconv.Itoa(-batch)+"-per-request"
+			}
 			for _, par := range []int{1, 32} {
-				name := a.String() + "/batch" + strconv.Itoa(batch) + "/conc" + strconv.Itoa(par)
+				name := a.String() + "/" + label + "/conc" + strconv.Itoa(par)
 				b.Run(name, func(b *testing.B) {
 					b.SetParallelism(max(1, par/2)) // GOMAXPROCS=2 here; recorded in docs
 					if par == 1 {
