@@ -159,13 +159,12 @@ func toItems(req *rlsv3.RateLimitRequest) ([]limiter.Item, error) {
 			case len(v) > limiter.MaxValueLen:
 				return nil, fmt.Errorf("descriptors[%d].entries[%d].value: %d bytes, at most %d", i, j, len(v), limiter.MaxValueLen)
 			}
-			if _, dup := attrs[k]; dup {
+			if attrs[k] = v; len(attrs) != j+1 {
 				// A Weir request has one value for each attribute, and no
 				// envoyproxy/ratelimit configuration that Weir loads has a
 				// key twice on one path.
 				return nil, fmt.Errorf("descriptors[%d].entries[%d].key: %q repeated", i, j, k)
 			}
-			attrs[k] = v
 		}
 		items[i] = limiter.Item{Attributes: attrs, Hits: hits, Exact: true}
 	}
