@@ -136,8 +136,9 @@ func BenchmarkEnvoyCost(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			// The answer's first field: allowed (1), true.
-			if !bytes.HasPrefix(resp, []byte{1<<3 | 0, 1}) {
+			// The answer's first field: allowed (field 1, a varint: tag
+			// 0x08), true.
+			if !bytes.HasPrefix(resp, []byte{0x08, 1}) {
 				return fmt.Errorf("not allowed: %x", resp)
 			}
 			return nil

@@ -37,10 +37,7 @@ const (
 	fieldEntryValue protowire.Number = 2
 )
 
-var (
-	errNotUTF8     = errors.New("string field contains invalid UTF-8")
-	errFieldNumber = errors.New("invalid field number")
-)
+var errNotUTF8 = errors.New("string field contains invalid UTF-8")
 
 // consumeTag is protowire.ConsumeTag, refusing too what proto.Unmarshal
 // refuses and protowire does not: a field number past MaxValidNumber.
