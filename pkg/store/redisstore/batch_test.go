@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
 // batchParams are the rules of the batch tests: every algorithm, and a
@@ -95,24 +98,7 @@ func TestBatchCommands(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = algorithm.Request{Key: fmt.Sprintf("k%d", i), Params: p, Cost: 1}
 	}
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Decide(ctx, storetest.T0, reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Err != nil || !r.Allowed {
-			t.Fatalf("request %d: got %+v, want admitted", i, r)
-		}
-	}
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := commandCalls(info)
-	delete(got, "config|resetstat")
+	got := decideCounting(t, s, c, reqs, true)
 	if want := map[string]int64{"evalsha": 1, "get": 16, "set": 16}; !maps.Equal(got, want) {
 		t.Errorf("got commands %v, want %v", got, want)
 	}
@@ -142,25 +128,9 @@ func TestBatchOnClusterModeNode(t *testing.T) {
 	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 1, Window: time.Minute}
 	reqs := []algorithm.Request{{Key: "a", Params: p, Cost: 1}, {Key: "b", Params: p, Cost: 1}}
 	for round, wantAllowed := range []bool{true, false} {
-		if err := c.ConfigResetStat(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Decide(ctx, storetest.T0, reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range res {
-			if r.Err != nil || r.Allowed != wantAllowed {
-				t.Fatalf("round %d, request %d: got %+v, want allowed=%v", round, i, r, wantAllowed)
-			}
-		}
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		// The first round: a refused batch, then each request alone, from
 		// its source; the second: an EVALSHA each.
-		got := commandCalls(info)
+		got := decideCounting(t, s, c, reqs, wantAllowed)
 		if round == 1 && got["evalsha"] != 2 {
 			t.Errorf("after CROSSSLOT: got commands %v, want 2 EVALSHA (one per request)", got)
 		}
@@ -199,4 +169,31 @@ func TestBatchFailureAloneAfterScriptFlush(t *testing.T) {
 	if res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "WRONGTYPE") {
 		t.Errorf("key holding a list: got %v, want a WRONGTYPE error", res[1].Err)
 	}
+}
+
+// decideCounting decides reqs at storetest.T0, wants each decided without
+// error and allowed or not as wantAllowed says, and returns the commands
+// Redis ran for it (INFO commandstats).
+func decideCounting(t *testing.T, s *redisstore.Store, c *redis.Client, reqs []algorithm.Request, wantAllowed bool) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Decide(ctx, storetest.T0, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil || r.Allowed != wantAllowed {
+			t.Fatalf("request %d: got %+v, want allowed=%v", i, r, wantAllowed)
+		}
+	}
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := commandCalls(info)
+	delete(got, "config|resetstat")
+	return got
 }
