@@ -108,11 +108,7 @@ func BenchmarkEnvoyCost(b *testing.B) {
 				wire[u] = mustMarshal(b, req)
 			}
 			paths = append(paths, costPath{fmt.Sprintf("%s-%d", p.name, n), n, func(ctx context.Context, user int) error {
-				req := &rlsv3.RateLimitRequest{}
-				if err := proto.Unmarshal(wire[user], req); err != nil {
-					return err
-				}
-				resp, err := envoy.ShouldRateLimit(ctx, req)
+				resp, err := envoy.ShouldRateLimitWire(ctx, wire[user])
 				if err != nil {
 					return err
 				}

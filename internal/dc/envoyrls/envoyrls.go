@@ -84,6 +84,9 @@ func Register(s *grpc.Server, svc *Service) {
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i := range desc.Methods {
 		desc.Methods[i].Handler = grpcapi.InvalidArgumentOnDecode(desc.Methods[i].Handler)
+		if desc.Methods[i].MethodName == "ShouldRateLimit" {
+			desc.Methods[i].Handler = shouldRateLimitHandler(desc.Methods[i].Handler)
+		}
 	}
 	s.RegisterService(&desc, svc)
 }
@@ -111,13 +114,19 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
+	return s.decideItems(ctx, req.GetDomain(), items)
+}
+
+// decideItems answers the items of a request to a domain of Weir's rules,
+// one per descriptor.
+func (s *Service) decideItems(ctx context.Context, domain string, items []limiter.Item) (*rlsv3.RateLimitResponse, error) {
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
 	switch {
 	case errors.Is(err, limiter.ErrUnknownDomain):
 		// envoyproxy/ratelimit: a domain it has no configuration for
 		// limits nothing.
 		out := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
-		for range req.GetDescriptors() {
+		for range items {
 			out.Statuses = append(out.Statuses, &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK})
 		}
 		return out, nil

@@ -1,0 +1,263 @@
+package envoyrls
+
+import (
+	"context"
+	"unicode/utf8"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/pkg/limiter"
+)
+
+// A request for a domain answered by Weir's rules is decoded from its
+// wire form straight into the limiter's items, as weir.v1's Check is
+// (internal/dc/grpcapi), rather than into the generated messages and then
+// into items (toItems): each descriptor costs its map and one string its
+// keys and values are cut from. The fast path takes only the plain request
+// Envoy sends — a domain, descriptors of entries with an optional
+// hits_addend, and the request's hits_addend — whose items toItems would
+// accept. Anything else (a field it does not know or in another wire type,
+// a limit override, a string that is not UTF-8, what toItems refuses, bad
+// framing) goes to proto.Unmarshal and ShouldRateLimit, which answer it as
+// before, errors included; so does a domain answered from an
+// envoyproxy/ratelimit configuration. FuzzDecodeItems checks that what
+// the fast path takes, it reads as proto.Unmarshal and toItems do.
+
+// Field numbers of RateLimitRequest, RateLimitDescriptor, its Entry, and
+// google.protobuf.UInt64Value.
+const (
+	reqDomain      protowire.Number = 1
+	reqDescriptors protowire.Number = 2
+	reqHitsAddend  protowire.Number = 3
+
+	descEntries        protowire.Number = 1
+	descHitsAddend     protowire.Number = 3
+	descIsNegativeHits protowire.Number = 4
+
+	entryKey   protowire.Number = 1
+	entryValue protowire.Number = 2
+
+	wrapperValue protowire.Number = 1
+)
+
+// wireField is one varint or length-delimited field of a message.
+type wireField struct {
+	num   protowire.Number
+	typ   protowire.Type
+	bytes []byte // a length-delimited field's value
+	off   int    // its offset in the message
+	v     uint64 // a varint's value
+}
+
+// eachField calls fn for each field of b, in order, until fn returns
+// false. It reports whether every field was a varint or length-delimited
+// field in bounds, with a valid number, and fn took it.
+func eachField(b []byte, fn func(wireField) bool) bool {
+	for pos := 0; pos < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[pos:])
+		if n < 0 || num > protowire.MaxValidNumber {
+			return false
+		}
+		f := wireField{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			v, m := protowire.ConsumeVarint(b[pos+n:])
+			if m < 0 {
+				return false
+			}
+			f.v, n = v, n+m
+		case protowire.BytesType:
+			v, m := protowire.ConsumeBytes(b[pos+n:])
+			if m < 0 {
+				return false
+			}
+			f.bytes, f.off, n = v, pos+n+m-len(v), n+m
+		default:
+			return false
+		}
+		if !fn(f) {
+			return false
+		}
+		pos += n
+	}
+	return true
+}
+
+// fastRequest is what the fast path reads of a request's top level.
+type fastRequest struct {
+	domain      string
+	descriptors [][]byte // each descriptor's bytes, within the request's
+	hits        uint32   // the request's hits_addend
+}
+
+// readTop reads the top level of a request, or reports false.
+func readTop(b []byte) (fastRequest, bool) {
+	var r fastRequest
+	ok := eachField(b, func(f wireField) bool {
+		switch {
+		case f.num == reqDomain && f.typ == protowire.BytesType && utf8.Valid(f.bytes):
+			r.domain = string(f.bytes)
+		case f.num == reqDescriptors && f.typ == protowire.BytesType:
+			r.descriptors = append(r.descriptors, f.bytes)
+		case f.num == reqHitsAddend && f.typ == protowire.VarintType:
+			r.hits = uint32(f.v)
+		default:
+			return false
+		}
+		return true
+	})
+	return r, ok && r.domain != "" && len(r.descriptors) > 0 && len(r.descriptors) <= limiter.MaxItems
+}
+
+// items builds the limiter's items of r's descriptors, as toItems builds
+// them, or reports false.
+func (r *fastRequest) items() ([]limiter.Item, bool) {
+	items := make([]limiter.Item, len(r.descriptors))
+	for i, d := range r.descriptors {
+		it := &items[i]
+		it.Exact = true
+		entries := 0
+		var hits uint64
+		ownHits := false
+		ok := eachField(d, func(f wireField) bool {
+			switch {
+			case f.num == descEntries && f.typ == protowire.BytesType:
+				entries++
+			case f.num == descHitsAddend && f.typ == protowire.BytesType && !ownHits:
+				ownHits = true
+				return eachField(f.bytes, func(f wireField) bool {
+					if f.num != wrapperValue || f.typ != protowire.VarintType {
+						return false
+					}
+					hits = f.v
+					return true
+				})
+			case f.num == descIsNegativeHits && f.typ == protowire.VarintType && f.v == 0:
+			default:
+				return false
+			}
+			return true
+		})
+		if !ok || entries > limiter.MaxAttributes {
+			return nil, false
+		}
+		if !ownHits {
+			hits = uint64(r.hits)
+		}
+		if hits > limiter.MaxHits {
+			return nil, false
+		}
+		it.Hits = int64(hits)
+		it.Attributes = make(map[string]string, entries)
+		s := string(d)
+		ok = eachField(d, func(f wireField) bool {
+			if f.num != descEntries {
+				return true
+			}
+			k, v, ok := readEntry(f.bytes, s[f.off:f.off+len(f.bytes)])
+			if !ok || k == "" || len(k) > limiter.MaxNameLen || len(v) > limiter.MaxValueLen {
+				return false
+			}
+			n := len(it.Attributes)
+			it.Attributes[k] = v
+			return len(it.Attributes) > n // a key repeated: toItems refuses it
+		})
+		if !ok {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// readEntry reads an entry, b, whose bytes s holds too: its key and value
+// are cut from s.
+func readEntry(b []byte, s string) (key, value string, ok bool) {
+	ok = eachField(b, func(f wireField) bool {
+		if f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
+			return false
+		}
+		switch f.num {
+		case entryKey:
+			key = s[f.off : f.off+len(f.bytes)]
+		case entryValue:
+			value = s[f.off : f.off+len(f.bytes)]
+		default:
+			return false
+		}
+		return true
+	})
+	return key, value, ok
+}
+
+// requestParser parses a ShouldRateLimit request: into items by the fast
+// path when it can, else into the generated message.
+type requestParser struct {
+	svc    *Service
+	domain string
+	items  []limiter.Item
+	req    *rlsv3.RateLimitRequest
+}
+
+// ParseWire implements grpcapi.WireParser.
+func (p *requestParser) ParseWire(b []byte, depth int) error {
+	if r, ok := readTop(b); ok && p.svc.configs(r.domain) == nil {
+		if items, ok := r.items(); ok {
+			p.domain, p.items = r.domain, items
+			return nil
+		}
+	}
+	p.req = &rlsv3.RateLimitRequest{}
+	return proto.UnmarshalOptions{RecursionLimit: depth}.Unmarshal(b, p.req)
+}
+
+// requestDecoder is the grpcapi.WireMessage ShouldRateLimit's handler
+// decodes into. What reads the request by reflection instead (grpc-go's
+// binary logging) sees an empty RateLimitRequest.
+type requestDecoder struct {
+	grpcapi.WireMessage
+	empty rlsv3.RateLimitRequest
+	p     requestParser
+}
+
+// shouldRateLimitHandler serves ShouldRateLimit, decoding its request as
+// above. With an interceptor (which is handed the request), it is
+// generated, the generated handler.
+func shouldRateLimitHandler(generated grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		if ic != nil {
+			return generated(srv, ctx, dec, ic)
+		}
+		svc := srv.(*Service)
+		d := &requestDecoder{p: requestParser{svc: svc}}
+		d.Init(&d.empty, &d.p)
+		if err := grpcapi.Decode(dec, &d.WireMessage); err != nil {
+			return nil, err
+		}
+		return d.p.answer(ctx)
+	}
+}
+
+// answer answers the request p parsed.
+func (p *requestParser) answer(ctx context.Context) (*rlsv3.RateLimitResponse, error) {
+	if p.items != nil {
+		return p.svc.decideItems(ctx, p.domain, p.items)
+	}
+	return p.svc.ShouldRateLimit(ctx, p.req)
+}
+
+// ShouldRateLimitWire answers a request given in wire form as the server
+// Register sets up does. A request that does not decode gets
+// codes.InvalidArgument; the other errors are ShouldRateLimit's.
+func (s *Service) ShouldRateLimitWire(ctx context.Context, req []byte) (*rlsv3.RateLimitResponse, error) {
+	p := requestParser{svc: s}
+	if err := p.ParseWire(req, protowire.DefaultRecursionLimit); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
+	}
+	return p.answer(ctx)
+}

@@ -1,0 +1,169 @@
+package envoyrls
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// plainRequests are requests as Envoy sends them to a domain of Weir's
+// rules: the fast path must take them.
+func plainRequests() []*rlsv3.RateLimitRequest {
+	desc := func(kv ...string) *rlcommonv3.RateLimitDescriptor {
+		d := &rlcommonv3.RateLimitDescriptor{}
+		for i := 0; i < len(kv); i += 2 {
+			d.Entries = append(d.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: kv[i], Value: kv[i+1]})
+		}
+		return d
+	}
+	many := &rlsv3.RateLimitRequest{Domain: "bench", HitsAddend: 2}
+	for i := range 16 {
+		many.Descriptors = append(many.Descriptors, desc("bench", "under", "user_id", "u"+strconv.Itoa(i)))
+	}
+	own := desc("k", "v")
+	own.HitsAddend = &wrapperspb.UInt64Value{Value: 7}
+	zero := desc("k", "")
+	zero.HitsAddend = &wrapperspb.UInt64Value{}
+	return []*rlsv3.RateLimitRequest{
+		{Domain: "api", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("generic_key", "x")}},
+		many,
+		{Domain: "ünï", HitsAddend: 3, Descriptors: []*rlcommonv3.RateLimitDescriptor{own, zero, desc()}},
+	}
+}
+
+// oddRequests are wire forms the fast path may leave to proto.Unmarshal.
+func oddRequests(t testing.TB) [][]byte {
+	tag := protowire.AppendTag
+	field := func(b []byte, num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(tag(b, num, protowire.BytesType), v)
+	}
+	varint := func(b []byte, num protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(tag(b, num, protowire.VarintType), v)
+	}
+	entry := func(k, v string) []byte { return field(field(nil, 1, []byte(k)), 2, []byte(v)) }
+	desc := field(nil, 1, entry("k", "v"))
+	domain := field(nil, 1, []byte("api"))
+	req := func(parts ...[]byte) []byte {
+		b := append([]byte(nil), domain...)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	var out [][]byte
+	for _, r := range plainRequests() {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b, b[:len(b)-1])
+	}
+	return append(out,
+		req(field(nil, 2, append(append([]byte(nil), desc...), varint(nil, 9, 1)...))),                               // unknown field in a descriptor
+		req(field(nil, 2, desc), varint(nil, 7, 1)),                                                                  // unknown field in the request
+		req(field(nil, 2, field(field(nil, 1, entry("k", "v")), 2, varint(nil, 1, 5)))),                              // a limit override
+		req(field(nil, 2, field(field(nil, 1, entry("k", "v")), 3, varint(varint(nil, 1, 4), 1, 9)))),                // hits_addend's value twice
+		req(field(nil, 2, field(field(field(nil, 1, entry("k", "v")), 3, varint(nil, 1, 4)), 3, varint(nil, 1, 5)))), // hits_addend twice: merged
+		req(field(nil, 2, varint(field(nil, 1, entry("k", "v")), 4, 1))),                                             // is_negative_hits
+		req(field(nil, 2, varint(varint(field(nil, 1, entry("k", "v")), 4, 1), 4, 0))),                               // is_negative_hits, then not
+		req(field(nil, 2, field(nil, 1, entry("k", "\xff")))),                                                        // value not UTF-8
+		req(field(nil, 2, field(nil, 1, entry("", "v")))),                                                            // empty key
+		req(field(nil, 2, field(nil, 1, entry(strings.Repeat("k", 200), "v")))),                                      // key too long
+		req(field(nil, 2, field(nil, 1, entry("k", strings.Repeat("v", 2000))))),                                     // value too long
+		req(field(nil, 2, append(field(nil, 1, entry("k", "a")), field(nil, 1, entry("k", "b"))...))),                // a key twice
+		req(field(nil, 2, field(nil, 1, field(field(nil, 1, []byte("a")), 1, []byte("b"))))),                         // an entry's key twice: last wins
+		req(field(nil, 2, field(nil, 3, varint(nil, 1, 1<<40)))),                                                     // hits past the most
+		req(varint(nil, 3, 1<<33), field(nil, 2, desc)),                                                              // hits_addend past 32 bits (truncated), before the descriptors
+		append(field(nil, 2, desc), req(varint(nil, 3, 5))...),                                                       // the domain and hits after the descriptors
+		field(nil, 2, desc), // no domain
+		domain,              // no descriptor
+		req(field(field(nil, 2, desc), 1, []byte("other"))),                                       // the domain twice: last wins
+		req(field(nil, 2, field(nil, 1, varint(nil, 1, 1)))),                                      // an entry's key as a varint
+		req(field(nil, 2, tag(tag(nil, 5, protowire.StartGroupType), 5, protowire.EndGroupType))), // a group
+		req([]byte("\xf0\xf0\xf0\xf00\xf0\xf00")),                                                 // a field number past the largest
+	)
+}
+
+// decodeBoth decodes b by the fast path and by proto.Unmarshal and
+// toItems: where the fast path takes b, the three must agree.
+func decodeBoth(t *testing.T, b []byte) (taken bool) {
+	t.Helper()
+	r, ok := readTop(b)
+	if !ok {
+		return false
+	}
+	items, ok := r.items()
+	if !ok {
+		return false
+	}
+	var want rlsv3.RateLimitRequest
+	if err := proto.Unmarshal(b, &want); err != nil {
+		t.Fatalf("fast path took what proto.Unmarshal refuses: %v", err)
+	}
+	if r.domain != want.GetDomain() {
+		t.Fatalf("domain %q, want %q", r.domain, want.GetDomain())
+	}
+	wantItems, err := toItems(&want)
+	if err != nil {
+		t.Fatalf("fast path took what toItems refuses: %v", err)
+	}
+	if len(items) != len(wantItems) {
+		t.Fatalf("%d items, want %d", len(items), len(wantItems))
+	}
+	for i := range items {
+		g, w := items[i], wantItems[i]
+		if g.Hits != w.Hits || g.Exact != w.Exact || !maps.Equal(g.Attributes, w.Attributes) || (g.Attributes == nil) != (w.Attributes == nil) {
+			t.Fatalf("item %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	return true
+}
+
+func TestDecodeItems(t *testing.T) {
+	for i, req := range plainRequests() {
+		b, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !decodeBoth(t, b) {
+			t.Fatalf("request %d, as Envoy sends it: left to proto.Unmarshal", i)
+		}
+	}
+	for i, b := range oddRequests(t) {
+		t.Run(strconv.Itoa(i), func(t *testing.T) { decodeBoth(t, b) })
+	}
+}
+
+func FuzzDecodeItems(f *testing.F) {
+	for _, b := range oddRequests(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { decodeBoth(t, b) })
+}
+
+// The decoded strings do not share the request's buffer, which grpc-go
+// reuses once the request is decoded.
+func TestDecodeItemsCopies(t *testing.T) {
+	b, err := proto.Marshal(plainRequests()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := readTop(b)
+	items, ok2 := r.items()
+	if !ok || !ok2 {
+		t.Fatal("left to proto.Unmarshal")
+	}
+	for i := range b {
+		b[i] = 'x'
+	}
+	if r.domain != "api" || items[0].Attributes["generic_key"] != "x" {
+		t.Fatalf("after the buffer changed: domain %q, attributes %v", r.domain, items[0].Attributes)
+	}
+}
