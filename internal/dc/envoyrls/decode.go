@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -25,9 +26,11 @@ import (
 // accept. Anything else (a field it does not know or in another wire type,
 // a limit override, a string that is not UTF-8, what toItems refuses, bad
 // framing) goes to proto.Unmarshal and ShouldRateLimit, which answer it as
-// before, errors included; so does a domain answered from an
-// envoyproxy/ratelimit configuration. FuzzDecodeItems checks that what
-// the fast path takes, it reads as proto.Unmarshal and toItems do.
+// before, errors included. A request for a domain answered from an
+// envoyproxy/ratelimit configuration is read the same way into a
+// peerRequest, its descriptors' entries in one array. FuzzDecodeItems
+// checks that what the fast path takes, it reads as proto.Unmarshal then
+// toItems and peerRequestOf do.
 
 // Field numbers of RateLimitRequest, RateLimitDescriptor, its Entry, and
 // google.protobuf.UInt64Value.
@@ -175,6 +178,62 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 	return items, true
 }
 
+// peer reads r's descriptors as the peer path reads them (peerRequestOf),
+// or reports false: a descriptor with its own limit, like anything
+// unusual, is left to proto.Unmarshal.
+func (r *fastRequest) peer() (*peerRequest, bool) {
+	pr := &peerRequest{domain: r.domain, hits: r.hits, descs: make([]peerDescriptor, len(r.descriptors))}
+	hits := make([]uint64, len(r.descriptors))
+	n := 0
+	for i, d := range r.descriptors {
+		pd := &pr.descs[i]
+		ok := eachField(d, func(f wireField) bool {
+			switch {
+			case f.num == descEntries && f.typ == protowire.BytesType:
+				n++
+			case f.num == descHitsAddend && f.typ == protowire.BytesType && pd.hits == nil:
+				pd.hits = &hits[i]
+				return eachField(f.bytes, func(f wireField) bool {
+					if f.num != wrapperValue || f.typ != protowire.VarintType {
+						return false
+					}
+					hits[i] = f.v
+					return true
+				})
+			case f.num == descIsNegativeHits && f.typ == protowire.VarintType:
+				// The peer path ignores it.
+			default:
+				return false
+			}
+			return true
+		})
+		if !ok {
+			return nil, false
+		}
+	}
+	all := make([]envoyconf.Entry, 0, n) // one array for every descriptor's entries
+	for i, d := range r.descriptors {
+		start := len(all)
+		var s string
+		ok := eachField(d, func(f wireField) bool {
+			if f.num != descEntries {
+				return true
+			}
+			if s == "" {
+				s = string(d)
+			}
+			k, v, ok := readEntry(f.bytes, s[f.off:f.off+len(f.bytes)])
+			all = append(all, envoyconf.Entry{Key: k, Value: v})
+			return ok
+		})
+		if !ok {
+			return nil, false
+		}
+		pr.descs[i].entries = all[start:len(all):len(all)]
+	}
+	return pr, true
+}
+
 // readEntry reads an entry, b, whose bytes s holds too: its key and value
 // are cut from s.
 func readEntry(b []byte, s string) (key, value string, ok bool) {
@@ -195,20 +254,29 @@ func readEntry(b []byte, s string) (key, value string, ok bool) {
 	return key, value, ok
 }
 
-// requestParser parses a ShouldRateLimit request: into items by the fast
-// path when it can, else into the generated message.
+// requestParser parses a ShouldRateLimit request: by the fast path when
+// it can (into items for Weir's rules, into a peerRequest for a domain
+// from an envoyproxy/ratelimit configuration), else into the generated
+// message.
 type requestParser struct {
 	svc    *Service
 	domain string
 	items  []limiter.Item
+	peer   *peerRequest
+	tree   *envoyconf.Domain // the peer's configuration
 	req    *rlsv3.RateLimitRequest
 }
 
 // ParseWire implements grpcapi.WireParser.
 func (p *requestParser) ParseWire(b []byte, depth int) error {
-	if r, ok := readTop(b); ok && p.svc.configs(r.domain) == nil {
-		if items, ok := r.items(); ok {
-			p.domain, p.items = r.domain, items
+	if r, ok := readTop(b); ok {
+		if tree := p.svc.configs(r.domain); tree == nil {
+			if items, ok := r.items(); ok {
+				p.domain, p.items = r.domain, items
+				return nil
+			}
+		} else if pr, ok := r.peer(); ok {
+			p.peer, p.tree = pr, tree
 			return nil
 		}
 	}
@@ -245,8 +313,11 @@ func shouldRateLimitHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 
 // answer answers the request p parsed.
 func (p *requestParser) answer(ctx context.Context) (*rlsv3.RateLimitResponse, error) {
-	if p.items != nil {
+	switch {
+	case p.items != nil:
 		return p.svc.decideItems(ctx, p.domain, p.items)
+	case p.peer != nil:
+		return p.svc.answerPeer(ctx, p.peer, p.tree)
 	}
 	return p.svc.ShouldRateLimit(ctx, p.req)
 }

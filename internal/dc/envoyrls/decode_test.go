@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,16 +92,18 @@ func oddRequests(t testing.TB) [][]byte {
 	)
 }
 
-// decodeBoth decodes b by the fast path and by proto.Unmarshal and
-// toItems: where the fast path takes b, the three must agree.
+// decodeBoth decodes b by the fast path and by proto.Unmarshal then
+// toItems and peerRequestOf: where the fast path takes b, they must
+// agree. It reports whether the fast path took b for items.
 func decodeBoth(t *testing.T, b []byte) (taken bool) {
 	t.Helper()
 	r, ok := readTop(b)
 	if !ok {
 		return false
 	}
-	items, ok := r.items()
-	if !ok {
+	items, itemsOK := r.items()
+	peer, peerOK := r.peer()
+	if !itemsOK && !peerOK {
 		return false
 	}
 	var want rlsv3.RateLimitRequest
@@ -109,6 +112,21 @@ func decodeBoth(t *testing.T, b []byte) (taken bool) {
 	}
 	if r.domain != want.GetDomain() {
 		t.Fatalf("domain %q, want %q", r.domain, want.GetDomain())
+	}
+	if peerOK {
+		wp := peerRequestOf(&want)
+		if peer.domain != wp.domain || peer.hits != wp.hits || len(peer.descs) != len(wp.descs) {
+			t.Fatalf("peer request %+v, want %+v", peer, wp)
+		}
+		for i, d := range peer.descs {
+			w := wp.descs[i]
+			if !slices.Equal(d.entries, w.entries) || d.limit != nil || w.limit != nil || (d.hits == nil) != (w.hits == nil) || d.hits != nil && *d.hits != *w.hits {
+				t.Fatalf("peer descriptor %d: got %+v, want %+v", i, d, w)
+			}
+		}
+	}
+	if !itemsOK {
+		return false
 	}
 	wantItems, err := toItems(&want)
 	if err != nil {
@@ -134,6 +152,10 @@ func TestDecodeItems(t *testing.T) {
 		}
 		if !decodeBoth(t, b) {
 			t.Fatalf("request %d, as Envoy sends it: left to proto.Unmarshal", i)
+		}
+		r, _ := readTop(b)
+		if _, ok := r.peer(); !ok {
+			t.Fatalf("request %d, as Envoy sends it: the peer path left it to proto.Unmarshal", i)
 		}
 	}
 	for i, b := range oddRequests(t) {

@@ -102,19 +102,25 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
 	}
 	if tree := s.configs(req.GetDomain()); tree != nil {
-		resp, err := s.shouldRateLimitPeer(ctx, req, tree)
-		if err != nil {
-			if _, ok := status.FromError(err); !ok {
-				err = status.Error(codes.InvalidArgument, err.Error())
-			}
-		}
-		return resp, err
+		return s.answerPeer(ctx, peerRequestOf(req), tree)
 	}
 	items, err := toItems(req)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return s.decideItems(ctx, req.GetDomain(), items)
+}
+
+// answerPeer answers req, whose domain has the configuration tree, as
+// envoyproxy/ratelimit answers; its errors are gRPC statuses.
+func (s *Service) answerPeer(ctx context.Context, req *peerRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
+	resp, err := s.shouldRateLimitPeer(ctx, req, tree)
+	if err != nil {
+		if _, ok := status.FromError(err); !ok {
+			err = status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	return resp, err
 }
 
 // decideItems answers the items of a request to a domain of Weir's rules,

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -67,25 +68,57 @@ type peerLimit struct {
 	unlimited bool
 }
 
-// shouldRateLimitPeer answers req, whose domain has the configuration
-// tree, as envoyproxy/ratelimit answers (see the package documentation).
-func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
+// peerRequest is what the peer path reads of a request: from the decoded
+// message (peerRequestOf), or from its wire form (decode.go).
+type peerRequest struct {
+	domain string
+	hits   uint32 // the request's hits_addend
+	descs  []peerDescriptor
+}
+
+// peerDescriptor is what the peer path reads of a descriptor.
+type peerDescriptor struct {
+	entries []envoyconf.Entry
+	limit   *rlcommonv3.RateLimitDescriptor_RateLimitOverride // its own limit, if any
+	hits    *uint64                                           // its own hits_addend, if any
+}
+
+// peerRequestOf reads req; the entries of every descriptor share one
+// array.
+func peerRequestOf(req *rlsv3.RateLimitRequest) *peerRequest {
 	ds := req.GetDescriptors()
-	limits := make([]peerLimit, len(ds))
+	pr := &peerRequest{domain: req.GetDomain(), hits: req.GetHitsAddend(), descs: make([]peerDescriptor, len(ds))}
 	n := 0
 	for _, d := range ds {
 		n += len(d.GetEntries())
 	}
-	all := make([]envoyconf.Entry, 0, n) // one array for every descriptor's entries
-	var replacing map[string]bool        // made when a limit replaces another
+	all := make([]envoyconf.Entry, 0, n)
 	for i, d := range ds {
-		p := &limits[i]
 		start := len(all)
 		for _, e := range d.GetEntries() {
 			all = append(all, envoyconf.Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
-		p.entries = all[start:len(all):len(all)]
-		if o := d.GetLimit(); o != nil {
+		pd := &pr.descs[i]
+		pd.entries, pd.limit = all[start:len(all):len(all)], d.GetLimit()
+		if h := d.GetHitsAddend(); h != nil {
+			v := h.GetValue()
+			pd.hits = &v
+		}
+	}
+	return pr
+}
+
+// shouldRateLimitPeer answers req, whose domain has the configuration
+// tree, as envoyproxy/ratelimit answers (see the package documentation).
+func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
+	ds := req.descs
+	limits := make([]peerLimit, len(ds))
+	var replacing map[string]bool // made when a limit replaces another
+	for i := range ds {
+		d := &ds[i]
+		p := &limits[i]
+		p.entries = d.entries
+		if o := d.limit; o != nil {
 			// The descriptor's own limit, never in shadow mode.
 			p.limit = &envoyconf.Limit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: envoyconf.Unit(o.GetUnit())}
 			if p.limit.Unit.Seconds() == 0 {
@@ -113,20 +146,20 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 			limits[i].limit = nil
 		}
 	}
-	set, _ := s.lim.Rules(req.GetDomain())
+	set, _ := s.lim.Rules(req.domain)
 	items := make([]limiter.Item, 0, len(ds))
 	itemOf := make([]int, 0, len(ds))
-	for i, d := range ds {
+	for i := range ds {
 		l := limits[i].limit
 		if l == nil {
 			continue
 		}
-		hits := uint64(max(1, req.GetHitsAddend()))
-		if h := d.GetHitsAddend(); h != nil {
-			hits = h.GetValue()
+		hits := uint64(max(1, req.hits))
+		if h := ds[i].hits; h != nil {
+			hits = *h
 		}
 		items = append(items, limiter.Item{
-			Match:    s.match(set, req.GetDomain(), &limits[i]),
+			Match:    s.match(set, req.domain, &limits[i]),
 			Hits:     int64(min(hits, limiter.MaxHits)),
 			ZeroHits: true, CountRejected: true,
 		})
@@ -135,7 +168,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *rlsv3.RateLimitR
 	var resp limiter.Response
 	if len(items) > 0 {
 		var err error
-		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items})
+		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.domain, Items: items})
 		if err != nil {
 			return nil, grpcapi.Status(err)
 		}
