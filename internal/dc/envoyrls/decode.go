@@ -107,6 +107,9 @@ func readTop(b []byte) (fastRequest, bool) {
 		case f.num == reqDomain && f.typ == protowire.BytesType && utf8.Valid(f.bytes):
 			r.domain = string(f.bytes)
 		case f.num == reqDescriptors && f.typ == protowire.BytesType:
+			if len(r.descriptors) == limiter.MaxItems {
+				return false // more than a request may hold: the old path refuses it
+			}
 			r.descriptors = append(r.descriptors, f.bytes)
 		case f.num == reqHitsAddend && f.typ == protowire.VarintType:
 			r.hits = uint32(f.v)
@@ -115,7 +118,7 @@ func readTop(b []byte) (fastRequest, bool) {
 		}
 		return true
 	})
-	return r, ok && r.domain != "" && len(r.descriptors) > 0 && len(r.descriptors) <= limiter.MaxItems
+	return r, ok && r.domain != "" && len(r.descriptors) > 0
 }
 
 // items builds the limiter's items of r's descriptors, as toItems builds
@@ -158,6 +161,9 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 		}
 		it.Hits = int64(hits)
 		it.Attributes = make(map[string]string, entries)
+		// Keys and values are cut from a copy of the descriptor: what
+		// keeps one (a Match.Key) keeps the descriptor's bytes, at most a
+		// request's; the long-lived keepers (usage, topk) copy.
 		s := string(d)
 		ok = eachField(d, func(f wireField) bool {
 			if f.num != descEntries {
@@ -285,8 +291,9 @@ func (p *requestParser) ParseWire(b []byte, depth int) error {
 }
 
 // requestDecoder is the grpcapi.WireMessage ShouldRateLimit's handler
-// decodes into. What reads the request by reflection instead (grpc-go's
-// binary logging) sees an empty RateLimitRequest.
+// decodes into. What reads the decoded request as a message instead (a
+// stats handler's InPayload, grpc-go's request tracing) sees an empty
+// RateLimitRequest; binary logging records the bytes.
 type requestDecoder struct {
 	grpcapi.WireMessage
 	empty rlsv3.RateLimitRequest

@@ -3,6 +3,7 @@ package envoyrls_test
 import (
 	"math"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,6 +355,14 @@ func TestPeerErrorsAndHeaders(t *testing.T) {
 		if s, _ := status.FromError(err); s.Code() != codes.Unknown || s.Message() != tt.want {
 			t.Errorf("%s: got %v, want Unknown %q", tt.name, err, tt.want)
 		}
+	}
+	// A descriptor's own limit is not for the server's fast reading of the
+	// request: it is decoded whole, and its unit checked.
+	own := desc("default", "a")
+	own.Limit = &rlcommonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 42}
+	_, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: []*rlcommonv3.RateLimitDescriptor{own}})
+	if s, _ := status.FromError(err); s.Code() != codes.InvalidArgument || !strings.Contains(s.Message(), "descriptors[0].limit.unit") {
+		t.Errorf("a limit of unit 42: got %v, want InvalidArgument naming descriptors[0].limit.unit", err)
 	}
 	resp, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("default", "a"), desc("user", "u")}})
 	if err != nil {

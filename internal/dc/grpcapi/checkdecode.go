@@ -187,8 +187,9 @@ func decodeEntry(b []byte, s string) (key, value string, err error) {
 }
 
 // checkDecoder is the WireMessage the Check handler decodes into. What
-// reads the request by reflection instead (grpc-go's binary logging) sees
-// an empty CheckRequest: the request is in req, not in a message.
+// reads the decoded request as a message instead (a stats handler's
+// InPayload, grpc-go's request tracing) sees an empty CheckRequest: the
+// request is in req; binary logging records the bytes.
 type checkDecoder struct {
 	WireMessage
 	empty weirv1.CheckRequest
