@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/grpcapi"
+	"github.com/weirhq/weir/internal/platform/pbwire"
 	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/limiter"
 )
@@ -49,47 +50,14 @@ const (
 	wrapperValue protowire.Number = 1
 )
 
-// wireField is one varint or length-delimited field of a message.
-type wireField struct {
-	num   protowire.Number
-	typ   protowire.Type
-	bytes []byte // a length-delimited field's value
-	off   int    // its offset in the message
-	v     uint64 // a varint's value
-}
-
 // eachField calls fn for each field of b, in order, until fn returns
-// false. It reports whether every field was a varint or length-delimited
-// field in bounds, with a valid number, and fn took it.
-func eachField(b []byte, fn func(wireField) bool) bool {
-	for pos := 0; pos < len(b); {
-		num, typ, n := protowire.ConsumeTag(b[pos:])
-		if n < 0 || num > protowire.MaxValidNumber {
-			return false
-		}
-		f := wireField{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			v, m := protowire.ConsumeVarint(b[pos+n:])
-			if m < 0 {
-				return false
-			}
-			f.v, n = v, n+m
-		case protowire.BytesType:
-			v, m := protowire.ConsumeBytes(b[pos+n:])
-			if m < 0 {
-				return false
-			}
-			f.bytes, f.off, n = v, pos+n+m-len(v), n+m
-		default:
-			return false
-		}
-		if !fn(f) {
-			return false
-		}
-		pos += n
-	}
-	return true
+// false (pbwire.Each). It reports whether every field was a varint or
+// length-delimited field, well framed, and fn took it.
+func eachField(b []byte, fn func(pbwire.Field) bool) bool {
+	stopped, err := pbwire.Each(b, func(f pbwire.Field) bool {
+		return (f.Type == protowire.VarintType || f.Type == protowire.BytesType) && fn(f)
+	})
+	return err == nil && !stopped
 }
 
 // fastRequest is what the fast path reads of a request's top level.
@@ -102,17 +70,17 @@ type fastRequest struct {
 // readTop reads the top level of a request, or reports false.
 func readTop(b []byte) (fastRequest, bool) {
 	var r fastRequest
-	ok := eachField(b, func(f wireField) bool {
+	ok := eachField(b, func(f pbwire.Field) bool {
 		switch {
-		case f.num == reqDomain && f.typ == protowire.BytesType && utf8.Valid(f.bytes):
-			r.domain = string(f.bytes)
-		case f.num == reqDescriptors && f.typ == protowire.BytesType:
+		case f.Num == reqDomain && f.Type == protowire.BytesType && utf8.Valid(f.Bytes):
+			r.domain = string(f.Bytes)
+		case f.Num == reqDescriptors && f.Type == protowire.BytesType:
 			if len(r.descriptors) == limiter.MaxItems {
 				return false // more than a request may hold: the old path refuses it
 			}
-			r.descriptors = append(r.descriptors, f.bytes)
-		case f.num == reqHitsAddend && f.typ == protowire.VarintType:
-			r.hits = uint32(f.v)
+			r.descriptors = append(r.descriptors, f.Bytes)
+		case f.Num == reqHitsAddend && f.Type == protowire.VarintType:
+			r.hits = uint32(f.Varint)
 		default:
 			return false
 		}
@@ -131,20 +99,20 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 		entries := 0
 		var hits uint64
 		ownHits := false
-		ok := eachField(d, func(f wireField) bool {
+		ok := eachField(d, func(f pbwire.Field) bool {
 			switch {
-			case f.num == descEntries && f.typ == protowire.BytesType:
+			case f.Num == descEntries && f.Type == protowire.BytesType:
 				entries++
-			case f.num == descHitsAddend && f.typ == protowire.BytesType && !ownHits:
+			case f.Num == descHitsAddend && f.Type == protowire.BytesType && !ownHits:
 				ownHits = true
-				return eachField(f.bytes, func(f wireField) bool {
-					if f.num != wrapperValue || f.typ != protowire.VarintType {
+				return eachField(f.Bytes, func(f pbwire.Field) bool {
+					if f.Num != wrapperValue || f.Type != protowire.VarintType {
 						return false
 					}
-					hits = f.v
+					hits = f.Varint
 					return true
 				})
-			case f.num == descIsNegativeHits && f.typ == protowire.VarintType && f.v == 0:
+			case f.Num == descIsNegativeHits && f.Type == protowire.VarintType && f.Varint == 0:
 			default:
 				return false
 			}
@@ -165,11 +133,11 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 		// keeps one (a Match.Key) keeps the descriptor's bytes, at most a
 		// request's; the long-lived keepers (usage, topk) copy.
 		s := string(d)
-		ok = eachField(d, func(f wireField) bool {
-			if f.num != descEntries {
+		ok = eachField(d, func(f pbwire.Field) bool {
+			if f.Num != descEntries {
 				return true
 			}
-			k, v, ok := readEntry(f.bytes, s[f.off:f.off+len(f.bytes)])
+			k, v, ok := readEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)])
 			if !ok || k == "" || len(k) > limiter.MaxNameLen || len(v) > limiter.MaxValueLen {
 				return false
 			}
@@ -193,20 +161,20 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 	n := 0
 	for i, d := range r.descriptors {
 		pd := &pr.descs[i]
-		ok := eachField(d, func(f wireField) bool {
+		ok := eachField(d, func(f pbwire.Field) bool {
 			switch {
-			case f.num == descEntries && f.typ == protowire.BytesType:
+			case f.Num == descEntries && f.Type == protowire.BytesType:
 				n++
-			case f.num == descHitsAddend && f.typ == protowire.BytesType && pd.hits == nil:
+			case f.Num == descHitsAddend && f.Type == protowire.BytesType && pd.hits == nil:
 				pd.hits = &hits[i]
-				return eachField(f.bytes, func(f wireField) bool {
-					if f.num != wrapperValue || f.typ != protowire.VarintType {
+				return eachField(f.Bytes, func(f pbwire.Field) bool {
+					if f.Num != wrapperValue || f.Type != protowire.VarintType {
 						return false
 					}
-					hits[i] = f.v
+					hits[i] = f.Varint
 					return true
 				})
-			case f.num == descIsNegativeHits && f.typ == protowire.VarintType:
+			case f.Num == descIsNegativeHits && f.Type == protowire.VarintType:
 				// The peer path ignores it.
 			default:
 				return false
@@ -221,14 +189,14 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 	for i, d := range r.descriptors {
 		start := len(all)
 		var s string
-		ok := eachField(d, func(f wireField) bool {
-			if f.num != descEntries {
+		ok := eachField(d, func(f pbwire.Field) bool {
+			if f.Num != descEntries {
 				return true
 			}
 			if s == "" {
 				s = string(d)
 			}
-			k, v, ok := readEntry(f.bytes, s[f.off:f.off+len(f.bytes)])
+			k, v, ok := readEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)])
 			all = append(all, envoyconf.Entry{Key: k, Value: v})
 			return ok
 		})
@@ -243,15 +211,15 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 // readEntry reads an entry, b, whose bytes s holds too: its key and value
 // are cut from s.
 func readEntry(b []byte, s string) (key, value string, ok bool) {
-	ok = eachField(b, func(f wireField) bool {
-		if f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
+	ok = eachField(b, func(f pbwire.Field) bool {
+		if f.Type != protowire.BytesType || !utf8.Valid(f.Bytes) {
 			return false
 		}
-		switch f.num {
+		switch f.Num {
 		case entryKey:
-			key = s[f.off : f.off+len(f.bytes)]
+			key = s[f.Off : f.Off+len(f.Bytes)]
 		case entryValue:
-			value = s[f.off : f.off+len(f.bytes)]
+			value = s[f.Off : f.Off+len(f.Bytes)]
 		default:
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/weirhq/weir/internal/platform/pbwire"
 	"github.com/weirhq/weir/pkg/limiter"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -39,16 +40,6 @@ const (
 
 var errNotUTF8 = errors.New("string field contains invalid UTF-8")
 
-// consumeTag is protowire.ConsumeTag, refusing too what proto.Unmarshal
-// refuses and protowire does not: a field number past MaxValidNumber.
-func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n >= 0 && num > protowire.MaxValidNumber {
-		return 0, 0, -1
-	}
-	return num, typ, n
-}
-
 // checkRequest is a decoded CheckRequest.
 type checkRequest struct {
 	domain string
@@ -60,41 +51,28 @@ type checkRequest struct {
 // empty. On error r holds what was parsed before it.
 func (r *checkRequest) decode(b []byte) error {
 	r.items = r.buf[:0]
-	for len(b) > 0 {
-		num, typ, n := consumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
+	var err error
+	_, ferr := pbwire.Each(b, func(f pbwire.Field) bool {
 		switch {
-		case num == fieldDomain && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return protowire.ParseError(n)
+		case f.Num == fieldDomain && f.Type == protowire.BytesType:
+			if !utf8.Valid(f.Bytes) {
+				err = errNotUTF8
+				return false
 			}
-			if !utf8.Valid(v) {
-				return errNotUTF8
+			r.domain = string(f.Bytes)
+		case f.Num == fieldItems && f.Type == protowire.BytesType:
+			var it limiter.Item
+			if it, err = decodeItem(f.Bytes); err != nil {
+				return false
 			}
-			r.domain, b = string(v), b[n:]
-		case num == fieldItems && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			it, err := decodeItem(v)
-			if err != nil {
-				return err
-			}
-			r.items, b = append(r.items, it), b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
+			r.items = append(r.items, it)
 		}
+		return true
+	})
+	if ferr != nil {
+		return ferr
 	}
-	return nil
+	return err
 }
 
 // decodeItem parses a CheckItem. Its attribute names and values are cut
@@ -105,20 +83,13 @@ func decodeItem(b []byte) (limiter.Item, error) {
 	// A first pass checks the framing and counts the entries, to size the
 	// map; the second reads them.
 	entries := 0
-	for pos := 0; pos < len(b); {
-		num, typ, n := consumeTag(b[pos:])
-		if n < 0 {
-			return it, protowire.ParseError(n)
-		}
-		pos += n
-		n = protowire.ConsumeFieldValue(num, typ, b[pos:])
-		if n < 0 {
-			return it, protowire.ParseError(n)
-		}
-		pos += n
-		if num == fieldAttributes && typ == protowire.BytesType {
+	if _, err := pbwire.Each(b, func(f pbwire.Field) bool {
+		if f.Num == fieldAttributes && f.Type == protowire.BytesType {
 			entries++
 		}
+		return true
+	}); err != nil {
+		return it, err
 	}
 	var s string
 	if entries > 0 {
@@ -127,63 +98,45 @@ func decodeItem(b []byte) (limiter.Item, error) {
 		// few megabytes of empty entries must not size a map of millions.
 		it.Attributes, s = make(map[string]string, min(entries, limiter.MaxAttributes+1)), string(b)
 	}
-	for pos := 0; pos < len(b); {
-		num, typ, n := consumeTag(b[pos:])
-		pos += n
+	var err error
+	_, _ = pbwire.Each(b, func(f pbwire.Field) bool {
 		switch {
-		case num == fieldAttributes && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b[pos:])
-			start, end := pos+n-len(v), pos+n
-			k, val, err := decodeEntry(v, s[start:end])
-			if err != nil {
-				return it, err
+		case f.Num == fieldAttributes && f.Type == protowire.BytesType:
+			var k, v string
+			if k, v, err = decodeEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)]); err != nil {
+				return false
 			}
-			it.Attributes[k] = val
-			pos = end
-		case num == fieldHits && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b[pos:])
-			it.Hits = int64(v)
-			pos += n
-		default:
-			pos += protowire.ConsumeFieldValue(num, typ, b[pos:])
+			it.Attributes[k] = v
+		case f.Num == fieldHits && f.Type == protowire.VarintType:
+			it.Hits = int64(f.Varint)
 		}
-	}
-	return it, nil
+		return true
+	})
+	return it, err
 }
 
 // decodeEntry parses a map entry, b, whose bytes are also s: the key and
 // value are cut from s. A missing key or value is "".
 func decodeEntry(b []byte, s string) (key, value string, err error) {
-	for pos := 0; pos < len(b); {
-		num, typ, n := consumeTag(b[pos:])
-		if n < 0 {
-			return "", "", protowire.ParseError(n)
+	_, ferr := pbwire.Each(b, func(f pbwire.Field) bool {
+		if (f.Num != fieldEntryKey && f.Num != fieldEntryValue) || f.Type != protowire.BytesType {
+			return true
 		}
-		pos += n
-		if (num == fieldEntryKey || num == fieldEntryValue) && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b[pos:])
-			if n < 0 {
-				return "", "", protowire.ParseError(n)
-			}
-			if !utf8.Valid(v) {
-				return "", "", errNotUTF8
-			}
-			start := pos + n - len(v)
-			if num == fieldEntryKey {
-				key = s[start : start+len(v)]
-			} else {
-				value = s[start : start+len(v)]
-			}
-			pos += n
-			continue
+		if !utf8.Valid(f.Bytes) {
+			err = errNotUTF8
+			return false
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b[pos:])
-		if n < 0 {
-			return "", "", protowire.ParseError(n)
+		if f.Num == fieldEntryKey {
+			key = s[f.Off : f.Off+len(f.Bytes)]
+		} else {
+			value = s[f.Off : f.Off+len(f.Bytes)]
 		}
-		pos += n
+		return true
+	})
+	if ferr != nil {
+		return "", "", ferr
 	}
-	return key, value, nil
+	return key, value, err
 }
 
 // checkDecoder is the WireMessage the Check handler decodes into. What
