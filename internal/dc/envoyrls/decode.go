@@ -104,14 +104,10 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 			case f.Num == descEntries && f.Type == protowire.BytesType:
 				entries++
 			case f.Num == descHitsAddend && f.Type == protowire.BytesType && !ownHits:
+				var ok bool
+				hits, ok = readUInt64Value(f.Bytes)
 				ownHits = true
-				return eachField(f.Bytes, func(f pbwire.Field) bool {
-					if f.Num != wrapperValue || f.Type != protowire.VarintType {
-						return false
-					}
-					hits = f.Varint
-					return true
-				})
+				return ok
 			case f.Num == descIsNegativeHits && f.Type == protowire.VarintType && f.Varint == 0:
 			default:
 				return false
@@ -166,14 +162,10 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 			case f.Num == descEntries && f.Type == protowire.BytesType:
 				n++
 			case f.Num == descHitsAddend && f.Type == protowire.BytesType && pd.hits == nil:
+				var ok bool
+				hits[i], ok = readUInt64Value(f.Bytes)
 				pd.hits = &hits[i]
-				return eachField(f.Bytes, func(f pbwire.Field) bool {
-					if f.Num != wrapperValue || f.Type != protowire.VarintType {
-						return false
-					}
-					hits[i] = f.Varint
-					return true
-				})
+				return ok
 			case f.Num == descIsNegativeHits && f.Type == protowire.VarintType:
 				// The peer path ignores it.
 			default:
@@ -206,6 +198,15 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 		pr.descs[i].entries = all[start:len(all):len(all)]
 	}
 	return pr, true
+}
+
+// readUInt64Value reads a google.protobuf.UInt64Value, or reports false.
+func readUInt64Value(b []byte) (v uint64, ok bool) {
+	ok = eachField(b, func(f pbwire.Field) bool {
+		v = f.Varint
+		return f.Num == wrapperValue && f.Type == protowire.VarintType
+	})
+	return v, ok
 }
 
 // readEntry reads an entry, b, whose bytes s holds too: its key and value

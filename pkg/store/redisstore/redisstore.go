@@ -535,37 +535,37 @@ func (s *Store) sendGroup(ctx context.Context, calls []call, idx []int, batch bo
 		c.vals, c.err = cmd.Result()
 		return
 	}
-	if !batch {
-		cmds := make([]*redis.IntSliceCmd, len(idx))
+	// Each command serves a run of the calls: one, or with batch up to
+	// maxBatch in a batch script.
+	size := 1
+	if batch {
+		size = maxBatch
+	}
+	runs := slices.Collect(slices.Chunk(idx, size))
+	cmds := make([]*redis.IntSliceCmd, len(runs))
+	for j, run := range runs {
+		if len(run) == 1 {
+			cmds[j] = calls[run[0]].command(ctx)
+		} else {
+			cmds[j] = s.batchCommand(ctx, calls, run)
+		}
+	}
+	if len(cmds) == 1 {
+		_ = s.c.Process(ctx, cmds[0])
+	} else {
 		pipe := s.c.Pipeline()
-		for j, i := range idx {
-			cmds[j] = calls[i].command(ctx)
-			_ = pipe.Process(ctx, cmds[j])
+		for _, cmd := range cmds {
+			_ = pipe.Process(ctx, cmd)
 		}
 		_, _ = pipe.Exec(ctx)
-		for j, i := range idx {
-			calls[i].vals, calls[i].err = cmds[j].Result()
-		}
-		return
 	}
-	if len(idx) <= maxBatch {
-		cmd := s.batchCommand(ctx, calls, idx)
-		_ = s.c.Process(ctx, cmd)
-		vals, err := cmd.Result()
-		takeBatch(calls, idx, vals, err)
-		return
-	}
-	var cmds []*redis.IntSliceCmd
-	pipe := s.c.Pipeline()
-	for rest := idx; len(rest) > 0; rest = rest[min(len(rest), maxBatch):] {
-		cmd := s.batchCommand(ctx, calls, rest[:min(len(rest), maxBatch)])
-		cmds = append(cmds, cmd)
-		_ = pipe.Process(ctx, cmd)
-	}
-	_, _ = pipe.Exec(ctx)
-	for j, rest := 0, idx; len(rest) > 0; j, rest = j+1, rest[min(len(rest), maxBatch):] {
+	for j, run := range runs {
 		vals, err := cmds[j].Result()
-		takeBatch(calls, rest[:min(len(rest), maxBatch)], vals, err)
+		if len(run) == 1 {
+			calls[run[0]].vals, calls[run[0]].err = vals, err
+		} else {
+			takeBatch(calls, run, vals, err)
+		}
 	}
 }
 
