@@ -15,10 +15,7 @@ type changedRef struct{ domain, ruleID, key string }
 // none) and the keys whose limits differ or that the previous version did
 // not list. The Table's mutex is held.
 func (t *Table) noteChanged(prev *entry, domain, ruleID string, rl limits, keys map[string]limits) {
-	if len(t.changed) >= maxChanged {
-		return
-	}
-	if !t.trackChanges {
+	if !t.trackChanges || len(t.changed) >= maxChanged {
 		return
 	}
 	if prev != nil && prev.state != valid {

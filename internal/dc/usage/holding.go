@@ -78,7 +78,7 @@ func (h *holding) note(ref heldRef, v *int64, read bool) {
 		delete(h.entries, ref)
 		return
 	}
-	if !ok && len(h.entries) >= h.max && (*v <= 0 || !h.evictChanged()) {
+	if !ok && len(h.entries) >= h.max && !h.evictChanged() {
 		return // full: this entry goes unread while quiet (the coordinator counts its last reading until the rule's memory has passed)
 	}
 	if h.entries == nil {
@@ -139,9 +139,10 @@ func (h *holding) miss(ref heldRef) {
 
 // quiet returns the held entries rules does not carry, as usage of no
 // traffic with get's readings: zero counts, and for keys no limit (the
-// coordinator keeps the one it has). An entry read empty is reported once
-// more and forgotten; one without a reading is left out and counted a
-// miss; those past get's budget wait for the next report. rules is left
+// coordinator keeps the one it has). An entry read empty is reported, and
+// forgotten unless a change still owes it reads; one without a reading is
+// left out and counted a miss; those past get's budget wait for the next
+// report. rules is left
 // unchanged; the caller appends what is returned.
 func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key string) (*int64, bool)) []*weirv1.RuleUsage {
 	if len(h.entries) == 0 {
@@ -163,14 +164,10 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 			continue
 		}
 		v, read := get(ref.domain, ref.ruleID, ref.key)
-		if !read {
+		h.note(ref, v, read)
+		if !read || v == nil {
 			continue
 		}
-		if v == nil {
-			h.miss(ref)
-			continue
-		}
-		h.note(ref, v, true)
 		if ref.key == "" {
 			out = append(out, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
 			continue

@@ -324,7 +324,7 @@ func TestReporterReadsChangedEntries(t *testing.T) {
 	}
 	tb.Reset(5, []quota.Change{doc(5, 0.1, "k", "short")})
 	const interval = 700 * time.Millisecond
-	const owed = 5 // ChangedReads (3 s) in reports of 700 ms, rounded up
+	owed := int((usage.ChangedReads + interval - 1) / interval) // 3 s in reports of 700 ms: 5
 	clock := fakeclock.New(t0)
 	pub := &recorder{}
 	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},

@@ -142,6 +142,7 @@ type Reporter struct {
 	started atomic.Bool
 	seq     uint64  // the last sequence assigned; owned by Run
 	held    holding // entries to read while quiet; owned by Run
+	owed    int     // the reports a changed entry is read in: ChangedReads in intervals, rounded up
 	lastSeq atomic.Uint64
 
 	mu      sync.Mutex
@@ -196,6 +197,7 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	return &Reporter{
 		cfg:          cfg,
 		held:         holding{max: cfg.MaxReadings},
+		owed:         int((ChangedReads + cfg.Interval - 1) / cfg.Interval),
 		clock:        cfg.Clock,
 		log:          cfg.Logger.With("dc", cfg.DC, "instance", cfg.Instance),
 		key:          []byte(cfg.Instance),
@@ -330,9 +332,8 @@ func (r *Reporter) read(ctx context.Context, rules []*weirv1.RuleUsage) []*weirv
 		}
 	}
 	if r.cfg.Changed != nil {
-		owed := int((ChangedReads + r.cfg.Interval - 1) / r.cfg.Interval)
 		r.cfg.Changed.TakeChanged(r.held.room(), func(domain, ruleID, key string) {
-			r.held.change(heldRef{domain, ruleID, key}, owed)
+			r.held.change(heldRef{domain, ruleID, key}, r.owed)
 		})
 	}
 	return append(rules, r.held.quiet(rules, get)...)
