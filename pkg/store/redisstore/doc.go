@@ -10,9 +10,9 @@
 // tests run the same vectors with a fake clock against Redis and against
 // package memstore. Every key is "<prefix>:{<key>}:<algorithm tag>", one
 // Redis key per (rule, key) pair, whose braces form a Redis Cluster hash
-// tag; every key carries a TTL after which its state would be as good as
-// fresh: set at the first write of each window for the window counters,
-// refreshed on each write for the buckets and the log.
+// tag; every key carries a TTL, refreshed on each write, after which its
+// state would be as good as fresh (for the window counters, plus a spread:
+// how long into the window the write came, modulo an hour).
 //
 // The store works with anything that runs scripts and pipelines:
 // *redis.Client, *redis.ClusterClient, *redis.Ring. On Redis Cluster a
