@@ -220,6 +220,16 @@ func (e *entry) usageAware() bool {
 // above it too; the two-phase step, which bounds Σ max(held, next) by the
 // limit, is what keeps the DCs within it. bucket says e's rule is one
 // of the buckets; readings taken at or before since have aged out.
+//
+// An idle DC (no demand estimated, none in the newest interval) keeps
+// nothing of its own: its target is its grant alone, below what it
+// consumed. Its consumption then only falls as it ages out, and the next
+// plans hold it at its readings with no shrink of their own to wait for,
+// so the DCs where the demand went grow into it a reading after it
+// leaves the window, not a round trip (acknowledgement, a reading a skew
+// after it) later: in TestLongWindowQuotaFollowsBack, 95.6% of L per
+// window against 90.5% with the reading kept. A bucket keeps its own: its
+// carry is its fill (own).
 func (e *entry) awareTargets(bucket bool, since int64) {
 	n := len(e.target)
 	free := e.limit
@@ -235,6 +245,10 @@ func (e *entry) awareTargets(bucket bool, since int64) {
 	a := make([]int64, n)
 	allocate.Apportion(e.share, free, a)
 	for d := range n {
-		e.target[d] = min(e.limit, e.own(d, bucket, since)+a[d])
+		own := e.own(d, bucket, since)
+		if !bucket && e.idle(d) {
+			own = 0
+		}
+		e.target[d] = min(e.limit, own+a[d])
 	}
 }
