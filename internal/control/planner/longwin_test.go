@@ -808,7 +808,7 @@ func TestUnreadEntryAfterTakeover(t *testing.T) {
 // unread entry's carries, so what a holds must come down about a memory
 // after its limit did: when the list kept four writes and merged its two
 // oldest, a's held stuck at 302 for four minutes while its grant fell from
-// 232 to 8. The list now spans the memory (TestUnreadMerge covers what
+// 232 to 8. The list now spans the memory (TestUnreadSlots covers what
 // happens past it).
 func TestUnreadCarriesFollowARamp(t *testing.T) {
 	for _, tc := range []struct {
@@ -846,23 +846,78 @@ func TestUnreadCarriesFollowARamp(t *testing.T) {
 	}
 }
 
-// TestUnreadMerge: an unread entry whose list is full merges the newest
-// pair of the writes released closest in time, so that its old writes age
-// out when they were due; merging the two oldest, a DC shrinking every
-// second kept its first limit (100) held past its memory.
-func TestUnreadMerge(t *testing.T) {
-	e := &entry{unread: true, used: make([]reading, 1), carry: make([][]carried, 1)}
-	const memory = 5_000 // ms
-	for i := range int64(10) {
-		now := i * 1000
-		e.release(0, 100-10*i, i+1, now, now-memory, 4)
-	}
-	// At 9.5 s, the writes released at or before 4.5 s have aged out: the
-	// largest left is the one released at 5 s, 50.
-	if got := e.carriedMax(0, 9_500-memory); got > 50 {
-		t.Errorf("carried %d at 9.5 s (carries %v), want at most 50", got, e.carry[0])
-	}
-	if len(e.carry[0]) > 4 {
-		t.Errorf("%d carries, want at most 4", len(e.carry[0]))
+// TestUnreadSlots: an unread entry's carries, released only by aging out,
+// fold into aligned slots, so that however many writes a memory holds a
+// write stays held no longer than a slot past its own aging out — and
+// never less (that is the safety). Merging pairs instead held a shrinking
+// DC's old limits alive: the two oldest, for as long as it shrank; the two
+// released closest in time, up to 1.87 memories with 1,000 writes a memory.
+func TestUnreadSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		memory   int64 // ms, the skew included
+		every    int64 // ms between releases
+		keep     int
+		releases int
+		value    func(rng *rand.Rand, i int) int64
+	}{
+		{"shrinking, list short of the memory", 5_000, 1_000, 4, 10, func(_ *rand.Rand, i int) int64 { return int64(100 - 10*i) }},
+		{"shrinking, 1,000 writes a memory", 1_000_000, 1_000, maxUnreadCarried, 4_000, func(_ *rand.Rand, i int) int64 { return int64(10_000 - 2*i) }},
+		{"random, 1,000 writes a memory", 1_000_000, 1_000, maxUnreadCarried, 4_000, func(rng *rand.Rand, _ int) int64 { return rng.Int64N(1000) }},
+		{"random, a write an interval of the memory", 61_000, 1_000, 65, 400, func(rng *rand.Rand, _ int) int64 { return rng.Int64N(1000) }},
+		{"random, uneven", 30_000, 0, 20, 2_000, func(rng *rand.Rand, _ int) int64 { return rng.Int64N(1000) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(tc.releases)))
+			e := &entry{unread: true, used: make([]reading, 1), carry: make([][]carried, 1)}
+			slot := unreadSlot(tc.memory, tc.keep)
+			type write struct{ at, v int64 }
+			var writes []write
+			// most returns the largest write released after since.
+			most := func(since int64) int64 {
+				m := int64(0)
+				for _, w := range writes {
+					if w.at > since {
+						m = max(m, w.v)
+					}
+				}
+				return m
+			}
+			now, worstAge := int64(1_700_000_000_000), int64(0)
+			for i := range tc.releases {
+				step := tc.every
+				if step == 0 {
+					step = rng.Int64N(3_000)
+				}
+				now += step
+				w := write{at: now, v: tc.value(rng, i)}
+				writes = append(writes, w)
+				e.release(0, w.v, int64(i+1), now, now-tc.memory, tc.keep)
+				if len(e.carry[0]) > tc.keep {
+					t.Fatalf("release %d: %d carries, want at most %d", i, len(e.carry[0]), tc.keep)
+				}
+				for _, at := range []int64{now, now + step/2} {
+					since := at - tc.memory
+					got := e.carriedMax(0, since)
+					if want := most(since); got < want {
+						t.Fatalf("release %d, %d ms later: carried %d, want at least %d (a write not aged out)", i, at-now, got, want)
+					}
+					if bound := most(since - slot); got > bound {
+						t.Fatalf("release %d, %d ms later: carried %d, more than %d, the most released within a memory and a slot (%d ms)", i, at-now, got, bound, slot)
+					}
+					// How long past its release the newest write of the
+					// amount carried, if that is aged out, was.
+					if got > most(since) {
+						for j := len(writes) - 1; j >= 0; j-- {
+							if writes[j].v == got {
+								worstAge = max(worstAge, at-writes[j].at)
+								break
+							}
+						}
+					}
+				}
+			}
+			t.Logf("slot %d ms; a write held at most %d ms after its release (memory %d ms)", slot, worstAge, tc.memory)
+		})
 	}
 }
