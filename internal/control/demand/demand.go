@@ -185,13 +185,11 @@ type State struct {
 	runSum    float64 // sum of the held-back observations
 	prev      float64 // the previous observation
 	last      int64   // the last interval accounted for
-	n         int32   // observations since the last (re)start, saturated at slowSettle; 0 before the first
+	n         int32   // observations since the last (re)start, saturated at slowSettle
 	run       int8    // held-back observations: +k above the mean, −k below
 	devN      uint8   // samples in dev, saturated
-	tentative int8    // direction of the step just made, until the next observation; 0 when none
-	// latest says prev is the observation of interval last (not a
-	// missing or unseen interval accounted for after it).
-	latest bool
+	started   bool
+	tentative int8 // direction of the step just made, until the next observation; 0 when none
 }
 
 // Estimate returns the published estimate.
@@ -202,15 +200,7 @@ func (s *State) Smoothed() float64 { return s.mean }
 
 // Last returns the last interval accounted for, and false when there has
 // been no observation yet.
-func (s *State) Last() (int64, bool) { return s.last, s.started() }
-
-// started reports whether s has had an observation.
-func (s *State) started() bool { return s.n > 0 }
-
-// Latest returns the observation of the last interval accounted for, raw,
-// and false when that interval had none (it was missing or unseen) or
-// there has been no observation yet.
-func (s *State) Latest() (float64, bool) { return s.prev, s.latest }
+func (s *State) Last() (int64, bool) { return s.last, s.started }
 
 // Observe accounts for the offered demand observed in interval and reports
 // whether the published estimate changed. Intervals between the last one
@@ -223,8 +213,8 @@ func (e *Estimator) Observe(s *State, interval int64, offered float64) (changed 
 		return false
 	}
 	offered = min(offered, MaxOffered)
-	if !s.started() {
-		*s = State{fast: offered, mean: offered, prev: offered, last: interval, n: 1, latest: true}
+	if !s.started {
+		*s = State{fast: offered, mean: offered, prev: offered, last: interval, n: 1, started: true}
 		s.published = e.snap(offered)
 		return s.published != 0
 	}
@@ -239,7 +229,6 @@ func (e *Estimator) Observe(s *State, interval int64, offered float64) (changed 
 	s.last = interval
 	stepped := e.step(s, offered)
 	e.noise(s, offered)
-	s.latest = true
 	if !stepped {
 		e.publish(s)
 	}
@@ -271,14 +260,13 @@ func (e *Estimator) noise(s *State, x float64) {
 // longer expected: a report for an interval already advanced over is
 // ignored.
 func (e *Estimator) Advance(s *State, interval int64) (changed bool) {
-	if !s.started() || interval <= s.last {
+	if !s.started || interval <= s.last {
 		return false
 	}
 	old := s.published
 	e.flush(s)
 	e.decay(s, interval-s.last)
 	s.last = interval
-	s.latest = false
 	e.publish(s)
 	return s.published != old
 }
@@ -291,9 +279,8 @@ func (e *Estimator) Advance(s *State, interval int64) (changed bool) {
 // still have their demand. Held-back observations stay held back. It
 // reports nothing: the published estimate does not change.
 func (e *Estimator) Hold(s *State, interval int64) {
-	if s.started() && interval > s.last {
+	if s.started && interval > s.last {
 		s.last = interval
-		s.latest = false
 	}
 }
 

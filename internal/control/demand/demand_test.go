@@ -240,32 +240,6 @@ func TestLast(t *testing.T) {
 	}
 }
 
-// Latest is the raw observation of the last interval accounted for, and
-// only while that interval had one.
-func TestLatest(t *testing.T) {
-	e := newEstimator(t, Config{})
-	var s State
-	check := func(step string, want float64, wantOK bool) {
-		t.Helper()
-		if x, ok := s.Latest(); ok != wantOK || ok && x != want {
-			t.Errorf("%s: Latest() = %v, %v, want %v, %v", step, x, ok, want, wantOK)
-		}
-	}
-	check("zero State", 0, false)
-	e.Observe(&s, 1, 3)
-	check("first observation", 3, true)
-	e.Observe(&s, 2, 0)
-	check("a zero", 0, true)
-	e.Observe(&s, 2, 9)
-	check("a duplicate ignored", 0, true)
-	e.Advance(&s, 3)
-	check("a missing interval", 0, false)
-	e.Observe(&s, 4, 5)
-	check("observed again", 5, true)
-	e.Hold(&s, 5)
-	check("an unseen interval", 0, false)
-}
-
 // Hold skips intervals without decaying the estimate; Advance over the same
 // intervals halves it every HalfLife intervals.
 func TestHold(t *testing.T) {

@@ -211,6 +211,9 @@ type entry struct {
 	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
+	// stopped, per DC: its demand stopped — its estimate fell to 0 on an
+	// interval without requests — and it has sent none since (observe).
+	stopped []bool
 	// unread marks the rule-wide entry of a keyed rule with a long memory
 	// (usage-aware, not a bucket): it stands for every key without a share
 	// of its own, whose consumption no DC reads, so its pruned writes stay
@@ -278,6 +281,7 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
 		used: make([]reading, n), carry: make([][]carried, n), floor: make([]int64, n),
+		stopped: make([]bool, n),
 	}
 	for d := range e.floor {
 		e.floor[d] = -1

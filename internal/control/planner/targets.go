@@ -52,15 +52,18 @@ func (p *Planner) retarget() {
 
 func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []float64) {
 	copy(in, rs.policy)
-	aware := e.usageAware()
+	asked := 0.0
 	for d := range in {
-		in[d].Demand = e.demand(d, aware)
+		in[d].Demand = e.est[d].Estimate()
+		asked += in[d].Demand
 	}
 	allocate.Allocate(in, out)
 	copy(e.share, out)
 	allocate.Apportion(out, e.limit, e.target)
 	if e.usageAware() {
-		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs))
+		// The demands are fractions of the limit's rate: together they
+		// ask for more than it renews when they pass 1.
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), asked >= 1)
 	}
 }
 
@@ -107,27 +110,4 @@ func (p *Planner) retired(rs *ruleState, e *entry) bool {
 // the key's limit, rounded down (rule.LocalLimit).
 func ruleLimitFor(rs *ruleState, e *entry, v int64) int64 {
 	return rule.LocalLimit(v, rs.entry.limit, 0, e.limit)
-}
-
-// demand returns what DC d asks of e, for the allocator: its estimate; but
-// a DC whose estimate is still 0 asks, for a usage-aware entry (aware),
-// what it offered in the newest interval. Its targets keep what each DC
-// consumed (awareTargets), so a share that follows one interval moves
-// only the quota nobody holds: the quota that comes free goes where the
-// demand went at once, rather than after the estimator has confirmed the
-// step. A stop is left to the estimate: a DC of a few requests an interval
-// offers nothing in many intervals.
-func (e *entry) demand(d int, aware bool) float64 {
-	est := e.est[d].Estimate()
-	if x, ok := e.est[d].Latest(); aware && ok && est == 0 {
-		return x
-	}
-	return est
-}
-
-// idle reports whether DC d asks nothing of e: its estimate is 0 and it
-// offered nothing in the newest interval either.
-func (e *entry) idle(d int) bool {
-	x, ok := e.est[d].Latest()
-	return e.est[d].Estimate() == 0 && (!ok || x == 0)
 }
