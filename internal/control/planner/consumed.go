@@ -57,16 +57,21 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 
 // forget replaces DC d's readings of e by v, the most it may have consumed
 // at now (Unix ms), and refuses later readings taken at revision floor or
-// before: they may have been taken before this instant. It returns v. The
-// DC's carried writes stay, each until it ages out: v is computed from them
-// again at every call (held), and a write pruned a moment ago still bounds
-// what the DC consumed for a memory. (Dropping them let a DC past its
-// lease that applied a limit of 0 count as holding 0 at the next call,
-// while its consumption under the static limit it left was still in the
-// window: 476 of 473, TestLongWindowProperty seed 1457.)
+// before: they may have been taken before this instant. It returns v,
+// which bounds every carried write: they stay, at most v each, until they
+// age out. v is computed from them again at every call (held), and a write
+// pruned a moment ago still bounds what the DC consumed for a memory.
+// (Dropping them let a DC past its lease that applied a limit of 0 count
+// as holding 0 at the next call, while its consumption under the static
+// limit it left was still in the window: 476 of 473, seed 1457 of
+// TestLongWindowProperty. Keeping them unbounded brought a carry above the
+// static limit back when the lease was renewed.)
 func (e *entry) forget(d int, v, floor, now int64) int64 {
 	e.used[d] = reading{v: v, rev: floor, at: now, ok: true}
 	e.floor[d] = max(e.floor[d], floor)
+	for i := range e.carry[d] {
+		e.carry[d][i].v = min(e.carry[d][i].v, v)
+	}
 	return v
 }
 
@@ -242,6 +247,28 @@ func (e *entry) usageAware() bool {
 // holds at least 1/stoppedHolds of the entry's limit.
 const stoppedHolds = 10
 
+// moveSpan is how many intervals apart a DC's demand may stop and
+// another's start for the demand to have moved (movedAway).
+const moveSpan = 5
+
+// movedAway reports whether DC d's demand moved to another DC: d's demand
+// stopped (observe), and another DC, still asking, started after d did and
+// within moveSpan intervals of d's stop. A DC whose demand comes in
+// periodic batches while the others' stays as it was has not moved: it
+// keeps its own for the next batch.
+func (e *entry) movedAway(d int) bool {
+	s := e.stoppedAt[d]
+	if s < 0 {
+		return false
+	}
+	for o, t := range e.startedAt {
+		if o != d && t > e.startedAt[d] && max(t-s, s-t) <= moveSpan && e.est[o].Estimate() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // awareTargets turns e's target shares into usage-aware local limits:
 // each DC keeps what it consumed (own), and what nobody may hold is
 // apportioned by the shares, so that quota moves between DCs only as it
@@ -252,20 +279,21 @@ const stoppedHolds = 10
 // of the buckets; readings taken at or before since have aged out;
 // congested, that the DCs ask for more than the limit renews.
 //
-// A DC whose demand stopped (observe) keeps nothing of its own when the
-// entry is congested (the DCs' estimates ask for more than the limit
+// A DC whose demand moved away (movedAway) keeps nothing of its own when
+// the entry is congested (the DCs' estimates ask for more than the limit
 // renews) and what it holds is a tenth of the limit or more: its target
 // is its grant alone, below what it consumed. Its consumption then only
 // falls as it ages out, and the next plans count it at its readings with
-// no shrink of their own to wait for, so the DCs where the demand went
-// grow into it a reading after it leaves the window, not a round trip
-// (acknowledgement, a reading a skew after it) later: in
+// fewer shrinks of their own to wait for, so the DCs where the demand
+// went grow into it about a reading after it leaves the window, not a
+// round trip (acknowledgement, a reading a skew after it) later: in
 // TestLongWindowQuotaFollowsBack, 95.6% of L per window against 90.5%
-// with the reading kept. Anywhere else the rule would cost more than it
-// frees: a DC that comes back has only its grant until the next plan,
-// which a sparse or bursty DC's requests do not outlast, and with room to
-// spare nobody waits for its quota (TestOnlyStoppedBigConsumersGiveUpTheirOwn).
-// A bucket keeps its own: its carry is its fill (own).
+// with the reading kept. Anywhere else the rule costs more than it frees:
+// a DC that comes back has only its grant until the next plan, which a
+// sparse or bursty DC's requests do not outlast, a DC of periodic batches
+// needs its own for the next one, and with room to spare nobody waits for
+// its quota (TestOnlyStoppedBigConsumersGiveUpTheirOwn). A bucket keeps
+// its own: its carry is its fill (own).
 func (e *entry) awareTargets(bucket bool, since int64, congested bool) {
 	n := len(e.target)
 	free := e.limit
@@ -282,7 +310,7 @@ func (e *entry) awareTargets(bucket bool, since int64, congested bool) {
 	allocate.Apportion(e.share, free, a)
 	for d := range n {
 		own := e.own(d, bucket, since)
-		if congested && !bucket && e.stopped[d] && own*stoppedHolds >= e.limit {
+		if congested && !bucket && own*stoppedHolds >= e.limit && e.movedAway(d) {
 			own = 0
 		}
 		e.target[d] = min(e.limit, own+a[d])

@@ -117,17 +117,22 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
 }
 
 // observe feeds DC d's demand x in interval idx to e's estimate, and notes
-// whether d's demand stopped: its estimate fell to 0 on an interval without
-// requests, until it sends one again. A DC whose estimate never left 0 —
-// too sparse for the estimator — has not stopped.
+// when d's demand stopped — its estimate fell to 0 on an interval without
+// requests, until it sends one again — and when its estimate rose from 0.
+// A DC whose estimate never left 0 (too sparse for the estimator) has
+// neither started nor stopped.
 func (p *Planner) observe(e *entry, d int, idx int64, x float64) {
 	before := e.est[d].Estimate()
 	p.est.Observe(&e.est[d], idx, x)
+	after := e.est[d].Estimate()
 	switch {
 	case x > 0:
-		e.stopped[d] = false
-	case before > 0 && e.est[d].Estimate() == 0:
-		e.stopped[d] = true
+		e.stoppedAt[d] = -1
+	case before > 0 && after == 0:
+		e.stoppedAt[d] = idx
+	}
+	if before == 0 && after > 0 {
+		e.startedAt[d] = idx
 	}
 }
 

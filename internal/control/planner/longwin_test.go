@@ -475,8 +475,9 @@ func propertyCase(t *testing.T, seed uint64) {
 // of 962 per 5 s, DC a cut off until its lease ran out and the rule's
 // memory had passed, a pruned write of 642 carried as consumed while a
 // was past its lease, the quota moved to b, and a's lease renewed. Its
-// readings and carry from before must stay forgotten when its lease is
-// renewed, or a is granted back what b now holds.
+// readings from before must stay forgotten, and its carries at most its
+// static limit, when its lease is renewed, or a is granted back what b
+// now holds.
 func TestLongWindowCase9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 600))
 	type draw struct {
@@ -655,10 +656,11 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 				w.peak, r.Limit, 100*mean, 100*float64(worst)/float64(r.Limit))
 			// Virtual time, seeded: the figures are the same on every
 			// machine. At each move (three a window) the DC the demand left
-			// is seen stopped a report or two later and shrinks once, a round
-			// trip (acknowledgement, a reading a skew after it); after that
-			// quota follows what it frees a reading later: taken at the
-			// interval's end, planned on 0.4 interval after, watched.
+			// is seen to have moved a report or two later and gives up what
+			// it consumed a round trip (acknowledgement, a reading a skew
+			// after it) after that; then quota follows what it frees a
+			// reading later: taken at the interval's end, planned on 0.4
+			// interval after, watched.
 			if mean < tc.wantMean || worst < tc.wantWorst {
 				t.Errorf("admitted per window: mean %.1f%%, worst %d; want ≥ %.0f%% and ≥ %d", 100*mean, worst, 100*tc.wantMean, tc.wantWorst)
 			}
@@ -954,5 +956,47 @@ func TestUnreadSlots(t *testing.T) {
 			}
 			t.Logf("slot %d ms; a write held at most %d ms after its release (memory %d ms at the end)", slot, worstAge, tc.memory+int64(tc.releases-1)*tc.grow)
 		})
+	}
+}
+
+// TestForgetBoundsCarries: a DC past its lease a whole memory ago is
+// counted at no more than its static limit, and so are the writes it
+// carries, which stay until they age out: a write of 500 pruned just
+// before the cap (static 200) must not count again once the lease is
+// renewed (it did, until it aged out, when forget kept carries as they
+// were), nor may the carries go (seed 1457 of TestLongWindowProperty,
+// TestLongWindowPropertyReplays).
+func TestForgetBoundsCarries(t *testing.T) {
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{logRule(600, 60)})
+	rs := p.rules[ruleRef{"api", "r"}]
+	e := rs.entry
+	t0 := time.UnixMilli(1_700_000_000_000)
+	p.now, p.lastRev = t0, 3
+	e.used[0] = reading{v: 100, rev: 2, at: t0.UnixMilli(), ok: true}
+	e.hist[0] = []write{{2, 500}, {3, 0}}
+	p.dc[0].expired, p.dc[0].expiredAt = true, t0
+	// Acknowledged 50 s into the expiry, before the cap: 500 is carried.
+	p.now = t0.Add(50 * time.Second)
+	p.SetAck("a", 3, p.now)
+	if got := p.held(rs, e, 0); got != 500 {
+		t.Fatalf("held %d before the cap, want the carried 500", got)
+	}
+	static := e.static[0]
+	for _, s := range []int{61, 62, 80} {
+		p.now = t0.Add(time.Duration(s) * time.Second)
+		if got := p.held(rs, e, 0); got != static {
+			t.Errorf("t+%d s, capped: held %d, want the static %d (carries %v)", s, got, static, e.carry[0])
+		}
+	}
+	p.dc[0].expired = false // the lease renewed
+	for _, s := range []int{81, 100, 111} {
+		p.now = t0.Add(time.Duration(s) * time.Second)
+		if got := p.held(rs, e, 0); got > static || got < 100 {
+			t.Errorf("t+%d s, renewed: held %d, want at most the static %d and at least the last reading, 100", s, got, static)
+		}
 	}
 }

@@ -211,9 +211,11 @@ type entry struct {
 	floor    []int64 // readings at or below floor (-1: none) predate a forget (consumed.go)
 	quiet    int     // intervals without pressure (keys)
 	retiring bool
-	// stopped, per DC: its demand stopped — its estimate fell to 0 on an
-	// interval without requests — and it has sent none since (observe).
-	stopped []bool
+	// stoppedAt, per DC: the interval its demand stopped in — its estimate
+	// fell to 0 on an interval without requests — while it has sent none
+	// since, else -1; startedAt: the last interval its estimate rose from
+	// 0, or -1 (observe, movedAway).
+	stoppedAt, startedAt []int64
 	// unread marks the rule-wide entry of a keyed rule with a long memory
 	// (usage-aware, not a bucket): it stands for every key without a share
 	// of its own, whose consumption no DC reads, so its pruned writes stay
@@ -281,10 +283,10 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
 		used: make([]reading, n), carry: make([][]carried, n), floor: make([]int64, n),
-		stopped: make([]bool, n),
+		stoppedAt: make([]int64, n), startedAt: make([]int64, n),
 	}
 	for d := range e.floor {
-		e.floor[d] = -1
+		e.floor[d], e.stoppedAt[d], e.startedAt[d] = -1, -1, -1
 	}
 	p.setStatic(rs, e)
 	for d := range e.pend {
