@@ -211,11 +211,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		if capped {
 			pruned = min(pruned, e.static[d])
 		}
-		keep := p.carried
-		if e.unread {
-			keep = p.unreadCarried(rs)
-		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), keep)
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.keep(rs, e))
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}
@@ -237,10 +233,21 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		}
 		// The memory has passed: whatever the DC consumed now, it admitted
 		// under its static limit. Its readings from before are forgotten
-		// for good, so that renewing its lease cannot bring them back.
+		// for good, so that renewing its lease cannot bring them back; what
+		// the one not forgotten yet says stays counted, at most the static
+		// limit, until it ages out (keepReading).
+		e.keepReading(d, e.static[d], since, p.keep(rs, e))
 		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d, since))), p.floorRev(e, d), p.now.UnixMilli())
 	}
 	return max(m, e.consumed(d, since))
+}
+
+// keep returns how many pruned writes e carries per DC.
+func (p *Planner) keep(rs *ruleState, e *entry) int {
+	if e.unread {
+		return p.unreadCarried(rs)
+	}
+	return p.carried
 }
 
 // floorRev is the newest revision DC d may have applied of e: a reading

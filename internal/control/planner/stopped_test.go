@@ -39,9 +39,9 @@ func TestObserveStopped(t *testing.T) {
 	}
 }
 
-// TestOnlyStoppedBigConsumersGiveUpTheirOwn: a DC gives up what it
-// consumed (awareTargets) only when its demand moved to another DC, the
-// entry is congested and what it holds is a tenth of the limit or more.
+// TestOnlyDCsTheDemandLeftGiveUpTheirOwn: a DC gives up what it
+// consumed (awareTargets) only when its demand moved to another DC and the
+// entry is congested.
 // Sparse and bursty DCs, DCs whose demand comes in periodic batches beside
 // a steady one, and DCs of an entry with room to spare keep theirs: a first
 // version that applied the rule to any DC with an estimate of 0 and a
@@ -51,7 +51,7 @@ func TestObserveStopped(t *testing.T) {
 // limit. The figures are virtual time, the same on every machine; the
 // bounds are what the planner without the rule gave (so no worse), and for
 // the congested move, what it gains.
-func TestOnlyStoppedBigConsumersGiveUpTheirOwn(t *testing.T) {
+func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 	burst := func(steady, n float64, every int) func(int) map[string]float64 {
 		return func(sec int) map[string]float64 {
 			m := map[string]float64{"a": steady}
@@ -73,6 +73,14 @@ func TestOnlyStoppedBigConsumersGiveUpTheirOwn(t *testing.T) {
 		{"bursts beside a steady half", burst(5, 10, 20), "c", 74, 0},
 		{"bursts beside a congesting DC", burst(40, 10, 20), "c", 130, 0},
 		{"a batch a minute beside a congesting DC", burst(40, 200, 60), "c", 0, 0},
+		// a starts 28 s after c's first batch ended: no move.
+		{"a batch a minute beside a DC that started later", func(sec int) map[string]float64 {
+			m := burst(40, 200, 60)(sec)
+			if sec < 30 {
+				delete(m, "a")
+			}
+			return m
+		}, "c", 0, 0},
 		{"big bursts beside a congesting DC", burst(12, 100, 20), "c", 1300, 0},
 		{"half the limit moving every 5 s", moving(5, 5, "a", "b"), "b", 192, 1632},
 		// 3,832 admitted without the rule: a's consumption aged out to b
