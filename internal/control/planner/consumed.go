@@ -88,7 +88,8 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 // releases them:
 //
 //   - A read entry's next reading releases its oldest carries first, so
-//     beyond keep the two oldest merge.
+//     beyond keep the first two merge (trim): the oldest, but for a
+//     reading keepReading carried at its own, earlier time.
 //   - An unread entry's carries are released only by aging out, so they
 //     fold into aligned slots of unreadSlot ms: a write released in the
 //     slot of the newest carry merges into it. The slots of one memory
@@ -120,7 +121,8 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
 	e.carry[d] = trim(append(c, k), keep)
 }
 
-// trim merges the two oldest of carries c while there are more than keep.
+// trim merges the first two of carries c — the oldest but for a reading
+// keepReading carried — while there are more than keep.
 func trim(c []carried, keep int) []carried {
 	for len(c) > max(keep, 1) {
 		c[1] = merge(c[0], c[1])
@@ -133,15 +135,32 @@ func trim(c []carried, keep int) []carried {
 // reading's own time and revision, when it is one forget has not replaced
 // and it has not aged out (taken after since): forget is about to replace
 // it, and what the DC had consumed when it was read stays in the window
-// until it ages out, whatever the writes since allow. (Without it, a DC
-// past its lease that read 190 after a shrink to 50 was counted at 50 once
-// the memory had passed: TestForgetBoundsCarries.)
+// until it ages out (or a reading a skew younger releases it), whatever
+// the writes since allow. A carry that already covers it — the one release
+// made of the write the reading came after, which folds the reading in —
+// is enough: a carry for each, written and read every interval, would
+// outgrow keep, and the merges at its front would keep a carry from ever
+// being released. (Without the reading carried, a DC past its lease that
+// read 190 after a shrink to 50 was counted at 50 once the memory had
+// passed: TestForgetKeepsReading.)
 func (e *entry) keepReading(d int, static, since int64, keep int) {
 	r := e.used[d]
 	if !r.ok || r.rev <= e.floor[d] || r.at <= since || r.v <= 0 {
 		return
 	}
-	e.carry[d] = trim(append(e.carry[d], carried{v: min(r.v, static), rev: r.rev, at: r.at}), keep)
+	k := carried{v: min(r.v, static), rev: r.rev, at: r.at}
+	for _, o := range e.carry[d] {
+		if o.v >= k.v && o.rev >= k.rev && o.at >= k.at {
+			return
+		}
+	}
+	c := e.carry[d][:0]
+	for _, o := range e.carry[d] {
+		if o.at > since {
+			c = append(c, o)
+		}
+	}
+	e.carry[d] = trim(append(c, k), keep)
 }
 
 // merge returns one carry standing for a and b: the larger amount, held

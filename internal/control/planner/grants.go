@@ -235,7 +235,8 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		// under its static limit. Its readings from before are forgotten
 		// for good, so that renewing its lease cannot bring them back; what
 		// the one not forgotten yet says stays counted, at most the static
-		// limit, until it ages out (keepReading).
+		// limit, until it ages out or a younger reading releases it
+		// (keepReading).
 		e.keepReading(d, e.static[d], since, p.keep(rs, e))
 		return e.forget(d, min(e.static[d], max(m, e.carriedMax(d, since))), p.floorRev(e, d), p.now.UnixMilli())
 	}

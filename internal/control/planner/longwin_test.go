@@ -1018,6 +1018,22 @@ func TestForgetKeepsReading(t *testing.T) {
 			t.Errorf("t+%v (renewed %v): held %d, want %d (carries %v)", tc.at, tc.renewed, got, tc.want, e.carry[0])
 		}
 	}
+	// Past its lease throughout, counted every second: what forget counts
+	// is not carried in its turn (it would keep itself alive), so the 190
+	// ages out when the reading does.
+	p, rs, e, t0 = expiredShrink(t, 50)
+	p.held(rs, e, 0)
+	e.observe(0, 190, 3, read.UnixMilli(), p.cfg.Skew)
+	for s := 53; s <= 150; s++ {
+		p.now = t0.Add(time.Duration(s) * time.Second)
+		want := int64(190)
+		if s >= 113 {
+			want = 50
+		}
+		if got := p.held(rs, e, 0); got != want {
+			t.Fatalf("t+%d s, past its lease: held %d, want %d (carries %v)", s, got, want, e.carry[0])
+		}
+	}
 }
 
 // expiredShrink returns a planner whose DC a, past its lease since t0 (a
@@ -1025,7 +1041,18 @@ func TestForgetKeepsReading(t *testing.T) {
 // shrunk 50 s later, having read 100 at t0.
 func expiredShrink(t *testing.T, shrunk int64) (*Planner, *ruleState, *entry, time.Time) {
 	t.Helper()
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	p, rs, e, t0 := expired(t, time.Second, []write{{2, 500}, {3, shrunk}})
+	p.lastRev = 3
+	p.now = t0.Add(50 * time.Second)
+	p.SetAck("a", 3, p.now)
+	return p, rs, e, t0
+}
+
+// expired returns a planner of one rule (600 per 60 s) whose DC a, with
+// writes hist, read 100 at t0 and is past its lease since then.
+func expired(t *testing.T, interval time.Duration, hist []write) (*Planner, *ruleState, *entry, time.Time) {
+	t.Helper()
+	p, err := New(Config{DCs: simDCs, Interval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1033,11 +1060,41 @@ func expiredShrink(t *testing.T, shrunk int64) (*Planner, *ruleState, *entry, ti
 	rs := p.rules[ruleRef{"api", "r"}]
 	e := rs.entry
 	t0 := time.UnixMilli(1_700_000_000_000)
-	p.now, p.lastRev = t0, 3
+	p.now, p.lastRev = t0, 2
 	e.used[0] = reading{v: 100, rev: 2, at: t0.UnixMilli(), ok: true}
-	e.hist[0] = []write{{2, 500}, {3, shrunk}}
+	e.hist[0] = hist
 	p.dc[0].expired, p.dc[0].expiredAt = true, t0
-	p.now = t0.Add(50 * time.Second)
-	p.SetAck("a", 3, p.now)
 	return p, rs, e, t0
+}
+
+// TestForgetWhileWrittenAndRead: a DC past its lease a memory ago that
+// still applies a new limit and sends a reading every interval (200 ms,
+// skew 1 s) is counted at no more than it read or was allowed within a
+// memory, the skew and an interval: when every reading was carried beside
+// every write, the list outgrew its size, and the merges at its front
+// kept a carry of 150 alive for as long as the writes went on.
+func TestForgetWhileWrittenAndRead(t *testing.T) {
+	p, rs, e, t0 := expired(t, 200*time.Millisecond, []write{{2, 150}})
+	rev, limit := int64(2), int64(150)
+	var seen []int64      // per interval: the most it read or was allowed
+	for k := range 1500 { // 300 s from the cap, an interval at a time
+		p.now = t0.Add(61*time.Second + time.Duration(k)*200*time.Millisecond)
+		read := max(150-int64(k)/4, 1)
+		if k > 0 {
+			p.SetAck("a", rev, p.now)
+			e.observe(0, read, rev, p.now.Add(-100*time.Millisecond).UnixMilli(), p.cfg.Skew)
+		}
+		seen = append(seen, max(read, limit))
+		held := p.held(rs, e, 0)
+		if recent := slices.Max(seen[max(0, len(seen)-311):]); held > recent {
+			t.Fatalf("t+%v: held %d, more than the %d it read or was allowed within 62 s (carries %v)", p.now.Sub(t0), held, recent, e.carry[0])
+		}
+		if len(e.carry[0]) > p.carried {
+			t.Fatalf("t+%v: %d carries, want at most %d", p.now.Sub(t0), len(e.carry[0]), p.carried)
+		}
+		rev++
+		limit = max(1, limit-1+int64(k%2))
+		e.hist[0] = append(e.hist[0], write{rev, limit})
+		p.lastRev = rev
+	}
 }
