@@ -201,8 +201,8 @@ const maxUnreadCarried = 128
 // at least p.carried and at most maxUnreadCarried. Only aging releases
 // them, so they fold into keep − 1 slots of the memory (release): under
 // an interval each when the memory and skew are 124 intervals or less, a
-// 127th of them beyond. There is one unread entry per keyed rule, so the list is
-// cheap.
+// 127th of them beyond. There is one unread entry per keyed rule, so the
+// list is cheap.
 func (p *Planner) unreadCarried(rs *ruleState) int {
 	n := int((rs.memory+p.cfg.Skew+p.cfg.Interval-1)/p.cfg.Interval) + 4
 	return min(max(n, p.carried), maxUnreadCarried)
