@@ -73,6 +73,15 @@ func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 		{"bursts beside a steady half", burst(5, 10, 20), "c", 74, 0},
 		{"bursts beside a congesting DC", burst(40, 10, 20), "c", 130, 0},
 		{"a batch a minute beside a congesting DC", burst(40, 200, 60), "c", 0, 0},
+		// b sends a blip just after each batch ends: b has started, but
+		// asks no more a plan or two later, so c has not moved away.
+		{"a batch a minute, another DC's blip just after it", func(sec int) map[string]float64 {
+			m := burst(40, 200, 60)(sec)
+			if sec%60 == 2 {
+				m["b"] = 10
+			}
+			return m
+		}, "c", 0, 0},
 		// a starts 28 s after c's first batch ended: no move.
 		{"a batch a minute beside a DC that started later", func(sec int) map[string]float64 {
 			m := burst(40, 200, 60)(sec)
