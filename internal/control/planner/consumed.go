@@ -287,7 +287,7 @@ func (e *entry) usageAware() bool {
 const moveSpan = 5
 
 // movedAway reports whether DC d's demand moved to another DC: d's demand
-// stopped (observe), and another DC, still asking, started after d did and
+// stopped (observeDemand), and another DC, still asking, started after d did and
 // within moveSpan intervals of d's stop. A DC whose demand comes in
 // periodic batches while the others' stays as it was has not moved: it
 // keeps its own for the next batch.

@@ -96,15 +96,15 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
 		slot := &e.pend[d][idx%ring]
 		switch {
 		case slot.idx == idx:
-			p.observe(e, d, idx, slot.sum)
+			p.observeDemand(e, d, idx, slot.sum)
 		case p.heard(d, idx):
-			p.observe(e, d, idx, 0)
+			p.observeDemand(e, d, idx, 0)
 		case ready[d] >= 0:
 			sum := 0.0
 			if l := e.late[d][ready[d]%2]; l.idx == ready[d] {
 				sum = l.sum
 			}
-			p.observe(e, d, idx, sum)
+			p.observeDemand(e, d, idx, sum)
 		case blind || p.heardWithin(d, idx, lostGrace) || p.heardLateWithin(d, lostGrace):
 			p.est.Hold(&e.est[d], idx)
 		default:
@@ -116,12 +116,13 @@ func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
 	}
 }
 
-// observe feeds DC d's demand x in interval idx to e's estimate, and notes
-// when d's demand stopped — its estimate fell to 0 on an interval without
-// requests, until it sends one again — and when its estimate rose from 0.
+// observeDemand feeds DC d's demand x in interval idx to e's estimate,
+// and notes when d's demand stopped — its estimate fell to 0 on an
+// interval without requests, until it sends one again — and when its
+// estimate rose from 0.
 // A DC whose estimate never left 0 (too sparse for the estimator) has
 // neither started nor stopped.
-func (p *Planner) observe(e *entry, d int, idx int64, x float64) {
+func (p *Planner) observeDemand(e *entry, d int, idx int64, x float64) {
 	before := e.est[d].Estimate()
 	p.est.Observe(&e.est[d], idx, x)
 	after := e.est[d].Estimate()

@@ -214,7 +214,7 @@ type entry struct {
 	// stoppedAt, per DC: the interval its demand stopped in — its estimate
 	// fell to 0 on an interval without requests — while it has sent none
 	// since, else -1; startedAt: the last interval its estimate rose from
-	// 0, or -1 (observe, movedAway).
+	// 0, or -1 (observeDemand, movedAway).
 	stoppedAt, startedAt []int64
 	// unread marks the rule-wide entry of a keyed rule with a long memory
 	// (usage-aware, not a bucket): it stands for every key without a share

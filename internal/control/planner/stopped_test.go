@@ -30,7 +30,7 @@ func TestObserveStopped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := p.newEntry(&ruleState{spec: logRule(600, 60)}, "", 600)
 			for i, x := range tc.observed {
-				p.observe(e, 0, int64(i), x)
+				p.observeDemand(e, 0, int64(i), x)
 			}
 			if e.stoppedAt[0] != tc.stopped || e.startedAt[0] != tc.started {
 				t.Errorf("stopped at %d, started at %d; want %d and %d (estimate %v)", e.stoppedAt[0], e.startedAt[0], tc.stopped, tc.started, e.est[0].Estimate())

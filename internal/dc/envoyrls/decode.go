@@ -133,7 +133,7 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 			if f.Num != descEntries {
 				return true
 			}
-			k, v, ok := readEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)])
+			k, v, ok := readEntry(f.Bytes, f.In(s))
 			if !ok || k == "" || len(k) > limiter.MaxNameLen || len(v) > limiter.MaxValueLen {
 				return false
 			}
@@ -188,7 +188,7 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 			if s == "" {
 				s = string(d)
 			}
-			k, v, ok := readEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)])
+			k, v, ok := readEntry(f.Bytes, f.In(s))
 			all = append(all, envoyconf.Entry{Key: k, Value: v})
 			return ok
 		})
@@ -218,9 +218,9 @@ func readEntry(b []byte, s string) (key, value string, ok bool) {
 		}
 		switch f.Num {
 		case entryKey:
-			key = s[f.Off : f.Off+len(f.Bytes)]
+			key = f.In(s)
 		case entryValue:
-			value = s[f.Off : f.Off+len(f.Bytes)]
+			value = f.In(s)
 		default:
 			return false
 		}

@@ -103,7 +103,7 @@ func decodeItem(b []byte) (limiter.Item, error) {
 		switch {
 		case f.Num == fieldAttributes && f.Type == protowire.BytesType:
 			var k, v string
-			if k, v, err = decodeEntry(f.Bytes, s[f.Off:f.Off+len(f.Bytes)]); err != nil {
+			if k, v, err = decodeEntry(f.Bytes, f.In(s)); err != nil {
 				return false
 			}
 			it.Attributes[k] = v
@@ -127,9 +127,9 @@ func decodeEntry(b []byte, s string) (key, value string, err error) {
 			return false
 		}
 		if f.Num == fieldEntryKey {
-			key = s[f.Off : f.Off+len(f.Bytes)]
+			key = f.In(s)
 		} else {
-			value = s[f.Off : f.Off+len(f.Bytes)]
+			value = f.In(s)
 		}
 		return true
 	})

@@ -20,6 +20,12 @@ type Field struct {
 	Varint uint64
 }
 
+// In returns a length-delimited field's value cut from s, a string that
+// holds the same bytes as the message Each read (a decoder converts the
+// message to a string once, and every string field it keeps is a slice of
+// it rather than a copy of its own).
+func (f Field) In(s string) string { return s[f.Off : f.Off+len(f.Bytes)] }
+
 // Each calls fn with each field of msg, in order, while fn returns true. A
 // fixed-width field or a group is read whole and handed over with only
 // its number and type. Each returns the error of the first field it cannot

@@ -79,3 +79,28 @@ func TestEachBadFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldIn: a field's value cut from the message as a string is the
+// field's bytes, for each field of a message of several.
+func TestFieldIn(t *testing.T) {
+	var msg []byte
+	msg = protowire.AppendTag(msg, 1, protowire.BytesType)
+	msg = protowire.AppendString(msg, "key")
+	msg = protowire.AppendTag(msg, 2, protowire.VarintType)
+	msg = protowire.AppendVarint(msg, 300)
+	msg = protowire.AppendTag(msg, 3, protowire.BytesType)
+	msg = protowire.AppendString(msg, "a value")
+	s := string(msg)
+	var got []string
+	if _, err := Each(msg, func(f Field) bool {
+		if f.Type == protowire.BytesType {
+			got = append(got, f.In(s))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "key" || got[1] != "a value" {
+		t.Errorf("got %q, want [key \"a value\"]", got)
+	}
+}
