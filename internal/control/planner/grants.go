@@ -3,7 +3,7 @@ package planner
 import (
 	"math"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/weirhq/weir/pkg/allocate"
@@ -23,32 +23,24 @@ type Write struct {
 // writes in flight returns nothing.
 func (p *Planner) Plan(now time.Time) []Write {
 	p.now = now
-	if p.inFlight() {
+	if p.planned {
 		return nil
 	}
-	for _, rs := range p.rules {
-		p.step(rs, rs.entry)
-		for _, e := range rs.keys {
-			p.step(rs, e)
-		}
-	}
+	p.planned = len(p.rules) > 0 // every entry's next is set until Settle
 	p.epoch++
-	var ws []Write
-	refs := make([]ruleRef, 0, len(p.rules))
-	for ref := range p.rules {
-		refs = append(refs, ref)
+	rss := p.ruleStates()
+	docs := make([][]Write, len(rss)) // by rule
+	due := make([][]bool, p.cfg.Workers)
+	for w := range due {
+		due[w] = make([]bool, len(p.dcs))
 	}
-	sort.Slice(refs, func(i, j int) bool {
-		return refs[i].domain < refs[j].domain || refs[i].domain == refs[j].domain && refs[i].id < refs[j].id
+	p.eachRule(rss, func(w, i int) {
+		p.stepRule(rss[i], due[w])
+		docs[i] = p.docs(rss[i], due[w], now, nil)
 	})
-	for _, ref := range refs {
-		rs := p.rules[ref]
-		for d, dc := range p.dcs {
-			if !rs.dirty[d] && !p.changed(rs, d) {
-				continue
-			}
-			ws = append(ws, Write{DC: dc, Domain: ref.domain, RuleID: ref.id, Doc: p.doc(rs, d, now)})
-		}
+	var ws []Write
+	for _, d := range docs {
+		ws = append(ws, d...)
 	}
 	if len(ws) == 0 {
 		p.epoch--
@@ -56,31 +48,57 @@ func (p *Planner) Plan(now time.Time) []Write {
 	return ws
 }
 
-func (p *Planner) inFlight() bool {
-	for _, rs := range p.rules {
-		if rs.entry.next != nil {
-			return true
-		}
-		for _, e := range rs.keys {
-			if e.next != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// changed reports whether DC d's document of rs must change.
-func (p *Planner) changed(rs *ruleState, d int) bool {
-	if rs.entry.next[d] != rs.entry.grant[d] || !rs.hasDoc[d] && rs.entry.next[d] != rs.entry.static[d] {
-		return true
+// stepRule steps every entry of rs, and sets due[d] when DC d's document
+// of rs must change: a grant in it moves, or the DC has none yet (or has
+// to be rewritten).
+func (p *Planner) stepRule(rs *ruleState, due []bool) {
+	e := rs.entry
+	p.step(rs, e)
+	for d := range due {
+		due[d] = rs.dirty[d] || e.next[d] != e.grant[d] || !rs.hasDoc[d] && (e.next[d] != e.static[d] || len(rs.keys) > 0)
 	}
 	for _, e := range rs.keys {
-		if e.next[d] != e.grant[d] || !rs.hasDoc[d] {
-			return true
+		p.step(rs, e)
+		for d := range due {
+			due[d] = due[d] || e.next[d] != e.grant[d]
 		}
 	}
-	return false
+}
+
+// docs appends to ws the documents of rs due in each DC, built from the
+// grants in flight, with the keys in order. It keeps the keys' entries in
+// that order for Written.
+func (p *Planner) docs(rs *ruleState, due []bool, now time.Time, ws []Write) []Write {
+	if !slices.Contains(due, true) {
+		return ws
+	}
+	rs.planned = rs.planned[:0]
+	for _, ke := range rs.keys {
+		rs.planned = append(rs.planned, ke)
+	}
+	slices.SortFunc(rs.planned, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+	e := rs.entry
+	for d, dc := range p.dcs {
+		if !due[d] {
+			continue
+		}
+		doc := &weirv1.RuleAssignment{
+			Dc: dc, Domain: rs.ref.domain, RuleId: rs.ref.id,
+			Epoch: p.epoch, Share: e.frac(e.next[d]), Limit: e.next[d], GlobalLimit: e.limit, IssuedMs: now.UnixMilli(),
+		}
+		if len(rs.planned) > 0 {
+			// One allocation for a document's key shares, not one each.
+			shares := make([]weirv1.KeyShare, len(rs.planned))
+			doc.Keys = make([]*weirv1.KeyShare, len(rs.planned))
+			for i, ke := range rs.planned {
+				ks := &shares[i]
+				ks.Key, ks.Share, ks.Limit, ks.GlobalLimit = ke.key, ke.frac(ke.next[d]), ke.next[d], ke.limit
+				doc.Keys[i] = ks
+			}
+		}
+		ws = append(ws, Write{DC: dc, Domain: rs.ref.domain, RuleID: rs.ref.id, Doc: doc})
+	}
+	return ws
 }
 
 // step applies the acknowledgements to e and sets e.next, in integers:
@@ -271,25 +289,6 @@ func (e *entry) frac(v int64) float64 {
 	return min(1, float64(v)/float64(e.limit))
 }
 
-// doc builds DC d's document of rs from the grants in flight.
-func (p *Planner) doc(rs *ruleState, d int, now time.Time) *weirv1.RuleAssignment {
-	e := rs.entry
-	doc := &weirv1.RuleAssignment{
-		Dc: p.dcs[d], Domain: rs.ref.domain, RuleId: rs.ref.id,
-		Epoch: p.epoch, Share: e.frac(e.next[d]), Limit: e.next[d], GlobalLimit: e.limit, IssuedMs: now.UnixMilli(),
-	}
-	keys := make([]string, 0, len(rs.keys))
-	for k := range rs.keys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		ke := rs.keys[k]
-		doc.Keys = append(doc.Keys, &weirv1.KeyShare{Key: k, Share: ke.frac(ke.next[d]), Limit: ke.next[d], GlobalLimit: ke.limit})
-	}
-	return doc
-}
-
 // Written reports the outcome of writing ws (a part of what Plan returned):
 // ok with the revision of the write, or not ok when the write failed or
 // its outcome is unknown. Call it for every Write Plan returned, then
@@ -331,8 +330,14 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 			e.hist[d] = h
 		}
 		apply(rs.entry, w.Doc.GetLimit())
-		for _, k := range w.Doc.GetKeys() {
-			if e := rs.keys[k.GetKey()]; e != nil {
+		for i, k := range w.Doc.GetKeys() {
+			var e *entry
+			if i < len(rs.planned) && rs.planned[i].key == k.GetKey() {
+				e = rs.planned[i] // Plan's order: no lookup (entries leave rs.keys only settled)
+			} else {
+				e = rs.keys[k.GetKey()]
+			}
+			if e != nil {
 				apply(e, k.GetLimit())
 			}
 		}
@@ -347,7 +352,9 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 // Settle ends the round Plan started: the grants not written stay as they
 // were.
 func (p *Planner) Settle() {
+	p.planned = false
 	for _, rs := range p.rules {
+		rs.planned = rs.planned[:0]
 		rs.entry.next = nil
 		for _, e := range rs.keys {
 			e.next = nil

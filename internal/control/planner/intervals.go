@@ -15,14 +15,15 @@ func (p *Planner) Tick(now time.Time) {
 		p.expire(now)
 		return
 	}
+	var closes []closing
 	for idx := p.closed + 1; idx <= last; idx++ {
-		p.close(idx)
+		closes = append(closes, p.closing(idx))
 	}
 	if last > p.closed {
 		p.closed = last
 	}
 	p.expire(now)
-	p.retarget()
+	p.retarget(closes)
 }
 
 func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }
@@ -51,47 +52,51 @@ func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
 	return false
 }
 
-// close feeds interval idx's sums to the estimates. An interval no DC
-// was heard from is blind: the usage pipeline (Kafka, or this coordinator's
-// consumer) failed, not every DC's demand at once, so the estimates hold
-// instead of decaying as they do for one silent DC.
-func (p *Planner) close(idx int64) {
-	blind := true
-	// ready[d]: the late interval standing in for DC d, or -1.
-	ready := make([]int64, len(p.dcs))
+// closing is an interval to close: each entry's estimates are fed the
+// interval's sums (closeEntry). An interval no DC was heard from is blind:
+// the usage pipeline (Kafka, or this coordinator's consumer) failed, not
+// every DC's demand at once, so the estimates hold instead of decaying as
+// they do for one silent DC.
+type closing struct {
+	idx   int64
+	blind bool
+	ready []int64 // per DC: the late interval standing in for it, or -1
+}
+
+// closing returns interval idx to close, and moves each DC's observed
+// interval past it. It needs nothing of the entries, so every interval
+// of a tick is prepared before the one pass over them.
+func (p *Planner) closing(idx int64) closing {
+	c := closing{idx: idx, blind: true, ready: make([]int64, len(p.dcs))}
 	for d := range p.dcs {
-		ready[d] = -1
+		c.ready[d] = -1
 		if !p.heard(d, idx) {
-			ready[d] = p.lateReady(d)
+			c.ready[d] = p.lateReady(d)
 		}
-		if p.heard(d, idx) || ready[d] >= 0 {
-			blind = false
+		if p.heard(d, idx) || c.ready[d] >= 0 {
+			c.blind = false
 		}
 	}
-	if blind {
+	if c.blind {
 		p.stats.BlindIntervals++
-	}
-	for _, rs := range p.rules {
-		p.closeEntry(rs.entry, idx, blind, ready)
-		for _, e := range rs.keys {
-			p.closeEntry(e, idx, blind, ready)
-		}
 	}
 	for d := range p.dc {
 		switch {
 		case p.heard(d, idx):
 			p.dc[d].observed = idx
-		case ready[d] >= 0:
-			p.dc[d].observed = ready[d]
+		case c.ready[d] >= 0:
+			p.dc[d].observed = c.ready[d]
 		}
 	}
+	return c
 }
 
 // closeEntry feeds DC d's sum for interval idx to e's estimate: the
 // interval's own reports; else, when a late interval of the DC is ready
 // (ready[d], see lateReady), the entry's sum in it, or nothing; else a
 // hold or a decay, as the DC was last heard.
-func (p *Planner) closeEntry(e *entry, idx int64, blind bool, ready []int64) {
+func (p *Planner) closeEntry(e *entry, c closing) {
+	idx, blind, ready := c.idx, c.blind, c.ready
 	for d := range p.dcs {
 		slot := &e.pend[d][idx%ring]
 		switch {

@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -71,6 +72,10 @@ type Config struct {
 	TakeoverGrace time.Duration
 	// Estimator configures the demand estimates.
 	Estimator demand.Config
+	// Workers is how many goroutines a round spreads its rules over (each
+	// rule is one goroutine's work; the result does not depend on how
+	// many). Default GOMAXPROCS.
+	Workers int
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -104,6 +109,9 @@ func (c *Config) setDefaults() {
 	if c.TakeoverGrace <= 0 {
 		c.TakeoverGrace = 10 * time.Second
 	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
 }
 
 // Planner is the coordinator's pure core: it turns usage reports into
@@ -124,6 +132,7 @@ type Planner struct {
 	entries    int
 	seqs       map[string]*seqWindow
 	epoch      uint64
+	planned    bool  // a round is in flight: Plan has set every entry's next, Settle has not cleared it
 	lastRev    int64 // the newest revision of a write known to have succeeded
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
@@ -181,6 +190,7 @@ type ruleState struct {
 	dirty    []bool // the DC's document must be rewritten
 	hasDoc   []bool
 	docEpoch []uint64
+	planned  []*entry // the keys' entries in the order of the last Plan's documents, until Settle
 }
 
 // entry is a rule, or one key of it with shares of its own. Its targets,

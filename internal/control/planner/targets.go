@@ -5,49 +5,77 @@ import (
 	"github.com/weirhq/weir/pkg/rule"
 )
 
-// retarget computes every entry's target shares from the estimates.
-func (p *Planner) retarget() {
-	if p.closed-p.started < int64(p.cfg.Warmup) {
-		return // a new leader first learns the demand
-	}
+// retarget feeds every entry the intervals of closes (closeEntry) and,
+// past the warm-up, computes its target shares from the estimates. It is
+// one pass over the entries, each closed and retargeted while its state is
+// in the cache: with 100,000 entries the round is bound by memory, not by
+// arithmetic. The rules are spread over the workers (eachRule).
+func (p *Planner) retarget(closes []closing) {
+	warm := p.closed-p.started >= int64(p.cfg.Warmup) // a new leader first learns the demand
 	n := len(p.dcs)
-	in := make([]allocate.DC, n)
-	out := make([]float64, n)
-	for _, rs := range p.rules {
-		if len(rs.spec.KeyType) > 0 {
-			p.allocateKeyed(rs, in, out)
-		} else {
-			p.allocate(rs, rs.entry, in, out)
+	type scratch struct {
+		in      []allocate.DC
+		out     []float64
+		retired int
+	}
+	work := make([]scratch, p.cfg.Workers)
+	for w := range work {
+		work[w] = scratch{in: make([]allocate.DC, n), out: make([]float64, n)}
+	}
+	rss := p.ruleStates()
+	p.eachRule(rss, func(w, i int) {
+		rs, in, out := rss[i], work[w].in, work[w].out
+		for _, c := range closes {
+			p.closeEntry(rs.entry, c)
+		}
+		if warm {
+			if len(rs.spec.KeyType) > 0 {
+				p.allocateKeyed(rs, in, out)
+			} else {
+				p.allocate(rs, rs.entry, in, out)
+			}
 		}
 		for key, e := range rs.keys {
-			pressured := false
-			for d := range p.dcs {
-				if e.est[d].Estimate() > rs.entry.frac(rs.entry.grant[d])/2 {
-					pressured = true
+			for _, c := range closes {
+				p.closeEntry(e, c)
+			}
+			if warm && p.retargetKey(rs, e, in, out) {
+				delete(rs.keys, key)
+				work[w].retired++
+				for d := range rs.dirty {
+					rs.dirty[d] = true
 				}
 			}
-			if pressured {
-				e.quiet, e.retiring = 0, false
-			} else if e.quiet++; e.quiet > p.cfg.Retire {
-				e.retiring = true
-			}
-			if e.retiring {
-				for d := range p.dcs {
-					e.target[d] = ruleLimitFor(rs, e, rs.entry.target[d])
-					e.share[d] = e.frac(e.target[d])
-				}
-				if p.retired(rs, e) {
-					delete(rs.keys, key)
-					p.entries--
-					for d := range rs.dirty {
-						rs.dirty[d] = true
-					}
-				}
-				continue
-			}
-			p.allocate(rs, e, in, out)
+		}
+	})
+	for _, s := range work {
+		p.entries -= s.retired
+	}
+}
+
+// retargetKey sets key entry e's targets, and reports whether it has
+// retired: quiet for long enough, and at the rule's shares in every DC.
+func (p *Planner) retargetKey(rs *ruleState, e *entry, in []allocate.DC, out []float64) bool {
+	pressured := false
+	for d := range p.dcs {
+		if e.est[d].Estimate() > rs.entry.frac(rs.entry.grant[d])/2 {
+			pressured = true
 		}
 	}
+	if pressured {
+		e.quiet, e.retiring = 0, false
+	} else if e.quiet++; e.quiet > p.cfg.Retire {
+		e.retiring = true
+	}
+	if !e.retiring {
+		p.allocate(rs, e, in, out)
+		return false
+	}
+	for d := range p.dcs {
+		e.target[d] = ruleLimitFor(rs, e, rs.entry.target[d])
+		e.share[d] = e.frac(e.target[d])
+	}
+	return p.retired(rs, e)
 }
 
 func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []float64) {
