@@ -21,14 +21,15 @@ import (
 //   - moving: one DC's demand for every key grows by 5 a round, a ramp the
 //     estimates follow (the keys stay below their limits for about 150
 //     rounds), so nearly every entry's targets move and nearly every
-//     document is rewritten: 500 documents with 100,000 key shares in most
-//     rounds, the most a round does.
+//     document is rewritten: in most rounds all 500 documents (100 rules
+//     × 5 DCs), 1,000 key shares each, the most a round does.
 //
-// The rules are spread over GOMAXPROCS workers; moving-one-worker is the
-// moving round on one.
+// The rules are spread over GOMAXPROCS workers; the -one-worker cases run
+// on one.
 func BenchmarkPlannerRound100k(b *testing.B) {
 	b.Run("steady", func(b *testing.B) { benchmarkRound(b, 0, 0) })
 	b.Run("moving", func(b *testing.B) { benchmarkRound(b, 5, 0) })
+	b.Run("steady-one-worker", func(b *testing.B) { benchmarkRound(b, 0, 1) })
 	b.Run("moving-one-worker", func(b *testing.B) { benchmarkRound(b, 5, 1) })
 }
 

@@ -20,27 +20,29 @@ type Write struct {
 // entry (two-phase: shrinks at once; grows only into quota no other DC may
 // still hold), and returns the documents that change, marked in flight.
 // The caller writes them and reports each outcome with Written. Plan with
-// writes in flight returns nothing.
+// writes in flight — from a Plan not yet followed by Settle, whatever
+// changed since — returns nothing. Each rule is one worker's
+// (Config.Workers) part of the round.
 func (p *Planner) Plan(now time.Time) []Write {
 	p.now = now
 	if p.planned {
 		return nil
 	}
-	p.planned = len(p.rules) > 0 // every entry's next is set until Settle
+	p.planned = len(p.rules) > 0 // the entries' next stay set until Settle
 	p.epoch++
 	rss := p.ruleStates()
-	docs := make([][]Write, len(rss)) // by rule
-	due := make([][]bool, p.cfg.Workers)
+	byRule := make([][]Write, len(rss))
+	due := make([][]bool, min(p.cfg.Workers, max(1, len(rss))))
 	for w := range due {
 		due[w] = make([]bool, len(p.dcs))
 	}
-	p.eachRule(rss, func(w, i int) {
+	p.spreadRules(rss, func(w, i int) {
 		p.stepRule(rss[i], due[w])
-		docs[i] = p.docs(rss[i], due[w], now, nil)
+		byRule[i] = p.docs(rss[i], due[w], now, nil)
 	})
 	var ws []Write
-	for _, d := range docs {
-		ws = append(ws, d...)
+	for _, rw := range byRule {
+		ws = append(ws, rw...)
 	}
 	if len(ws) == 0 {
 		p.epoch--
@@ -72,11 +74,12 @@ func (p *Planner) docs(rs *ruleState, due []bool, now time.Time, ws []Write) []W
 	if !slices.Contains(due, true) {
 		return ws
 	}
-	rs.planned = rs.planned[:0]
+	clear(rs.docKeys) // no retired entry stays referenced past the keys' count
+	rs.docKeys = rs.docKeys[:0]
 	for _, ke := range rs.keys {
-		rs.planned = append(rs.planned, ke)
+		rs.docKeys = append(rs.docKeys, ke)
 	}
-	slices.SortFunc(rs.planned, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(rs.docKeys, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
 	e := rs.entry
 	for d, dc := range p.dcs {
 		if !due[d] {
@@ -86,11 +89,11 @@ func (p *Planner) docs(rs *ruleState, due []bool, now time.Time, ws []Write) []W
 			Dc: dc, Domain: rs.ref.domain, RuleId: rs.ref.id,
 			Epoch: p.epoch, Share: e.frac(e.next[d]), Limit: e.next[d], GlobalLimit: e.limit, IssuedMs: now.UnixMilli(),
 		}
-		if len(rs.planned) > 0 {
+		if len(rs.docKeys) > 0 {
 			// One allocation for a document's key shares, not one each.
-			shares := make([]weirv1.KeyShare, len(rs.planned))
-			doc.Keys = make([]*weirv1.KeyShare, len(rs.planned))
-			for i, ke := range rs.planned {
+			shares := make([]weirv1.KeyShare, len(rs.docKeys))
+			doc.Keys = make([]*weirv1.KeyShare, len(rs.docKeys))
+			for i, ke := range rs.docKeys {
 				ks := &shares[i]
 				ks.Key, ks.Share, ks.Limit, ks.GlobalLimit = ke.key, ke.frac(ke.next[d]), ke.next[d], ke.limit
 				doc.Keys[i] = ks
@@ -332,8 +335,8 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 		apply(rs.entry, w.Doc.GetLimit())
 		for i, k := range w.Doc.GetKeys() {
 			var e *entry
-			if i < len(rs.planned) && rs.planned[i].key == k.GetKey() {
-				e = rs.planned[i] // Plan's order: no lookup (entries leave rs.keys only settled)
+			if i < len(rs.docKeys) && rs.docKeys[i].key == k.GetKey() {
+				e = rs.docKeys[i] // Plan's order: no lookup (entries leave rs.keys only settled)
 			} else {
 				e = rs.keys[k.GetKey()]
 			}
@@ -354,7 +357,8 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 func (p *Planner) Settle() {
 	p.planned = false
 	for _, rs := range p.rules {
-		rs.planned = rs.planned[:0]
+		clear(rs.docKeys)
+		rs.docKeys = rs.docKeys[:0]
 		rs.entry.next = nil
 		for _, e := range rs.keys {
 			e.next = nil

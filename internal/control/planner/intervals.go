@@ -17,7 +17,7 @@ func (p *Planner) Tick(now time.Time) {
 	}
 	var closes []closing
 	for idx := p.closed + 1; idx <= last; idx++ {
-		closes = append(closes, p.closing(idx))
+		closes = append(closes, p.prepareClose(idx))
 	}
 	if last > p.closed {
 		p.closed = last
@@ -63,10 +63,10 @@ type closing struct {
 	ready []int64 // per DC: the late interval standing in for it, or -1
 }
 
-// closing returns interval idx to close, and moves each DC's observed
+// prepareClose returns interval idx to close, and moves each DC's observed
 // interval past it. It needs nothing of the entries, so every interval
 // of a tick is prepared before the one pass over them.
-func (p *Planner) closing(idx int64) closing {
+func (p *Planner) prepareClose(idx int64) closing {
 	c := closing{idx: idx, blind: true, ready: make([]int64, len(p.dcs))}
 	for d := range p.dcs {
 		c.ready[d] = -1

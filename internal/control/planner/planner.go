@@ -132,7 +132,7 @@ type Planner struct {
 	entries    int
 	seqs       map[string]*seqWindow
 	epoch      uint64
-	planned    bool  // a round is in flight: Plan has set every entry's next, Settle has not cleared it
+	planned    bool  // a round is in flight: Plan has set the entries' next, Settle has not cleared it
 	lastRev    int64 // the newest revision of a write known to have succeeded
 	started    int64 // first interval closed as leader; -1 until then
 	closed     int64 // last interval closed
@@ -190,7 +190,7 @@ type ruleState struct {
 	dirty    []bool // the DC's document must be rewritten
 	hasDoc   []bool
 	docEpoch []uint64
-	planned  []*entry // the keys' entries in the order of the last Plan's documents, until Settle
+	docKeys  []*entry // the keys' entries in the order of the last Plan's documents, until Settle
 }
 
 // entry is a rule, or one key of it with shares of its own. Its targets,

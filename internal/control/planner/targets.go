@@ -7,9 +7,9 @@ import (
 
 // retarget feeds every entry the intervals of closes (closeEntry) and,
 // past the warm-up, computes its target shares from the estimates. It is
-// one pass over the entries, each closed and retargeted while its state is
-// in the cache: with 100,000 entries the round is bound by memory, not by
-// arithmetic. The rules are spread over the workers (eachRule).
+// Tick's one pass over the entries, each closed and retargeted while its
+// state is in the cache: with 100,000 entries the round is bound by memory, not by
+// arithmetic. The rules are spread over the workers (spreadRules).
 func (p *Planner) retarget(closes []closing) {
 	warm := p.closed-p.started >= int64(p.cfg.Warmup) // a new leader first learns the demand
 	n := len(p.dcs)
@@ -18,12 +18,12 @@ func (p *Planner) retarget(closes []closing) {
 		out     []float64
 		retired int
 	}
-	work := make([]scratch, p.cfg.Workers)
+	rss := p.ruleStates()
+	work := make([]scratch, min(p.cfg.Workers, max(1, len(rss))))
 	for w := range work {
 		work[w] = scratch{in: make([]allocate.DC, n), out: make([]float64, n)}
 	}
-	rss := p.ruleStates()
-	p.eachRule(rss, func(w, i int) {
+	p.spreadRules(rss, func(w, i int) {
 		rs, in, out := rss[i], work[w].in, work[w].out
 		for _, c := range closes {
 			p.closeEntry(rs.entry, c)

@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 )
 
-// eachRule calls f for every rule of rss (i is its index in rss), on up
+// spreadRules calls f for every rule of rss (i is its index in rss), on up
 // to cfg.Workers goroutines that have ended when it returns; w, in [0,
 // workers), tells f which goroutine's scratch to use. The rules of a round
 // are independent: f may change only rss[i] and what belongs to it, and
 // read the planner's own state, which nothing changes meanwhile.
-func (p *Planner) eachRule(rss []*ruleState, f func(w, i int)) {
+func (p *Planner) spreadRules(rss []*ruleState, f func(w, i int)) {
 	workers := min(p.cfg.Workers, len(rss))
 	if workers <= 1 {
 		for i := range rss {
