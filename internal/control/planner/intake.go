@@ -89,7 +89,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		if late {
 			put = addLate
 		}
-		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.spec.WindowSeconds))
+		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.windowMs(idx*p.intervalMs)))
 		for _, k := range ru.GetKeys() {
 			p.ingestKey(rs, d, idx, k, scale, put)
 			if e := rs.keys[k.GetKey()]; aware && e != nil && k.Consumed != nil {
@@ -109,7 +109,7 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 		p.stats.Refused++
 		return
 	}
-	f := p.fraction(float64(k.GetOffered())*scale, limit, rs.spec.WindowSeconds)
+	f := p.fraction(float64(k.GetOffered())*scale, limit, rs.windowMs(idx*p.intervalMs))
 	e := rs.keys[key]
 	if e == nil {
 		// A key earns a share of its own when it uses at least half of
@@ -125,14 +125,27 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 	put(e, d, idx, f)
 }
 
-// fraction converts an offered count per interval into a fraction of limit
-// per window.
-func (p *Planner) fraction(offered float64, limit, windowSeconds int64) float64 {
-	if limit <= 0 || windowSeconds <= 0 {
+// fraction converts an offered count per interval into a fraction of what
+// limit renews per interval, over windows of windowMs (rs.windowMs).
+func (p *Planner) fraction(offered float64, limit, windowMs int64) float64 {
+	if limit <= 0 || windowMs <= 0 {
 		return 0
 	}
-	perInterval := float64(limit) * float64(p.intervalMs) / float64(windowSeconds*1000)
+	perInterval := float64(limit) * float64(p.intervalMs) / float64(windowMs)
 	return offered / perInterval
+}
+
+// windowMs is the length of rs's window that holds Unix ms t: its
+// WindowSeconds, or for calendar months that month's own length (28 to 31
+// days), so that a demand is a fraction of what the limit renews in the
+// month it comes in. (With 31 days, a February at 91% of its quota's rate
+// would count as asking for all of it.)
+func (rs *ruleState) windowMs(t int64) int64 {
+	if rs.spec.Calendar == rule.CalendarMonth {
+		start, end := algorithm.Params{Calendar: algorithm.Month, Window: algorithm.MonthWindow}.WindowBounds(time.UnixMilli(t))
+		return end.Sub(start).Milliseconds()
+	}
+	return rs.spec.WindowSeconds * 1000
 }
 
 func add(e *entry, d int, idx int64, f float64) {
