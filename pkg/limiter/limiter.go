@@ -949,8 +949,8 @@ var (
 // reported by node and reason (l.fell).
 func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	var hopBuf [4]hop
-	rt := route{hops: hopBuf[:0]}
-	l.route(ctx, reqs, &rt)
+	var rt route
+	rt.hops, rt.at = l.route(ctx, reqs, hopBuf[:0])
 	allowed := 0
 	for i := range rt.hops {
 		h := &rt.hops[i]
@@ -1138,8 +1138,12 @@ func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algori
 		}
 	}
 	got := make([][]algorithm.Result, len(rt.hops))
+	// The goroutines work on a copy of the hops, copied back once they have
+	// ended: rt, on storeCall's stack, stays there on the paths that start
+	// none.
+	hops := slices.Clone(rt.hops)
 	call := func(i int) {
-		h := &rt.hops[i]
+		h := &hops[i]
 		h.bound = h.n.timeout.bound()
 		h.callStart = l.now()
 		res, err := l.onNode.DecideOn(ctx, h.n.name, h.bound, now, parts[i])
@@ -1162,6 +1166,7 @@ func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algori
 	}
 	call(first)
 	wg.Wait()
+	copy(rt.hops, hops)
 	results := make([]algorithm.Result, 0, n)
 	next := make([]int, len(rt.hops))
 	for i := range reqs {

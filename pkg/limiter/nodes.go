@@ -187,33 +187,37 @@ func (rt *route) hopOf(i int) *hop {
 	return &rt.hops[rt.at[i]]
 }
 
-// route finds the node of each of reqs.
-func (l *Limiter) route(ctx context.Context, reqs []algorithm.Request, rt *route) {
+// route finds the node of each of reqs: it returns the hops, appended to
+// hops (the caller's buffer, so that a call on one node allocates
+// nothing), and the index in them of each request's node (nil: all on
+// the first). It returns them rather than filling a route through a
+// pointer, which would move the caller's buffer to the heap.
+func (l *Limiter) route(ctx context.Context, reqs []algorithm.Request, hops []hop) ([]hop, []int) {
 	if l.locator == nil {
-		rt.hops = append(rt.hops, hop{n: l.single, reqs: len(reqs)})
-		return
+		return append(hops, hop{n: l.single, reqs: len(reqs)}), nil
 	}
 	now := l.now().UnixNano()
-	rt.at = make([]int, len(reqs))
+	at := make([]int, len(reqs))
 	for i, r := range reqs {
 		name, err := l.locator.Node(ctx, r)
 		if err != nil {
 			name = ""
 		}
 		h := -1
-		for j := range rt.hops {
-			if rt.hops[j].n.name == name {
+		for j := range hops {
+			if hops[j].n.name == name {
 				h = j
 				break
 			}
 		}
 		if h < 0 {
-			h = len(rt.hops)
-			rt.hops = append(rt.hops, hop{n: l.nodes.get(name, now)})
+			h = len(hops)
+			hops = append(hops, hop{n: l.nodes.get(name, now)})
 		}
-		rt.hops[h].reqs++
-		rt.at[i] = h
+		hops[h].reqs++
+		at[i] = h
 	}
+	return hops, at
 }
 
 // newNode returns the state of a node first met.
