@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -17,14 +18,21 @@ func FuzzReports(f *testing.F) {
 	good, _ := proto.Marshal(&weirv1.UsageReport{Dc: "a", Instance: "i", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
 		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 5000, Admitted: 900, Rejected: 4100,
 			Keys: []*weirv1.KeyUsage{{Key: "k", Offered: 4000, Rejected: 3000, Limit: 1000}}}}})
+	monthly, _ := proto.Marshal(&weirv1.UsageReport{Dc: "b", Instance: "j", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
+		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "m", Offered: 50, Admitted: 50, Consumed: proto.Int64(70_000),
+			Keys: []*weirv1.KeyUsage{{Key: "t", Offered: 40, Limit: 100_000, Consumed: proto.Int64(90_000)}}}}})
 	f.Add(good, good)
+	f.Add(good, monthly)
 	f.Add([]byte{0x0a, 0x01, 'a'}, []byte{0xff})
 	f.Fuzz(func(t *testing.T, m1, m2 []byte) {
 		p, err := New(Config{DCs: simDCs, Interval: time.Second, Warmup: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.SetRules([]rule.Rule{simRule()})
+		// A second rule, keyed and monthly, so that two rules share a round.
+		month := rule.Rule{Domain: "api", ID: "m", KeyType: rule.Dimensions{"tenant"}, Limit: 100_000, Calendar: rule.CalendarMonth, Algorithm: algorithm.FixedWindow, Scope: rule.ScopeGlobal, Enabled: true}
+		month.SetDefaults()
+		p.SetRules([]rule.Rule{simRule(), month})
 		p.Load(now, nil, nil, nil)
 		p.Tick(now)
 		at := now
