@@ -287,17 +287,29 @@ func (e *entry) usageAware() bool {
 const moveSpan = 5
 
 // movedAway reports whether DC d's demand moved to another DC: d's demand
-// stopped (observeDemand), and another DC, still asking, started after d did and
-// within moveSpan intervals of d's stop. A DC whose demand comes in
-// periodic batches while the others' stays as it was has not moved: it
-// keeps its own for the next batch.
+// stopped (observeDemand), and another DC started after d did and within
+// moveSpan intervals of d's stop, and is still asking — or its demand moved
+// away in its turn, and so on (a → b → c: what a left went on to c, which
+// is asking). A DC whose demand comes in periodic batches while the
+// others' stays as it was has not moved: it keeps its own for the next
+// batch.
 func (e *entry) movedAway(d int) bool {
+	var seen uint64 // the DCs looked at; at most allocate.MaxStackDCs
+	return e.movedOn(d, &seen)
+}
+
+// movedOn is movedAway, past the DCs of seen.
+func (e *entry) movedOn(d int, seen *uint64) bool {
+	*seen |= 1 << d
 	s := e.stoppedAt[d]
 	if s < 0 {
 		return false
 	}
 	for o, t := range e.startedAt {
-		if o != d && t > e.startedAt[d] && max(t-s, s-t) <= moveSpan && e.est[o].Estimate() > 0 {
+		if *seen&(1<<o) != 0 || t <= e.startedAt[d] || max(t-s, s-t) > moveSpan {
+			continue
+		}
+		if e.est[o].Estimate() > 0 || e.movedOn(o, seen) {
 			return true
 		}
 	}

@@ -95,6 +95,11 @@ func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 		// 3,832 admitted without the rule: a's consumption aged out to b
 		// a round trip late at every plan.
 		{"four times the limit moving every 20 s", moving(40, 20, "a", "b"), "b", 6100, 4100},
+		// What a DC frees ages out while the demand is two DCs on (a's
+		// phase ends as b's starts, b's as c's, and a's admissions leave
+		// the window in c's phase): 3,868 admitted when only a direct
+		// move counted, a's target its reading again once b stopped.
+		{"four times the limit moving a → b → c every 30 s", moving(40, 30, "a", "b", "c"), "b", 5200, 4100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, logRule(600, 60), "", 300*time.Millisecond)
