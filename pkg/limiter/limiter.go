@@ -1139,8 +1139,8 @@ func (l *Limiter) decideByNode(ctx context.Context, now time.Time, reqs []algori
 	}
 	got := make([][]algorithm.Result, len(rt.hops))
 	// The goroutines work on a copy of the hops, copied back once they have
-	// ended: rt, on storeCall's stack, stays there on the paths that start
-	// none.
+	// ended, so that rt stays on storeCall's stack: only the copy, on this
+	// path alone, is on the heap.
 	hops := slices.Clone(rt.hops)
 	call := func(i int) {
 		h := &hops[i]

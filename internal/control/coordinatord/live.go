@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
@@ -61,10 +60,10 @@ func (l live) Shares(ctx context.Context, domain, ruleID string) ([]adminapi.DCS
 	out := make([]adminapi.DCShare, len(v.DCs))
 	for i, d := range v.DCs {
 		out[i] = adminapi.DCShare{DC: d.DC, Demand: d.Demand, Share: d.Share, Target: d.Target}
-		// Admitted, as a fraction of the limit per window, over the
-		// statistics' period.
-		if s, ok := st.DCs[d.DC]; ok && v.Limit > 0 && st.Period > 0 && v.WindowSeconds > 0 {
-			windows := float64(st.Period) / float64(time.Duration(v.WindowSeconds)*time.Second)
+		// Admitted, as a fraction of the limit per window (the month at
+		// hand for calendar months, as Demand), over the statistics' period.
+		if s, ok := st.DCs[d.DC]; ok && v.Limit > 0 && st.Period > 0 && v.Renewal > 0 {
+			windows := float64(st.Period) / float64(v.Renewal)
 			out[i].Admitted = float64(s.Admitted) / windows / float64(v.Limit)
 		}
 	}

@@ -288,17 +288,22 @@ const moveSpan = 5
 
 // movedAway reports whether DC d's demand moved to another DC: d's demand
 // stopped (observeDemand), and another DC started after d did and within
-// moveSpan intervals of d's stop, and is still asking — or its demand moved
-// away in its turn, and so on (a → b → c: what a left went on to c, which
-// is asking). A DC whose demand comes in periodic batches while the
-// others' stays as it was has not moved: it keeps its own for the next
-// batch.
+// moveSpan intervals of d's stop, and is still asking — or asked for longer
+// than moveSpan intervals and then moved away in its turn, and so on
+// (a → b → c: what a left went on to c, which is asking). A DC whose
+// demand comes in periodic batches while the others' stays as it was has
+// not moved: it keeps its own for the next batch. Nor does a chain pass
+// through a blip: a batch, another DC's blip as it ends, then a DC that
+// starts for good just after the blip is no move of the batch's demand.
 func (e *entry) movedAway(d int) bool {
-	var seen uint64 // the DCs looked at; at most allocate.MaxStackDCs
+	var seen uint64
 	return e.movedOn(d, &seen)
 }
 
-// movedOn is movedAway, past the DCs of seen.
+// movedOn is movedAway for d, looking past the DCs of seen, to which it
+// adds d and every DC it looks at. A chain moves forward in startedAt, so
+// it has no cycle; seen only spares looking at a DC twice. It holds up to
+// 64 DCs (the planner takes at most allocate.MaxStackDCs).
 func (e *entry) movedOn(d int, seen *uint64) bool {
 	*seen |= 1 << d
 	s := e.stoppedAt[d]
@@ -309,12 +314,15 @@ func (e *entry) movedOn(d int, seen *uint64) bool {
 		if *seen&(1<<o) != 0 || t <= e.startedAt[d] || max(t-s, s-t) > moveSpan {
 			continue
 		}
-		if e.est[o].Estimate() > 0 || e.movedOn(o, seen) {
+		if e.est[o].Estimate() > 0 || e.stoppedAt[o]-t > moveSpan && e.movedOn(o, seen) {
 			return true
 		}
 	}
 	return false
 }
+
+// A chain's visited set is a uint64: the planner's DCs must fit.
+var _ [64 - allocate.MaxStackDCs]struct{}
 
 // awareTargets turns e's target shares into usage-aware local limits:
 // each DC keeps what it consumed (own), and what nobody may hold is

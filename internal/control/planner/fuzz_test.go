@@ -12,7 +12,9 @@ import (
 )
 
 // Whatever a Kafka message holds, the coordinator neither crashes nor plans
-// shares that sum above 1.
+// local limits that sum above the limit, for a rule or a key. (What the
+// DCs may hold can: a hostile reading may claim more than a DC could have
+// consumed.)
 func FuzzReports(f *testing.F) {
 	now := time.UnixMilli(1_700_000_000_000)
 	good, _ := proto.Marshal(&weirv1.UsageReport{Dc: "a", Instance: "i", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
@@ -34,6 +36,11 @@ func FuzzReports(f *testing.F) {
 		month.SetDefaults()
 		p.SetRules([]rule.Rule{simRule(), month})
 		p.Load(now, nil, nil, nil)
+		// A new leader ingests what comes before its first Tick.
+		var first weirv1.UsageReport
+		if proto.Unmarshal(m2, &first) == nil {
+			_ = p.Ingest(&first, now)
+		}
 		p.Tick(now)
 		at := now
 		for i, m := range [][]byte{m1, m2, m1, m2, m1, m2} {
@@ -50,17 +57,27 @@ func FuzzReports(f *testing.F) {
 				p.SetAck(d, int64(i+1), at)
 			}
 			for _, v := range p.Snapshot() {
-				sum := 0.0
-				for _, d := range v.DCs {
-					if !(d.Share >= 0 && d.Share <= 1) {
-						t.Fatalf("share %v", d.Share)
-					}
-					sum += d.Held
-				}
-				if sum > 1 {
-					t.Fatalf("held shares sum to %v", sum)
+				localLimitsFit(t, v.Limit, v.DCs)
+				for _, k := range p.Keys(v.Domain, v.RuleID) {
+					localLimitsFit(t, k.Limit, k.DCs)
 				}
 			}
 		}
 	})
+}
+
+// localLimitsFit fails t when the DCs' local limits of an entry sum above
+// its limit, or a share leaves [0, 1].
+func localLimitsFit(t *testing.T, limit int64, dcs []DCView) {
+	t.Helper()
+	sum := int64(0)
+	for _, d := range dcs {
+		if !(d.Share >= 0 && d.Share <= 1) {
+			t.Fatalf("share %v", d.Share)
+		}
+		sum += d.LocalLimit
+	}
+	if sum > limit {
+		t.Fatalf("local limits %v sum to %d, above the limit %d", dcs, sum, limit)
+	}
 }

@@ -24,6 +24,10 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		return p.refuse("sequence 0")
 	case r.GetIntervalMs() <= 0 || r.GetIntervalMs() > 3600_000:
 		return p.refuse("interval of %d ms", r.GetIntervalMs())
+	case r.GetIntervalStartMs() < 0:
+		// Interval indices index rings by their remainder: a negative one
+		// would index out of them.
+		return p.refuse("interval starting at %d ms, before 1970", r.GetIntervalStartMs())
 	}
 	idx := r.GetIntervalStartMs() / p.intervalMs
 	nowIdx := now.UnixMilli() / p.intervalMs
@@ -89,9 +93,10 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		if late {
 			put = addLate
 		}
-		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, rs.windowMs(idx*p.intervalMs)))
+		window := rs.windowMs(idx * p.intervalMs)
+		put(rs.entry, d, idx, p.fraction(float64(ru.GetOffered())*scale, rs.entry.limit, window))
 		for _, k := range ru.GetKeys() {
-			p.ingestKey(rs, d, idx, k, scale, put)
+			p.ingestKey(rs, d, idx, k, scale, window, put)
 			if e := rs.keys[k.GetKey()]; aware && e != nil && k.Consumed != nil {
 				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
 			}
@@ -100,7 +105,9 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 	return nil
 }
 
-func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64, put func(*entry, int, int64, float64)) {
+// ingestKey accounts for key usage k of rs in DC d's report of interval
+// idx; window is rs.windowMs of the interval.
+func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage, scale float64, window int64, put func(*entry, int, int64, float64)) {
 	key, limit := k.GetKey(), k.GetLimit()
 	if limit == 0 && k.GetOffered() == 0 && k.GetAdmitted() == 0 && k.GetRejected() == 0 && k.Consumed != nil {
 		return // a quiet key's reading alone (usage/holding.go): no demand, the limit as it was
@@ -109,7 +116,7 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 		p.stats.Refused++
 		return
 	}
-	f := p.fraction(float64(k.GetOffered())*scale, limit, rs.windowMs(idx*p.intervalMs))
+	f := p.fraction(float64(k.GetOffered())*scale, limit, window)
 	e := rs.keys[key]
 	if e == nil {
 		// A key earns a share of its own when it uses at least half of

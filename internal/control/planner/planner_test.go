@@ -299,6 +299,9 @@ func TestPlannerRefusesHostileReports(t *testing.T) {
 		{"sequence 0", func(r *weirv1.UsageReport) { r.Sequence = 0 }},
 		{"interval 0", func(r *weirv1.UsageReport) { r.IntervalMs = 0 }},
 		{"interval in the future", func(r *weirv1.UsageReport) { r.IntervalStartMs = now.Add(time.Hour).UnixMilli() }},
+		// Before the first Tick (a new leader), a negative interval index
+		// indexed the rings out of range: the coordinator crashed.
+		{"interval before 1970", func(r *weirv1.UsageReport) { r.IntervalStartMs = -5000 }},
 	}
 	for _, tt := range tests {
 		r := ok()

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"sort"
+	"time"
 
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
@@ -14,6 +15,9 @@ type RuleView struct {
 	WindowSeconds int64    `json:"window_seconds"`
 	Keys          int      `json:"keys_with_shares"`
 	DCs           []DCView `json:"dcs"`
+	// Renewal is the window Demand is a fraction of: WindowSeconds, or for
+	// calendar months the month of the planner's last Tick.
+	Renewal time.Duration `json:"-"`
 }
 
 // DCView is one DC's part of a rule or key.
@@ -44,7 +48,8 @@ type DCView struct {
 func (p *Planner) Snapshot() []RuleView {
 	out := make([]RuleView, 0, len(p.rules))
 	for _, rs := range p.rules {
-		v := RuleView{Domain: rs.ref.domain, RuleID: rs.ref.id, Limit: rs.spec.Limit, WindowSeconds: rs.spec.WindowSeconds, Keys: len(rs.keys)}
+		v := RuleView{Domain: rs.ref.domain, RuleID: rs.ref.id, Limit: rs.spec.Limit, WindowSeconds: rs.spec.WindowSeconds, Keys: len(rs.keys),
+			Renewal: time.Duration(rs.windowMs(p.now.UnixMilli())) * time.Millisecond}
 		v.DCs = p.dcViews(rs, rs.entry)
 		out = append(out, v)
 	}
