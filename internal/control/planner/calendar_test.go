@@ -12,12 +12,11 @@ import (
 
 // TestMonthlyDemandIsAFractionOfItsMonth plays a DC that asks, every
 // interval, exactly what a monthly quota (a rule's, and a key's with a
-// share of its own) renews per interval in February,
-// in February, March and April, and checks the demand the planner
-// estimates as a fraction of what the quota renews in that month: all of
-// it in February (28 days), 31/28 in March, 30/28 in April. Against
-// 31-day months, February would ask for 31/28 of its quota: congested
-// while under it.
+// share of its own) renews per interval in February, in February, March
+// and April, and checks the demand the planner estimates as a fraction of
+// what the quota renews in that month: all of it in February (28 days),
+// 31/28 in March, 30/28 in April. Against 31-day months, February would
+// ask for 31/28 of its quota: congested while under it.
 func TestMonthlyDemandIsAFractionOfItsMonth(t *testing.T) {
 	const limit = 2_419_200_000 // 1,000 per second over 28 days
 	monthly := rule.Rule{Domain: "api", ID: "monthly", Limit: limit, Calendar: rule.CalendarMonth, Algorithm: algorithm.FixedWindow, Scope: rule.ScopeGlobal, Enabled: true}
@@ -59,7 +58,7 @@ func TestMonthlyDemandIsAFractionOfItsMonth(t *testing.T) {
 					r := &weirv1.UsageReport{Dc: dc, Instance: dc, Sequence: uint64(i + 1), IntervalStartMs: at.UnixMilli() - 1000, IntervalMs: 1000,
 						Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "monthly", Offered: offered, Admitted: offered},
 							{Domain: "api", RuleId: "tenant", Offered: offered, Admitted: offered,
-								Keys: []*weirv1.KeyUsage{{Key: "t1", Offered: offered, Admitted: offered, Rejected: uint64(min(1, offered)), Limit: limit}}}}}
+								Keys: []*weirv1.KeyUsage{{Key: "t1", Offered: offered, Admitted: offered, Rejected: min(1, offered), Limit: limit}}}}}
 					if err := p.Ingest(r, at); err != nil {
 						t.Fatal(err)
 					}

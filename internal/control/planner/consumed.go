@@ -302,8 +302,8 @@ func (e *entry) movedAway(d int) bool {
 
 // movedOn is movedAway for d, looking past the DCs of seen, to which it
 // adds d and every DC it looks at. A chain moves forward in startedAt, so
-// it has no cycle; seen only spares looking at a DC twice. It holds up to
-// 64 DCs (the planner takes at most allocate.MaxStackDCs).
+// it has no cycle; seen only spares looking at a DC twice. seen holds up
+// to 64 DCs (the planner takes at most allocate.MaxStackDCs).
 func (e *entry) movedOn(d int, seen *uint64) bool {
 	*seen |= 1 << d
 	s := e.stoppedAt[d]

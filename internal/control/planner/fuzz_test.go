@@ -23,8 +23,10 @@ func FuzzReports(f *testing.F) {
 	monthly, _ := proto.Marshal(&weirv1.UsageReport{Dc: "b", Instance: "j", Sequence: 1, IntervalStartMs: now.UnixMilli() - 1000, IntervalMs: 1000,
 		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "m", Offered: 50, Admitted: 50, Consumed: proto.Int64(70_000),
 			Keys: []*weirv1.KeyUsage{{Key: "t", Offered: 40, Limit: 100_000, Consumed: proto.Int64(90_000)}}}}})
+	before1970, _ := proto.Marshal(&weirv1.UsageReport{Dc: "a", Instance: "i", Sequence: 1, IntervalStartMs: -5000, IntervalMs: 1000})
 	f.Add(good, good)
 	f.Add(good, monthly)
+	f.Add(good, before1970)
 	f.Add([]byte{0x0a, 0x01, 'a'}, []byte{0xff})
 	f.Fuzz(func(t *testing.T, m1, m2 []byte) {
 		p, err := New(Config{DCs: simDCs, Interval: time.Second, Warmup: 1})

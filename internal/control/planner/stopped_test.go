@@ -39,6 +39,52 @@ func TestObserveStopped(t *testing.T) {
 	}
 }
 
+// TestMovedAway checks movedAway on hand-set starts and stops (intervals;
+// the span is 5): a direct move, and chains through DCs that asked for
+// longer than the span, count; a chain through a blip, a start too late
+// or too early, and a chain that ends in no DC asking do not.
+func TestMovedAway(t *testing.T) {
+	dcs := []string{"a", "b", "c", "d"}
+	p, err := New(Config{DCs: dcs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type dc struct {
+		started, stopped int64 // -1: none
+		asking           bool
+	}
+	for _, tc := range []struct {
+		name string
+		dcs  []dc // a, b, c, d
+		want bool // a's demand moved away
+	}{
+		{"direct", []dc{{0, 10, false}, {11, -1, true}, {-1, -1, false}, {-1, -1, false}}, true},
+		{"the other started too late", []dc{{0, 10, false}, {17, -1, true}, {-1, -1, false}, {-1, -1, false}}, false},
+		{"the other started first", []dc{{3, 10, false}, {2, -1, true}, {-1, -1, false}, {-1, -1, false}}, false},
+		{"a has not stopped", []dc{{0, -1, true}, {11, -1, true}, {-1, -1, false}, {-1, -1, false}}, false},
+		{"the other no longer asks", []dc{{0, 10, false}, {11, 30, false}, {-1, -1, false}, {-1, -1, false}}, false},
+		{"through a DC that asked long", []dc{{0, 10, false}, {11, 30, false}, {32, -1, true}, {-1, -1, false}}, true},
+		{"through two", []dc{{0, 10, false}, {11, 30, false}, {32, 50, false}, {52, -1, true}}, true},
+		{"through a blip", []dc{{0, 10, false}, {11, 13, false}, {17, -1, true}, {-1, -1, false}}, false},
+		{"to a chain's end that no longer asks", []dc{{0, 10, false}, {11, 30, false}, {32, 40, false}, {-1, -1, false}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := p.newEntry(&ruleState{spec: logRule(600, 60)}, "", 600)
+			for d, x := range tc.dcs {
+				if x.asking {
+					for i := range 5 {
+						p.est.Observe(&e.est[d], int64(i), 1)
+					}
+				}
+				e.startedAt[d], e.stoppedAt[d] = x.started, x.stopped
+			}
+			if got := e.movedAway(0); got != tc.want {
+				t.Errorf("movedAway(a) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestOnlyDCsTheDemandLeftGiveUpTheirOwn: a DC gives up what it
 // consumed (awareTargets) only when its demand moved to another DC and the
 // entry is congested.

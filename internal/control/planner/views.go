@@ -16,7 +16,8 @@ type RuleView struct {
 	Keys          int      `json:"keys_with_shares"`
 	DCs           []DCView `json:"dcs"`
 	// Renewal is the window Demand is a fraction of: WindowSeconds, or for
-	// calendar months the month of the planner's last Tick.
+	// calendar months the month holding the planner's latest time (its
+	// last Tick or Plan).
 	Renewal time.Duration `json:"-"`
 }
 
