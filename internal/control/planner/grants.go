@@ -38,7 +38,7 @@ func (p *Planner) Plan(now time.Time) []Write {
 	}
 	p.spreadRules(rss, func(w, i int) {
 		p.stepRule(rss[i], due[w])
-		byRule[i] = p.docs(rss[i], due[w], now, nil)
+		byRule[i] = p.docs(rss[i], due[w], now)
 	})
 	var ws []Write
 	for _, rw := range byRule {
@@ -67,13 +67,14 @@ func (p *Planner) stepRule(rs *ruleState, due []bool) {
 	}
 }
 
-// docs appends to ws the documents of rs due in each DC, built from the
-// grants in flight, with the keys in order. It keeps the keys' entries in
-// that order for Written.
-func (p *Planner) docs(rs *ruleState, due []bool, now time.Time, ws []Write) []Write {
+// docs returns the documents of rs due in each DC, built from the grants
+// in flight, with the keys in order. It keeps the keys' entries in that
+// order for Written.
+func (p *Planner) docs(rs *ruleState, due []bool, now time.Time) []Write {
 	if !slices.Contains(due, true) {
-		return ws
+		return nil
 	}
+	var ws []Write
 	clear(rs.docKeys) // no retired entry stays referenced past the keys' count
 	rs.docKeys = rs.docKeys[:0]
 	for _, ke := range rs.keys {

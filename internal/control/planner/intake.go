@@ -148,11 +148,11 @@ func (p *Planner) fraction(offered float64, limit, windowMs int64) float64 {
 // month it comes in. (With 31 days, a February at 91% of its quota's rate
 // would count as asking for all of it.)
 func (rs *ruleState) windowMs(t int64) int64 {
-	if rs.spec.Calendar == rule.CalendarMonth {
-		start, end := algorithm.Params{Calendar: algorithm.Month, Window: algorithm.MonthWindow}.WindowBounds(time.UnixMilli(t))
-		return end.Sub(start).Milliseconds()
+	if rs.spec.Calendar == "" {
+		return rs.spec.WindowSeconds * 1000
 	}
-	return rs.spec.WindowSeconds * 1000
+	start, end := rs.spec.Params(rs.spec.Limit, rs.spec.Burst).WindowBounds(time.UnixMilli(t))
+	return end.Sub(start).Milliseconds()
 }
 
 func add(e *entry, d int, idx int64, f float64) {

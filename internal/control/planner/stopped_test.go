@@ -107,6 +107,21 @@ func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 			return m
 		}
 	}
+	// batches: c sends 200 at the start of every minute; a asks four times
+	// the limit's rate from second aFrom on; with blip, b sends 10 two
+	// seconds into every minute.
+	batches := func(aFrom int, blip bool) func(int) map[string]float64 {
+		return func(sec int) map[string]float64 {
+			m := burst(40, 200, 60)(sec)
+			if sec < aFrom {
+				delete(m, "a")
+			}
+			if blip && sec%60 == 2 {
+				m["b"] = 10
+			}
+			return m
+		}
+	}
 	for _, tc := range []struct {
 		name        string
 		rates       func(sec int) map[string]float64
@@ -118,38 +133,17 @@ func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 		{"one every 5 s beside a steady half", burst(5, 1, 5), "c", 0, 0},
 		{"bursts beside a steady half", burst(5, 10, 20), "c", 74, 0},
 		{"bursts beside a congesting DC", burst(40, 10, 20), "c", 130, 0},
-		{"a batch a minute beside a congesting DC", burst(40, 200, 60), "c", 0, 0},
+		{"a batch a minute beside a congesting DC", batches(0, false), "c", 0, 0},
 		// b sends a blip just after each batch ends: b has started, but
 		// asks no more a plan or two later, so c has not moved away.
-		{"a batch a minute, another DC's blip just after it", func(sec int) map[string]float64 {
-			m := burst(40, 200, 60)(sec)
-			if sec%60 == 2 {
-				m["b"] = 10
-			}
-			return m
-		}, "c", 0, 0},
+		{"a batch a minute, another DC's blip just after it", batches(0, true), "c", 0, 0},
 		// b's blip starts as c's first batch ends, and a starts for good
 		// a few seconds after the blip: no move of c's demand, though each
 		// start follows a stop closely (a chain passes only through a DC
 		// that asked for longer than the span).
-		{"a batch a minute, a blip after it, then a DC that starts", func(sec int) map[string]float64 {
-			m := burst(40, 200, 60)(sec)
-			if sec < 8 {
-				delete(m, "a")
-			}
-			if sec%60 == 2 {
-				m["b"] = 10
-			}
-			return m
-		}, "c", 0, 0},
+		{"a batch a minute, a blip after it, then a DC that starts", batches(8, true), "c", 0, 0},
 		// a starts 28 s after c's first batch ended: no move.
-		{"a batch a minute beside a DC that started later", func(sec int) map[string]float64 {
-			m := burst(40, 200, 60)(sec)
-			if sec < 30 {
-				delete(m, "a")
-			}
-			return m
-		}, "c", 0, 0},
+		{"a batch a minute beside a DC that started later", batches(30, false), "c", 0, 0},
 		{"big bursts beside a congesting DC", burst(12, 100, 20), "c", 1300, 0},
 		{"half the limit moving every 5 s", moving(5, 5, "a", "b"), "b", 192, 1632},
 		// 3,832 admitted without the rule: a's consumption aged out to b

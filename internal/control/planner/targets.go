@@ -8,8 +8,9 @@ import (
 // retarget feeds every entry the intervals of closes (closeEntry) and,
 // past the warm-up, computes its target shares from the estimates. It is
 // Tick's one pass over the entries, each closed and retargeted while its
-// state is in the cache: with 100,000 entries the round is bound by memory, not by
-// arithmetic. The rules are spread over the workers (spreadRules).
+// state is in the cache: with 100,000 entries the round is bound by
+// memory, not by arithmetic. The rules are spread over the workers
+// (spreadRules).
 func (p *Planner) retarget(closes []closing) {
 	warm := p.closed-p.started >= int64(p.cfg.Warmup) // a new leader first learns the demand
 	n := len(p.dcs)

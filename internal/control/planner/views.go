@@ -47,16 +47,14 @@ type DCView struct {
 
 // Snapshot returns every rule's state, sorted by domain and id.
 func (p *Planner) Snapshot() []RuleView {
-	out := make([]RuleView, 0, len(p.rules))
-	for _, rs := range p.rules {
+	rss := p.ruleStates()
+	out := make([]RuleView, 0, len(rss))
+	for _, rs := range rss {
 		v := RuleView{Domain: rs.ref.domain, RuleID: rs.ref.id, Limit: rs.spec.Limit, WindowSeconds: rs.spec.WindowSeconds, Keys: len(rs.keys),
 			Renewal: time.Duration(rs.windowMs(p.now.UnixMilli())) * time.Millisecond}
 		v.DCs = p.dcViews(rs, rs.entry)
 		out = append(out, v)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Domain < out[j].Domain || out[i].Domain == out[j].Domain && out[i].RuleID < out[j].RuleID
-	})
 	return out
 }
 

@@ -37,7 +37,7 @@ func (p *Planner) spreadRules(rss []*ruleState, f func(w, i int)) {
 	wg.Wait()
 }
 
-// ruleStates returns the rules, in the order of their references.
+// ruleStates returns the rules, sorted by domain and id.
 func (p *Planner) ruleStates() []*ruleState {
 	rss := make([]*ruleState, 0, len(p.rules))
 	for _, rs := range p.rules {
