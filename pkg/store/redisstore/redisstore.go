@@ -71,15 +71,28 @@ var (
 	batchLoop string
 )
 
+// scriptParams are the parameters of every algorithm's script function
+// (lua/batch.lua says what each is).
+const scriptParams = "(key, mode, now, admittedAt, argv, first, out, o)"
+
+// scriptSource is the script that runs one request of an algorithm whose
+// script function has the body src: KEYS[1] the key, ARGV the mode, now
+// ms, admittedAt ms and the algorithm's own arguments.
+func scriptSource(src string) string {
+	return "local function run" + scriptParams + "\n" + src + "\nend\n" +
+		"local out = {}\n" +
+		"run(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV, 4, out, 1)\n" +
+		"return out\n"
+}
+
 // batchSource is the script that runs the requests of several keys in one
-// call (lua/batch.lua): each algorithm's script, as a function of KEYS and
-// ARGV, under its letter in the table scripts, then the loop over the
-// keys.
+// call (lua/batch.lua): each algorithm's script function under its letter
+// in the table scripts, then the loop over the keys.
 func batchSource() string {
 	var b strings.Builder
 	b.WriteString("local scripts = {}\n")
 	for _, sc := range []struct{ letter, src string }{{"b", bucketLua}, {"f", fixedLua}, {"c", counterLua}, {"l", logLua}} {
-		fmt.Fprintf(&b, "scripts['%s'] = function(KEYS, ARGV)\n%s\nend\n", sc.letter, sc.src)
+		fmt.Fprintf(&b, "scripts['%s'] = function%s\n%s\nend\n", sc.letter, scriptParams, sc.src)
 	}
 	b.WriteString(batchLoop)
 	return b.String()
@@ -128,12 +141,12 @@ func New(c Client, cfg Config) (*Store, error) {
 	_, single := c.(singleClient)
 	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), "")}
 	s.batching.Store(single && !cfg.ScriptPerRequest)
-	bucket := newScript(bucketLua, "b")
+	bucket := newScript(scriptSource(bucketLua), "b")
 	s.scripts[algorithm.TokenBucket] = bucket
 	s.scripts[algorithm.LeakyBucket] = bucket
-	s.scripts[algorithm.FixedWindow] = newScript(fixedLua, "f")
-	s.scripts[algorithm.SlidingWindowCounter] = newScript(counterLua, "c")
-	s.scripts[algorithm.SlidingWindowLog] = newScript(logLua, "l")
+	s.scripts[algorithm.FixedWindow] = newScript(scriptSource(fixedLua), "f")
+	s.scripts[algorithm.SlidingWindowCounter] = newScript(scriptSource(counterLua), "c")
+	s.scripts[algorithm.SlidingWindowLog] = newScript(scriptSource(logLua), "l")
 	// The tags of the counter algorithms end in a layout version: their
 	// states were hashes under "tb", "lb", "fw" and "sc", and are packed
 	// strings since version 2. A new name rather than reading both
@@ -215,6 +228,12 @@ const (
 	modeRefund = "r"
 )
 
+// ownArgs is where a call's arguments of its algorithm's own begin in
+// call.argv: after the command, the script, the key count, the key, and
+// the arguments every script takes (mode, now, admittedAt), which a batch
+// sends once.
+const ownArgs = 7
+
 // prepare fills c for r, whose Redis key is key, at now and at. Boxing a
 // number in an interface allocates, so now and at come boxed, once for a
 // batch, and so do the parameters when prev, the call before c, has the
@@ -227,24 +246,24 @@ func (s *Store) prepare(c, prev *call, r algorithm.Request, key string, refund b
 	if refund {
 		c.argv[4] = modeRefund
 	}
-	c.argv[5] = now
-	n := 8
+	c.argv[5], c.argv[6] = now, at
+	n := ownArgs + 2
 	if p.Algorithm.IsBucket() {
 		n++
 	}
 	if prev != nil && prev.p == p {
-		copy(c.argv[6:n], prev.argv[6:n])
+		copy(c.argv[ownArgs:n], prev.argv[ownArgs:n])
 	} else {
-		c.argv[6], c.argv[7] = p.Window.Milliseconds(), p.Limit
+		c.argv[ownArgs], c.argv[ownArgs+1] = p.Window.Milliseconds(), p.Limit
 		if p.Calendar == algorithm.Month {
-			c.argv[6] = 0 // the script places the window from the bounds below
+			c.argv[ownArgs] = 0 // the script places the window from the bounds below
 		}
 		if p.Algorithm.IsBucket() {
-			c.argv[8] = p.Capacity()
+			c.argv[ownArgs+2] = p.Capacity()
 		}
 	}
-	c.argv[n], c.argv[n+1] = p.ClampCost(r.Cost), at
-	c.argc = n + 2
+	c.argv[n] = p.ClampCost(r.Cost)
+	c.argc = n + 1
 	if p.Algorithm == algorithm.FixedWindow {
 		c.argv[c.argc] = "0"
 		if p.CountRejected {
@@ -284,9 +303,9 @@ func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
 // the indices: EVAL of its source if any of them met a node without a
 // script.
 func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redis.IntSliceCmd {
-	n := 3 + len(idx)
+	n := 3 + len(idx) + ownArgs - 4
 	for _, i := range idx {
-		n += 2 + calls[i].argc - 4
+		n += 2 + calls[i].argc - ownArgs
 	}
 	args := make([]any, 0, n)
 	args = append(args, "evalsha", s.batch.shaArg, len(idx))
@@ -296,9 +315,12 @@ func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redi
 		}
 		args = append(args, calls[i].argv[3]) // the key
 	}
+	// Every call of a batch is of one Decide or Refund: one mode, now and
+	// admittedAt.
+	args = append(args, calls[idx[0]].argv[4:ownArgs]...)
 	for _, i := range idx {
 		c := &calls[i]
-		args = append(append(args, c.sc.letterArg, c.argc-4), c.argv[4:c.argc]...)
+		args = append(append(args, c.sc.letterArg, c.argc-ownArgs), c.argv[ownArgs:c.argc]...)
 	}
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)

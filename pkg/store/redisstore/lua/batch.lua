@@ -1,26 +1,35 @@
 -- Several requests, each on its own key, in one script call (see
 -- batchSource in redisstore.go, which puts before this the table scripts:
--- each algorithm's script as a function of KEYS and ARGV, by letter).
+-- each algorithm's script as a function by letter).
+--
+-- A script function is called as f(key, mode, now, admittedAt, argv,
+-- first, out, o): mode "d" decides, "r" refunds a cost admitted at
+-- admittedAt (Unix ms); now is the decision's Unix ms; the algorithm's own
+-- arguments are argv[first], argv[first + 1], ...; it writes its reply at
+-- out[o], out[o + 1], ... after its last command (so a script that fails
+-- has written nothing there) and returns how many values it wrote. A
+-- script sent alone (scriptSource) is the same function, called once.
+--
 -- KEYS     the requests' keys, in order
--- ARGV     for each key in turn: its script's letter, the number n of the
---          script's arguments, and those n arguments
+-- ARGV     mode, now ms, admittedAt ms (0 for decisions), then for each
+--          key in turn: its script's letter, the number n of its own
+--          arguments, and those n arguments
 -- Returns  for each key in turn: the length of its script's reply, then
 --          the reply; or -1 when its script failed (the caller runs that
 --          request again on its own, to get the error: every script fails,
 --          if it does, before it writes anything but the log's removal of
 --          expired entries, which a second run repeats harmlessly)
-local out, a = {}, 1
+local mode, now, admittedAt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local out, o, a = {}, 1, 4
 for k = 1, #KEYS do
-  local run, n = scripts[ARGV[a]], tonumber(ARGV[a + 1])
-  local ok, r = pcall(run, {KEYS[k]}, {unpack(ARGV, a + 2, a + 1 + n)})
+  local ok, n = pcall(scripts[ARGV[a]], KEYS[k], mode, now, admittedAt, ARGV, a + 2, out, o + 1)
   if ok then
-    out[#out + 1] = #r
-    for j = 1, #r do
-      out[#out + 1] = r[j]
-    end
+    out[o] = n
+    o = o + 1 + n
   else
-    out[#out + 1] = -1
+    out[o] = -1
+    o = o + 1
   end
-  a = a + 2 + n
+  a = a + 2 + tonumber(ARGV[a + 1])
 end
 return out

@@ -1,28 +1,24 @@
--- Token bucket and leaky bucket: one meter (see pkg/algorithm/bucket.go).
--- KEYS[1]  string "<fill in 1/window-ms tokens>:<Unix ms of last update>"
--- ARGV     mode ("d" decide | "r" refund), now ms, window ms, limit,
---          capacity, cost, at ms (refund: when the refunded request was
---          admitted)
--- Returns  {allowed, fill, last}
+-- Token bucket and leaky bucket: one meter (see pkg/algorithm/bucket.go),
+-- the body of a script function (see batch.lua).
+-- key      string "<fill in 1/window-ms tokens>:<Unix ms of last update>"
+-- argv     from first: window ms, limit, capacity, cost
+-- Writes   allowed, fill, last
 -- Commands: GET, then SET ... PX (or DEL, for an empty bucket) only when
 -- the state changes: an admission, a refund, or an observation (cost 0)
 -- of a bucket that drained since its last write. The observation settles
 -- the drain at the rate in force, so that the bucket drains from the
 -- fill it read at the rate of later calls (a usage reading is then an
 -- upper bound of what the bucket holds until its next admission).
-local key = KEYS[1]
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local w = tonumber(ARGV[3])
-local limit = tonumber(ARGV[4])
-local capacity = tonumber(ARGV[5])
-local cost = tonumber(ARGV[6])
+local w = tonumber(argv[first])
+local limit = tonumber(argv[first + 1])
+local capacity = tonumber(argv[first + 2])
+local cost = tonumber(argv[first + 3])
 
 local level, last
 local v = redis.call('GET', key)
 if v then
-  local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
-  level, last = tonumber(a), tonumber(b)
+  local x, y = string.match(v, '^(-?%d+):(-?%d+)$')
+  level, last = tonumber(x), tonumber(y)
 end
 if level == nil or last == nil then
   level, last = 0, 0
@@ -57,7 +53,7 @@ else
   -- Give back what the request still holds: its cost less what drained
   -- since it was admitted (as algorithm.refundBucket).
   local give = cost * w
-  local elapsed = now - tonumber(ARGV[7])
+  local elapsed = now - admittedAt
   if elapsed > 0 and limit > 0 then
     if elapsed * limit >= give then
       give = 0
@@ -79,4 +75,5 @@ if write then
     redis.call('SET', key, string.format('%d:%d', level, last), 'PX', string.format('%d', ttl))
   end
 end
-return {allowed, level, last}
+out[o], out[o + 1], out[o + 2] = allowed, level, last
+return 3

@@ -1,25 +1,23 @@
--- Sliding window counter (see pkg/algorithm/window.go).
--- KEYS[1]  string "<current window start in Unix ms>:<its count>:<the
+-- Sliding window counter (see pkg/algorithm/window.go), the body of a
+-- script function (see batch.lua).
+-- key      string "<current window start in Unix ms>:<its count>:<the
 --          previous window's count>"
--- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
--- Returns  {allowed, window start, count, previous count}
+-- argv     from first: window ms, limit, cost
+-- Writes   allowed, window start, count, previous count
 -- Commands: GET, then SET ... PX only when the state changes. The TTL
 -- lasts until the next window ends plus a second, plus how long into the
 -- window the write came (modulo an hour): 2W + 1 s after the write, for
 -- W <= 1 h.
-local key = KEYS[1]
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local w = tonumber(ARGV[3])
-local limit = tonumber(ARGV[4])
-local cost = tonumber(ARGV[5])
+local w = tonumber(argv[first])
+local limit = tonumber(argv[first + 1])
+local cost = tonumber(argv[first + 2])
 
 local start = now - (now % w)
 local sw, count, prev
 local v = redis.call('GET', key)
 if v then
-  local a, b, c = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
-  sw, count, prev = tonumber(a), tonumber(b), tonumber(c)
+  local x, y, z = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
+  sw, count, prev = tonumber(x), tonumber(y), tonumber(z)
 end
 if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
@@ -50,8 +48,7 @@ if mode == 'd' then
     end
   end
 else
-  local at = tonumber(ARGV[6])
-  local as = at - (at % w)
+  local as = admittedAt - (admittedAt % w)
   if as == sw then
     count = count - cost
     if count < 0 then count = 0 end
@@ -69,4 +66,5 @@ if write then
   local spread = (now - sw) % math.min(w, 3600000)
   redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
 end
-return {allowed, sw, count, prev}
+out[o], out[o + 1], out[o + 2], out[o + 3] = allowed, sw, count, prev
+return 4

@@ -1,26 +1,23 @@
--- Fixed window counter (see pkg/algorithm/window.go).
--- KEYS[1]  string "<window start in Unix ms>:<cost admitted in it>"
--- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund),
---          count rejected ("1": a rejected cost is counted too); for a
---          window of 0 (calendar months, placed by the caller): the start
---          and end ms of the window holding now, the start of the one
---          holding at
--- Returns  {allowed, window start, count}
+-- Fixed window counter (see pkg/algorithm/window.go), the body of a
+-- script function (see batch.lua).
+-- key      string "<window start in Unix ms>:<cost admitted in it>"
+-- argv     from first: window ms, limit, cost, count rejected ("1": a
+--          rejected cost is counted too); for a window of 0 (calendar
+--          months, placed by the caller): the start and end ms of the
+--          window holding now, the start of the one holding admittedAt
+-- Writes   allowed, window start, count
 -- Commands: GET, then SET ... PX only when the state changes. The TTL
 -- lasts until the window ends plus a second, plus how long into the window
 -- the write came (modulo an hour): W + 1 s after the write, for W <= 1 h.
-local key = KEYS[1]
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local w = tonumber(ARGV[3])
-local limit = tonumber(ARGV[4])
-local cost = tonumber(ARGV[5])
+local w = tonumber(argv[first])
+local limit = tonumber(argv[first + 1])
+local cost = tonumber(argv[first + 2])
 
 local start, finish, atStart, keep
 if w == 0 then
-  start = tonumber(ARGV[8])
-  finish = tonumber(ARGV[9])
-  atStart = tonumber(ARGV[10])
+  start = tonumber(argv[first + 4])
+  finish = tonumber(argv[first + 5])
+  atStart = tonumber(argv[first + 6])
   -- A later window's state (a clock ahead) ends at most a longest month
   -- after its start.
   keep = 31 * 86400000
@@ -31,8 +28,8 @@ end
 local sw, count
 local v = redis.call('GET', key)
 if v then
-  local a, b = string.match(v, '^(-?%d+):(-?%d+)$')
-  sw, count = tonumber(a), tonumber(b)
+  local x, y = string.match(v, '^(-?%d+):(-?%d+)$')
+  sw, count = tonumber(x), tonumber(y)
 end
 if sw == nil or count == nil or sw < start then
   sw = start
@@ -45,14 +42,13 @@ if mode == 'd' then
   if count + cost <= limit then
     allowed = 1
   end
-  if (allowed == 1 or ARGV[7] == '1') and cost > 0 then
+  if (allowed == 1 or argv[first + 3] == '1') and cost > 0 then
     count = count + cost
     write = true
   end
 else
   if w ~= 0 then
-    local at = tonumber(ARGV[6])
-    atStart = at - (at % w)
+    atStart = admittedAt - (admittedAt % w)
   end
   if sw == atStart then
     count = count - cost
@@ -71,4 +67,5 @@ if write then
   local spread = (now - sw) % span
   redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
 end
-return {allowed, sw, count}
+out[o], out[o + 1], out[o + 2] = allowed, sw, count
+return 3

@@ -1,18 +1,16 @@
--- Sliding window log (see pkg/algorithm/log.go).
--- KEYS[1]  sorted set: one member per admitted unit of cost, scored by its
+-- Sliding window log (see pkg/algorithm/log.go), the body of a script
+-- function (see batch.lua).
+-- key      sorted set: one member per admitted unit of cost, scored by its
 --          Unix ms; members at one score are named "<ms>:0" .. "<ms>:n-1".
--- ARGV     mode ("d" | "r"), now ms, window ms, limit, cost, at ms (refund)
--- Returns  {allowed, count, newest ms, kth ms} (see algorithm.LogView)
+-- argv     from first: window ms, limit, cost
+-- Writes   allowed, count, newest ms, kth ms (see algorithm.LogView)
 -- Commands: ZREMRANGEBYSCORE and ZCARD always; the newest entry is read
 -- once (ZRANGE) and not at all for an empty log; an admission adds ZCOUNT
 -- only when its stamp already has entries, then ZADD and PEXPIRE; a
 -- rejection adds a ZRANGE for the k-th entry; a refund ZCOUNT and ZREM.
-local key = KEYS[1]
-local mode = ARGV[1]
-local now = tonumber(ARGV[2])
-local w = tonumber(ARGV[3])
-local limit = tonumber(ARGV[4])
-local cost = tonumber(ARGV[5])
+local w = tonumber(argv[first])
+local limit = tonumber(argv[first + 1])
+local cost = tonumber(argv[first + 2])
 
 local function fmt(n) return string.format('%d', n) end
 local count
@@ -59,8 +57,7 @@ if mode == 'd' then
     end
   end
 else
-  local at = tonumber(ARGV[6])
-  local ats = fmt(at)
+  local ats = fmt(admittedAt)
   local n = redis.call('ZCOUNT', key, ats, ats)
   local k = 0
   while k < cost and n > 0 do
@@ -86,4 +83,5 @@ if allowed == 0 and mode == 'd' then
   end
 end
 if nw == nil then nw = newest() end
-return {allowed, count, nw, kth}
+out[o], out[o + 1], out[o + 2], out[o + 3] = allowed, count, nw, kth
+return 4
