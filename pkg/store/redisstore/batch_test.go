@@ -32,38 +32,60 @@ var batchParams = []algorithm.Params{
 // On one Redis node a call of several requests runs them in batch
 // scripts (up to 32 requests a script call). Random calls — every
 // algorithm, keys repeated within a call, costs of 0 (a peek) to 3,
-// refunds, more requests than one batch holds — decide and refund exactly
-// as the same requests sent one at a time, in the same order.
+// refunds (half of them of admissions made at their exact millisecond, so
+// that the log's entries go), a month's end crossed, requests on a key
+// of the wrong type (whose script fails between others), more requests
+// than one batch holds — decide and refund exactly as the same requests
+// sent one at a time, in the same order.
 func TestBatchDecidesAsOneAtATime(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
 	batched, single := newStore(t, c, "batched"), newStore(t, c, "single")
+	for _, s := range []*redisstore.Store{batched, single} {
+		for _, p := range batchParams {
+			if err := c.RPush(ctx, s.RedisKey(algorithm.Request{Key: "bad", Params: p}), "x").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	now := storetest.T0
+	var decided []time.Time // when calls were decided, for refunds
 	for call := range 300 {
 		now = now.Add(time.Duration(rng.IntN(400)) * time.Millisecond)
+		if call == 150 {
+			// 20 s before a month's end: refunds of admissions made
+			// before it come after it.
+			y, m, _ := now.Date()
+			now = time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Add(-20 * time.Second)
+		}
 		n := 1 + rng.IntN(40)
 		if call%50 == 0 {
 			n = 70 // three batches in one pipeline
 		}
 		reqs := make([]algorithm.Request, n)
 		for i := range reqs {
-			reqs[i] = algorithm.Request{
-				Key:    fmt.Sprintf("k%d", rng.IntN(6)),
-				Params: batchParams[rng.IntN(len(batchParams))],
-				Cost:   int64(rng.IntN(4)),
+			key := fmt.Sprintf("k%d", rng.IntN(6))
+			if rng.IntN(30) == 0 {
+				key = "bad"
 			}
+			reqs[i] = algorithm.Request{Key: key, Params: batchParams[rng.IntN(len(batchParams))], Cost: int64(rng.IntN(4))}
 		}
 		if rng.IntN(4) == 0 {
 			at := now.Add(-time.Duration(rng.IntN(500)) * time.Millisecond)
-			if err := batched.Refund(ctx, at, now, reqs); err != nil {
-				t.Fatalf("call %d: batched refund: %v", call, err)
+			if len(decided) > 0 && rng.IntN(2) == 0 {
+				at = decided[len(decided)-1-rng.IntN(min(len(decided), 20))]
 			}
+			berr := batched.Refund(ctx, at, now, reqs)
+			var serr error
 			for i := range reqs {
-				if err := single.Refund(ctx, at, now, reqs[i:i+1]); err != nil {
-					t.Fatalf("call %d: refund %d alone: %v", call, i, err)
+				if err := single.Refund(ctx, at, now, reqs[i:i+1]); err != nil && serr == nil {
+					serr = err
 				}
+			}
+			if (berr == nil) != (serr == nil) {
+				t.Fatalf("call %d: batched refund: %v; alone: %v", call, berr, serr)
 			}
 			continue
 		}
@@ -71,12 +93,13 @@ func TestBatchDecidesAsOneAtATime(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", call, err)
 		}
+		decided = append(decided, now)
 		for i := range reqs {
 			want, err := single.Decide(ctx, now, reqs[i:i+1])
 			if err != nil {
 				t.Fatalf("call %d: request %d alone: %v", call, i, err)
 			}
-			if got[i] != want[0] {
+			if (got[i].Err == nil) != (want[0].Err == nil) || (want[0].Err == nil && got[i] != want[0]) {
 				t.Fatalf("call %d, request %d (%+v): batched %+v, alone %+v", call, i, reqs[i], got[i], want[0])
 			}
 		}
