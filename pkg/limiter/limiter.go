@@ -954,13 +954,17 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 	allowed := 0
 	for i := range rt.hops {
 		h := &rt.hops[i]
-		h.ok, h.probe = h.n.breaker.Allow()
-		if h.probe {
+		var probe bool
+		h.ok, probe = h.n.breaker.Allow()
+		if probe {
 			// Probe in the background; these requests do not wait on it.
-			if !l.closed.Load() {
+			// A closed limiter starts no goroutine: it gives the probe back.
+			if l.closed.Load() {
+				h.n.breaker.Release()
+			} else {
 				l.probe(ctx, now, h.n, reqs, &rt, i)
 			}
-			h.ok, h.probe = false, false
+			h.ok = false
 		}
 		if h.ok {
 			allowed += h.reqs
@@ -983,7 +987,6 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 	n := int64(len(sub))
 	if l.gate != nil {
 		if !l.gate.enter(ctx.Done(), n, l.cfg.AdmitWait) {
-			rt.release()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 			}
@@ -1032,7 +1035,6 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		}
 	}
 	if callErr != nil && ctx.Err() != nil {
-		rt.release()
 		return nil, fmt.Errorf("%w: %w", errGaveUp, ctx.Err())
 	}
 	observed := false // one observation per store call: per hop byNode, else one

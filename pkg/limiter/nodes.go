@@ -160,23 +160,13 @@ type route struct {
 type hop struct {
 	n         *node
 	reqs      int // requests of the call on n
-	ok, probe bool
+	ok        bool // the node's breaker lets the hop's requests through
 	failed    int
 	firstErr  error
 	// The store call that carried the hop's requests: when it was sent
 	// and answered, and its bound.
 	callStart, callEnd time.Time
 	bound              time.Duration
-}
-
-// release gives back the probes of rt: the call said nothing about their
-// nodes.
-func (rt *route) release() {
-	for i := range rt.hops {
-		if rt.hops[i].probe {
-			rt.hops[i].n.breaker.Release()
-		}
-	}
 }
 
 // hopOf returns the hop of request i.
