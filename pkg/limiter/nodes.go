@@ -158,11 +158,11 @@ type route struct {
 
 // hop is one node of a store call and what became of its requests.
 type hop struct {
-	n         *node
-	reqs      int // requests of the call on n
-	ok        bool // the node's breaker lets the hop's requests through
-	failed    int
-	firstErr  error
+	n        *node
+	reqs     int  // requests of the call on n
+	ok       bool // the node's breaker lets the hop's requests through
+	failed   int
+	firstErr error
 	// The store call that carried the hop's requests: when it was sent
 	// and answered, and its bound.
 	callStart, callEnd time.Time
