@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/pkg/breaker"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/redisstore"
 )
@@ -102,5 +104,52 @@ func TestCancelledCallersDoNotOpenTheBreaker(t *testing.T) {
 	}
 	if got := source(t, l, context.Background()); got != limiter.SourceStore {
 		t.Fatalf("healthy Redis after 5 cancelled callers: got %v, want store", got)
+	}
+}
+
+// breakerStates records the store breaker's states in order.
+type breakerStates struct {
+	mu     sync.Mutex
+	states []breaker.State
+}
+
+func (b *breakerStates) Checked(string, *limiter.Response, time.Duration) {}
+func (b *breakerStates) StoreCall(time.Duration, error)                   {}
+func (b *breakerStates) BreakerState(s breaker.State) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.states = append(b.states, s)
+}
+
+func (b *breakerStates) last() breaker.State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.states[len(b.states)-1]
+}
+
+// TestClosedLimiterGivesProbesBack: a closed limiter starts no probe, so a
+// probe the breaker grants it must go back, or the breaker stays
+// half-open — a probe in flight that never ends — for good.
+func TestClosedLimiterGivesProbesBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClock()
+	states := &breakerStates{}
+	l := redisLimiter(t, srv, c, modesYAML, func(cfg *limiter.Config) { cfg.Observer = states })
+	srv.Stop()
+	for range 4 {
+		source(t, l, context.Background())
+	}
+	if got := states.last(); got != breaker.Open {
+		t.Fatalf("Redis dead: breaker %v, want open", got)
+	}
+	l.Close()
+	for range 3 {
+		c.Advance(time.Second) // past the breaker's cooldown: Allow grants a probe
+		if got := source(t, l, context.Background()); got != limiter.SourceFailureOpen {
+			t.Fatalf("closed limiter, Redis dead: got %v, want failure_open", got)
+		}
+		if got := states.last(); got != breaker.Open {
+			t.Fatalf("after a probe granted to a closed limiter: breaker %v, want open (the probe given back)", got)
+		}
 	}
 }
