@@ -1,0 +1,147 @@
+package coordinatord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/rulestore"
+	"github.com/weirhq/weir/internal/kafka/usagetopic"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/wait"
+	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/rule"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
+
+// TestSharesAdmitted reads the shares API's admitted — what a DC admitted
+// over the statistics' period (60 intervals), as a fraction of the limit
+// per window — while DC a reports 5 admissions every interval of 100 ms,
+// for two rules in the same reports: 600 per minute (50/s is 5 limits a
+// minute) and a calendar month's quota, read against the month at hand
+// (not 31 days), as its demand is. DC b, silent, admitted nothing.
+func TestSharesAdmitted(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	broker := kafkatest.Start(t, usagetopic.Name)
+	cli := etcd.Client(t)
+	var layout etcdlayout.Layout
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	minute := rule.Rule{Domain: "api", ID: "minute", Limit: 600, WindowSeconds: 60, Scope: rule.ScopeGlobal}
+	month := rule.Rule{Domain: "api", ID: "month", Limit: 1_000_000_000, Algorithm: algorithm.FixedWindow, Calendar: "month", Scope: rule.ScopeGlobal}
+	for _, r := range []rule.Rule{minute, month} {
+		r.SetDefaults()
+		r.Enabled = true
+		doc, err := rulestore.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Txn(ctx).Then(rulestore.PutOps(layout, r.Domain, r.ID, doc)...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const token = "0123456789abcdef0123456789abcdef"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(token+" ro viewer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const interval = 100 * time.Millisecond
+	admin := start(t, Config{
+		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
+		AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, Name: "c1", Interval: interval,
+	})
+
+	pub, err := usagetopic.NewPublisher(usagetopic.PublisherConfig{Brokers: []string{broker.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	reporting, stop := context.WithCancel(ctx)
+	defer stop()
+	published := make(chan error, 1)
+	go func() {
+		defer close(published)
+		iv := interval.Milliseconds()
+		for seq := uint64(1); reporting.Err() == nil; seq++ {
+			start := time.Now().UnixMilli()/iv*iv - iv // the interval that just ended
+			r := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: seq, IntervalStartMs: start, IntervalMs: iv}
+			for _, id := range []string{minute.ID, month.ID} {
+				r.Rules = append(r.Rules, &weirv1.RuleUsage{Domain: "api", RuleId: id, Offered: 5, Admitted: 5})
+			}
+			b, err := proto.Marshal(r)
+			if err != nil {
+				published <- err
+				return
+			}
+			if err := pub.Publish(reporting, []usagetopic.Message{{Key: []byte("a-1"), Value: b}}); err != nil && reporting.Err() == nil {
+				published <- err
+				return
+			}
+			time.Sleep(time.Until(time.UnixMilli(start + 2*iv + iv/5)))
+		}
+	}()
+
+	admitted := func(id string) map[string]float64 {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/rate-limits/%s/shares?domain=api", admin, id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var sh adminapi.Shares
+		if resp.StatusCode != http.StatusOK {
+			return nil // not led yet, or no plan of the rule yet
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&sh); err != nil {
+			t.Fatalf("shares of %s: %v", id, err)
+		}
+		out := map[string]float64{}
+		for _, d := range sh.DCs {
+			out[d.DC] = d.Admitted
+		}
+		return out
+	}
+	// 60 intervals of 5 admissions in 6 s: 300 in a tenth of a minute,
+	// 5 limits a minute. The period fills in 6 s.
+	var got map[string]float64
+	wait.For(t, 30*time.Second, "DC a's admitted reaching 5 limits a minute", func() bool {
+		got = admitted(minute.ID)
+		return math.Abs(got["a"]-5) < 0.01
+	})
+	if got["b"] != 0 {
+		t.Errorf("DC b admitted %v of the minute's limit, want 0", got["b"])
+	}
+	// The same 300 in 6 s against a month's quota (the reports of both
+	// rules are the same): admitted × 6 s / the month's length × L.
+	now := time.Now().UTC()
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	days := first.AddDate(0, 1, 0).Sub(first).Seconds()
+	want := 300 / (6 / days) / 1e9
+	var m map[string]float64
+	if !wait.Until(30*time.Second, func() bool {
+		m = admitted(month.ID)
+		return math.Abs(m["a"]-want) <= want*0.01
+	}) {
+		t.Errorf("DC a admitted %v of the month's quota, want %v (a %v-day month; 31 days would give %v)", m["a"], want, days/86400, 300/(6/(31*86400.0))/1e9)
+	}
+	stop()
+	if err := <-published; err != nil {
+		t.Fatalf("publishing: %v", err)
+	}
+}
