@@ -72,23 +72,35 @@ func TestSharesAdmitted(t *testing.T) {
 	published := make(chan error, 1)
 	go func() {
 		defer close(published)
+		// One report for every interval, none skipped: a report late under
+		// load still counts in its own interval.
 		iv := interval.Milliseconds()
-		for seq := uint64(1); reporting.Err() == nil; seq++ {
-			start := time.Now().UnixMilli()/iv*iv - iv // the interval that just ended
-			r := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: seq, IntervalStartMs: start, IntervalMs: iv}
-			for _, id := range []string{minute.ID, month.ID} {
-				r.Rules = append(r.Rules, &weirv1.RuleUsage{Domain: "api", RuleId: id, Offered: 5, Admitted: 5})
+		seq, next := uint64(0), time.Now().UnixMilli()/iv-1
+		for reporting.Err() == nil {
+			ended := time.Now().UnixMilli()/iv - 1 // the last interval that ended
+			var msgs []usagetopic.Message
+			for ; next <= ended; next++ {
+				seq++
+				r := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: seq, IntervalStartMs: next * iv, IntervalMs: iv}
+				for _, id := range []string{minute.ID, month.ID} {
+					r.Rules = append(r.Rules, &weirv1.RuleUsage{Domain: "api", RuleId: id, Offered: 5, Admitted: 5})
+				}
+				b, err := proto.Marshal(r)
+				if err != nil {
+					published <- err
+					return
+				}
+				msgs = append(msgs, usagetopic.Message{Key: []byte("a-1"), Value: b})
 			}
-			b, err := proto.Marshal(r)
-			if err != nil {
+			if len(msgs) == 0 {
+				time.Sleep(interval / 5)
+				continue
+			}
+			if err := pub.Publish(reporting, msgs); err != nil && reporting.Err() == nil {
 				published <- err
 				return
 			}
-			if err := pub.Publish(reporting, []usagetopic.Message{{Key: []byte("a-1"), Value: b}}); err != nil && reporting.Err() == nil {
-				published <- err
-				return
-			}
-			time.Sleep(time.Until(time.UnixMilli(start + 2*iv + iv/5)))
+			time.Sleep(time.Until(time.UnixMilli((ended+2)*iv + iv/5)))
 		}
 	}()
 
