@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
@@ -31,16 +32,7 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 	var layout etcdlayout.Layout
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal}
-	r.SetDefaults()
-	r.Enabled = true
-	doc, err := rulestore.Encode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Txn(ctx).Then(rulestore.PutOps(layout, "api", "login", doc)...).Commit(); err != nil {
-		t.Fatal(err)
-	}
+	putRule(ctx, t, cli, rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal})
 	for key, value := range map[string]string{
 		layout.Rule("api", "login"):            `{"rule_id":"login","limit":100,"window_seconds":"soon"}`,
 		layout.Assignment("a", "api", "login"): "\xff garbage",
@@ -90,4 +82,19 @@ func start(t *testing.T, cfg Config) string {
 		t.Fatal("coordinatord did not serve in 30s")
 	}
 	return ""
+}
+
+// putRule stores r, enabled and with its defaults, in etcd as the admin API
+// does.
+func putRule(ctx context.Context, t *testing.T, cli *clientv3.Client, r rule.Rule) {
+	t.Helper()
+	r.SetDefaults()
+	r.Enabled = true
+	doc, err := rulestore.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Txn(ctx).Then(rulestore.PutOps(etcdlayout.Layout{}, r.Domain, r.ID, doc)...).Commit(); err != nil {
+		t.Fatal(err)
+	}
 }

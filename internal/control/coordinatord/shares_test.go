@@ -13,8 +13,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weirhq/weir/internal/etcd/etcdlayout"
-	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
@@ -35,22 +33,12 @@ func TestSharesAdmitted(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, usagetopic.Name)
 	cli := etcd.Client(t)
-	var layout etcdlayout.Layout
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	minute := rule.Rule{Domain: "api", ID: "minute", Limit: 600, WindowSeconds: 60, Scope: rule.ScopeGlobal}
 	month := rule.Rule{Domain: "api", ID: "month", Limit: 1_000_000_000, Algorithm: algorithm.FixedWindow, Calendar: "month", Scope: rule.ScopeGlobal}
-	for _, r := range []rule.Rule{minute, month} {
-		r.SetDefaults()
-		r.Enabled = true
-		doc, err := rulestore.Encode(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cli.Txn(ctx).Then(rulestore.PutOps(layout, r.Domain, r.ID, doc)...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putRule(ctx, t, cli, minute)
+	putRule(ctx, t, cli, month)
 	const token = "0123456789abcdef0123456789abcdef"
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte(token+" ro viewer\n"), 0o600); err != nil {
