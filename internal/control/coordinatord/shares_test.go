@@ -2,10 +2,7 @@ package coordinatord
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,7 +14,7 @@ import (
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 	"github.com/weirhq/weir/internal/testkit/wait"
-	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/adminclient"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
@@ -45,7 +42,7 @@ func TestSharesAdmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const interval = 100 * time.Millisecond
-	admin := start(t, Config{
+	adminAddr := start(t, Config{
 		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
 		AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, Name: "c1", Interval: interval,
 	})
@@ -92,24 +89,15 @@ func TestSharesAdmitted(t *testing.T) {
 		}
 	}()
 
+	admin, err := adminclient.New("http://"+adminAddr, token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin = admin.WithDomain("api")
 	admitted := func(id string) map[string]float64 {
-		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/rate-limits/%s/shares?domain=api", admin, id), nil)
+		sh, err := admin.Shares(ctx, id)
 		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var sh adminapi.Shares
-		if resp.StatusCode != http.StatusOK {
 			return nil // not led yet, or no plan of the rule yet
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&sh); err != nil {
-			t.Fatalf("shares of %s: %v", id, err)
 		}
 		out := map[string]float64{}
 		for _, d := range sh.DCs {
@@ -138,6 +126,9 @@ func TestSharesAdmitted(t *testing.T) {
 		m = admitted(month.ID)
 		return math.Abs(m["a"]-want) <= want*0.01
 	}) {
+		if time.Now().UTC().Month() != now.Month() {
+			t.Skip("a month ended during the check: the planner may have read either month")
+		}
 		t.Errorf("DC a admitted %v of the month's quota, want %v (a %v-day month; 31 days would give %v)", m["a"], want, days/86400, 300/(6/(31*86400.0))/1e9)
 	}
 	stop()

@@ -32,7 +32,7 @@ func (p *Planner) Plan(now time.Time) []Write {
 	p.epoch++
 	rss := p.ruleStates()
 	byRule := make([][]Write, len(rss))
-	due := make([][]bool, min(p.cfg.Workers, max(1, len(rss))))
+	due := make([][]bool, p.workers(len(rss)))
 	for w := range due {
 		due[w] = make([]bool, len(p.dcs))
 	}
@@ -75,8 +75,7 @@ func (p *Planner) docs(rs *ruleState, due []bool, now time.Time) []Write {
 		return nil
 	}
 	var ws []Write
-	clear(rs.docKeys) // no retired entry stays referenced past the keys' count
-	rs.docKeys = rs.docKeys[:0]
+	// rs.docKeys is empty: Plan runs docs only after Settle emptied it.
 	for _, ke := range rs.keys {
 		rs.docKeys = append(rs.docKeys, ke)
 	}
@@ -358,7 +357,7 @@ func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 func (p *Planner) Settle() {
 	p.planned = false
 	for _, rs := range p.rules {
-		clear(rs.docKeys)
+		clear(rs.docKeys) // no retired entry stays referenced past the keys' count
 		rs.docKeys = rs.docKeys[:0]
 		rs.entry.next = nil
 		for _, e := range rs.keys {

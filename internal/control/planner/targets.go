@@ -20,7 +20,7 @@ func (p *Planner) retarget(closes []closing) {
 		retired int
 	}
 	rss := p.ruleStates()
-	work := make([]scratch, min(p.cfg.Workers, max(1, len(rss))))
+	work := make([]scratch, p.workers(len(rss)))
 	for w := range work {
 		work[w] = scratch{in: make([]allocate.DC, n), out: make([]float64, n)}
 	}

@@ -8,14 +8,19 @@ import (
 	"sync/atomic"
 )
 
+// workers returns how many goroutines a round of n rules runs on, at
+// least one: spreadRules's w is below it, so scratch sized by it serves
+// every goroutine.
+func (p *Planner) workers(n int) int { return max(1, min(p.cfg.Workers, n)) }
+
 // spreadRules calls f for every rule of rss (i is its index in rss), on up
 // to cfg.Workers goroutines that have ended when it returns; w, in [0,
 // workers), tells f which goroutine's scratch to use. The rules of a round
 // are independent: f may change only rss[i] and what belongs to it, and
 // read the planner's own state, which nothing changes meanwhile.
 func (p *Planner) spreadRules(rss []*ruleState, f func(w, i int)) {
-	workers := min(p.cfg.Workers, len(rss))
-	if workers <= 1 {
+	workers := p.workers(len(rss))
+	if workers == 1 {
 		for i := range rss {
 			f(0, i)
 		}
