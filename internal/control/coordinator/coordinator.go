@@ -282,7 +282,8 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	wg.Go(func() { c.watchQuotas(ctx, quotas) })
 
 	interval := c.cfg.Planner.Interval
-	timer := time.NewTimer(untilTick(c.now(), interval))
+	delays := newReportDelays(interval)
+	timer := time.NewTimer(untilTick(c.now(), interval, delays.grace(c.now())))
 	defer timer.Stop()
 	// Acknowledgements free quota: a round grows into it at once rather
 	// than at the next tick, at most every 20 ms. grow fires that round.
@@ -296,21 +297,23 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		case <-ctx.Done():
 			return nil
 		case r := <-reports:
-			c.ingest(p, r)
+			c.ingest(p, delays, r)
 		case f := <-v.ask:
 			f(p)
 		case <-timer.C:
-			timer.Reset(untilTick(c.now(), interval))
+			grace := delays.grace(c.now())
+			timer.Reset(untilTick(c.now(), interval, grace))
 			// Reports already received count in the intervals this tick
 			// closes.
 			for drained := false; !drained; {
 				select {
 				case r := <-reports:
-					c.ingest(p, r)
+					c.ingest(p, delays, r)
 				default:
 					drained = true
 				}
 			}
+			p.SetReportGrace(grace)
 			if err := c.tick(ctx, p, acks, own, fence); err != nil {
 				return err
 			}
@@ -382,12 +385,13 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	return nil
 }
 
-// untilTick returns the time to the next planning tick: 40% into each
-// interval, when the reports of the interval that just ended are in.
-func untilTick(now time.Time, interval time.Duration) time.Duration {
+// untilTick returns the time to the next planning tick: grace into each
+// interval, when the reports of the interval that just ended are in
+// (reportDelays).
+func untilTick(now time.Time, interval, grace time.Duration) time.Duration {
 	ms := now.UnixMilli()
 	iv := interval.Milliseconds()
-	next := (ms/iv)*iv + iv*4/10
+	next := (ms/iv)*iv + grace.Milliseconds()
 	if next <= ms {
 		next += iv
 	}
@@ -523,12 +527,13 @@ func (c *Coordinator) decode(value []byte) *weirv1.UsageReport {
 
 // ingest gives one received report to the planner; a refused one is
 // logged, counted and skipped.
-func (c *Coordinator) ingest(p *planner.Planner, in received) {
+func (c *Coordinator) ingest(p *planner.Planner, delays *reportDelays, in received) {
 	if err := p.Ingest(in.r, in.at); err != nil {
 		c.stats.badMessages.Add(1)
 		c.log.Warn("usage report skipped", "dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
 		return
 	}
+	delays.observe(in.r.GetIntervalStartMs()+in.r.GetIntervalMs(), in.at)
 	c.history.observe(in.r, in.at)
 }
 

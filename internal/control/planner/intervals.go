@@ -2,13 +2,14 @@ package planner
 
 import "time"
 
-// Tick closes the intervals that ended before now (minus a grace of
-// 40% of an interval for reports in flight), updates the estimates and the
-// targets, and notices DCs whose lease ran out. Call it about every
-// interval; the first call after Load starts the warm-up.
+// Tick closes the intervals that ended before now, less the grace for
+// reports in flight (SetReportGrace; 40% of an interval unless set),
+// updates the estimates and the targets, and notices DCs whose lease ran
+// out. Call it about every interval; the first call after Load starts the
+// warm-up.
 func (p *Planner) Tick(now time.Time) {
 	p.now = now
-	ms := now.UnixMilli() - p.intervalMs*4/10
+	ms := now.UnixMilli() - p.graceMs
 	last := ms/p.intervalMs - 1 // the last interval that ended before ms
 	if p.started < 0 {
 		p.started, p.closed = last, last
@@ -24,6 +25,18 @@ func (p *Planner) Tick(now time.Time) {
 	}
 	p.expire(now)
 	p.retarget(closes)
+}
+
+// DefaultGracePct is the grace for reports in flight, in percent of an
+// interval, until SetReportGrace sets another.
+const DefaultGracePct = 40
+
+// SetReportGrace sets how long after an interval ends Tick waits for its
+// reports before it closes the interval: at least 1 ms, at most
+// DefaultGracePct of an interval. A report that comes later counts as late
+// (Ingest).
+func (p *Planner) SetReportGrace(g time.Duration) {
+	p.graceMs = min(max(g.Milliseconds(), 1), p.intervalMs*DefaultGracePct/100)
 }
 
 func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardLen] == idx }

@@ -123,7 +123,8 @@ func (c *Config) setDefaults() {
 type Planner struct {
 	cfg        Config
 	intervalMs int64
-	carried    int // pruned writes remembered per (entry, DC): carriedFor
+	graceMs    int64 // Tick's wait for reports in flight (SetReportGrace)
+	carried    int   // pruned writes remembered per (entry, DC): carriedFor
 	est        *demand.Estimator
 	dcs        []string
 	dcIndex    map[string]int
@@ -248,7 +249,7 @@ func New(cfg Config) (*Planner, error) {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
 	p := &Planner{
-		cfg: cfg, intervalMs: cfg.Interval.Milliseconds(), carried: carriedFor(cfg.Interval, cfg.Skew), est: est,
+		cfg: cfg, intervalMs: cfg.Interval.Milliseconds(), graceMs: cfg.Interval.Milliseconds() * DefaultGracePct / 100, carried: carriedFor(cfg.Interval, cfg.Skew), est: est,
 		dcs: slices.Clone(cfg.DCs), dcIndex: map[string]int{},
 		rules: map[ruleRef]*ruleState{}, seqs: map[string]*seqWindow{},
 		started: -1, usage: newUsageStats(),
