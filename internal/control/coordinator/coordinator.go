@@ -285,19 +285,29 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	delays := newReportDelays(interval)
 	timer := time.NewTimer(untilTick(c.now(), interval, delays.grace(c.now())))
 	defer timer.Stop()
-	// Acknowledgements free quota: a round grows into it at once rather
-	// than at the next tick, at most every 20 ms. grow fires that round.
+	// Acknowledgements free quota, and so do readings between intervals
+	// (planner.Rereads): a round grows into it at once rather than at the
+	// next tick, at most every 20 ms. grow fires that round.
 	grow := time.NewTimer(time.Hour)
 	grow.Stop()
 	defer grow.Stop()
 	growing := false
 	var lastGrow time.Time
+	growSoon := func() {
+		if !growing {
+			growing = true
+			grow.Reset(max(0, 20*time.Millisecond-c.now().Sub(lastGrow)))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case r := <-reports:
 			c.ingest(p, delays, r)
+			if p.Rereads() {
+				growSoon()
+			}
 		case f := <-v.ask:
 			f(p)
 		case <-timer.C:
@@ -328,10 +338,7 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		case <-c.policies.changed:
 			c.applyPolicies(p)
 		case <-acked:
-			if !growing {
-				growing = true
-				grow.Reset(max(0, 20*time.Millisecond-c.now().Sub(lastGrow)))
-			}
+			growSoon()
 		case <-grow.C:
 			growing = false
 			lastGrow = c.now()

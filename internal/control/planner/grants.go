@@ -29,6 +29,7 @@ func (p *Planner) Plan(now time.Time) []Write {
 		return nil
 	}
 	p.planned = len(p.rules) > 0 // the entries' next stay set until Settle
+	p.retargetRereads()
 	p.epoch++
 	rss := p.ruleStates()
 	byRule := make([][]Write, len(rss))

@@ -41,6 +41,10 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 	p.stats.Reports++
 	ds := &p.dc[d]
 	ds.heardAt = now
+	if r.GetReadingsOnly() {
+		p.ingestReadings(r, d)
+		return nil
+	}
 	// Reports of intervals already closed still prove the DC alive and
 	// count in the statistics. When reports lag (Kafka behind, a consumer
 	// catching up) every report may come after its interval closed: late

@@ -25,6 +25,7 @@ func (p *Planner) Tick(now time.Time) {
 	}
 	p.expire(now)
 	p.retarget(closes)
+	p.dropRereads()
 }
 
 // DefaultGracePct is the grace for reports in flight, in percent of an

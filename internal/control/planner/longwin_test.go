@@ -43,6 +43,12 @@ type world struct {
 	// own — the DCs report the rule's counts only, as for a key that
 	// never comes under pressure, and enforce the rule-wide limits.
 	cold bool
+	// between is how many times between interval reports a DC sends its
+	// reading alone (UsageReport.readings_only) while it holds quota
+	// quietly — no traffic in its last interval report — as limiters do
+	// (usage.ReporterConfig.ReadsBetween); quiet marks those DCs.
+	between int
+	quiet   map[string]bool
 }
 
 func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration, opts ...func(*Config)) *world {
@@ -51,7 +57,7 @@ func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration, opt
 	every := func(c *Config) { c.UsageAwareAbove = -1 }
 	w := &world{sim: newSimRule(t, watchLag, r, append([]func(*Config){every}, opts...)...), key: key, st: map[string]algorithm.State{},
 		carry: map[string]float64{}, ivl: map[string]*weirv1.RuleUsage{}, fixed: map[int64]int64{}, unread: map[string]bool{},
-		offered: map[string]int64{}, rejected: map[string]int64{}}
+		offered: map[string]int64{}, rejected: map[string]int64{}, quiet: map[string]bool{}}
 	for _, d := range simDCs {
 		w.ivl[d] = &weirv1.RuleUsage{}
 	}
@@ -163,6 +169,7 @@ func (w *world) report() {
 			c, ok = 0, true // nothing consumed at all
 		}
 		ok = ok && !w.unread[d]
+		w.quiet[d] = ok && c > 0 && u.Offered == 0 && !w.cold
 		if w.key == "" || w.cold {
 			ru.Offered, ru.Admitted, ru.Rejected = u.Offered, u.Admitted, u.Rejected
 			if ok && !w.cold {
@@ -177,6 +184,33 @@ func (w *world) report() {
 		}
 		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: w.seq[d], IntervalStartMs: start, IntervalMs: 1000,
 			AppliedRevision: w.acked[d], Rules: []*weirv1.RuleUsage{ru}}
+		w.lagged = append(w.lagged, laggedReport{at: w.now.Add(w.reportLag), r: r})
+	}
+	w.deliverReports()
+}
+
+// readBetween sends the reading of every DC that holds quota quietly,
+// alone, as a limiter does between its interval reports.
+func (w *world) readBetween() {
+	start := w.now.UnixMilli() / 1000 * 1000
+	for _, d := range simDCs {
+		if !w.quiet[d] || w.cut[d] || w.unread[d] || w.rng.Float64() < w.lost {
+			continue
+		}
+		p := w.params(d)
+		dec, next := algorithm.Decide(p, w.st[d], w.now, 0)
+		w.st[d] = next
+		c, ok := algorithm.Consumed(p, dec)
+		if !ok {
+			continue
+		}
+		ru := &weirv1.RuleUsage{Domain: w.r.Domain, RuleId: w.r.ID, Consumed: &c}
+		if w.key != "" {
+			ru = &weirv1.RuleUsage{Domain: w.r.Domain, RuleId: w.r.ID, Keys: []*weirv1.KeyUsage{{Key: w.key, Consumed: &c}}}
+		}
+		w.seq[d]++
+		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: w.seq[d], IntervalStartMs: start,
+			IntervalMs: max(1, w.now.UnixMilli()-start), AppliedRevision: w.acked[d], ReadingsOnly: true, Rules: []*weirv1.RuleUsage{ru}}
 		w.lagged = append(w.lagged, laggedReport{at: w.now.Add(w.reportLag), r: r})
 	}
 	w.deliverReports()
@@ -202,6 +236,11 @@ func (w *world) run(secs, steps int, rates func(sec int) map[string]float64) {
 				w.offer(d, n)
 			}
 			w.checkWindow()
+			for k := range w.between {
+				if step == ((4*steps)/10+(k+1)*steps/(w.between+1))%steps {
+					w.readBetween()
+				}
+			}
 			if step == (4*steps)/10 {
 				w.report()
 				w.p.Tick(w.now)
@@ -451,6 +490,9 @@ func propertyCase(t *testing.T, seed uint64) {
 		w.cold = cold
 		w.rng = rand.New(rand.NewPCG(seed, 7))
 		w.reportLag, w.lost = lag, 0.1
+		// Readings between interval reports, 0 to 3, as the seed says
+		// (drawn from no generator: the draws stay those of every seed).
+		w.between = int(seed % 4)
 		rate := float64(limit) / float64(win) * (1 + 2*rng.Float64())
 		cutAt, cutFor := 20+rng.IntN(100), 5+rng.IntN(20)
 		cutDC := simDCs[rng.IntN(len(simDCs))]
@@ -618,19 +660,27 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 		skew      time.Duration
 		wantMean  float64
 		wantWorst int64 // of 600
+		between   int
 	}{
 		// 95.2% and 514: a DC the demand left keeps nothing of its own
 		// (90.5% and 436 when it kept its reading, awareTargets).
-		{"skew of one interval", time.Second, 0.95, 500},
+		{"skew of one interval", time.Second, 0.95, 500, 0},
 		// Every pruned write waits for a reading three intervals younger:
 		// the carried writes must span them (carriedFor), or the oldest
 		// merge into one whose release keeps moving on. 94.7% and 516.
-		{"skew of three intervals", 3 * time.Second, 0.94, 500},
+		{"skew of three intervals", 3 * time.Second, 0.94, 500, 0},
+		// Each DC holding quota quietly also reads three times between
+		// interval reports, and what they free goes to the others at once
+		// (reread.go): 96.2% and 503. Fresher readings alone, with
+		// the targets left to the ticks, gave 96.5% and 524 here, but in
+		// the simulator, whose reports arrive within the tick's grace,
+		// nothing (97.3% in long-window-60; 98.5% retargeted at once).
+		{"three readings between intervals", time.Second, 0.96, 500, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := logRule(600, 60)
 			w := newWorld(t, r, "", 300*time.Millisecond, func(c *Config) { c.Skew = tc.skew })
-			w.reportLag = 500 * time.Millisecond
+			w.reportLag, w.between = 500*time.Millisecond, tc.between
 			const secs = 300
 			var perSec []int64
 			last := int64(0)

@@ -140,6 +140,7 @@ type Planner struct {
 	now        time.Time
 	usage      *usageStats
 	stats      Stats
+	rereads    []rereadEntry // entries whose readings freed quota since the last Plan
 }
 
 // Stats counts what the planner saw and refused.
@@ -233,6 +234,12 @@ type entry struct {
 	// held until they age out — a quarantine of the rule's whole memory
 	// rather than the capped one (consumed.go).
 	unread bool
+	// aware: the last retarget made e's targets usage-aware (awareTargets),
+	// congested being its argument; reread: readings between intervals
+	// freed quota (freed, in units of limit) since, and e is queued in
+	// Planner.rereads (reread.go).
+	aware, congested, reread bool
+	freed                    int64
 }
 
 // New returns a planner for the DCs of cfg.

@@ -72,6 +72,7 @@ func (p *Planner) retargetKey(rs *ruleState, e *entry, in []allocate.DC, out []f
 		p.allocate(rs, e, in, out)
 		return false
 	}
+	e.aware = false
 	for d := range p.dcs {
 		e.target[d] = ruleLimitFor(rs, e, rs.entry.target[d])
 		e.share[d] = e.frac(e.target[d])
@@ -89,10 +90,12 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 	allocate.Allocate(in, out)
 	copy(e.share, out)
 	allocate.Apportion(out, e.limit, e.target)
-	if e.usageAware() {
+	e.aware = e.usageAware()
+	if e.aware {
 		// The demands are fractions of the limit's rate: together they
 		// ask for more than it renews when they pass 1.
-		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), asked >= 1)
+		e.congested = asked >= 1
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested)
 	}
 }
 

@@ -121,7 +121,7 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 			iv = usage.DefaultInterval
 		}
 		g.meter = &usage.LimiterMeter{MinMemory: 10 * iv}
-		rcfg.Meter = g.meter
+		rcfg.Meter, rcfg.ReadsBetween = g.meter, usage.DefaultReadsBetween
 		g.reporter, err = usage.NewReporter(rcfg)
 		if err != nil {
 			g.close()

@@ -50,6 +50,7 @@ type held struct {
 	owed   int  // reports it is still read in, empty or not (changed entries)
 	unread bool // added by a change and never read: dropped at its first miss
 	holds  bool // its last reading found quota
+	quiet  bool // it was last read with no traffic (quiet): read between intervals too
 }
 
 // maxMisses is how many reports in a row an entry may go without a reading
@@ -63,9 +64,10 @@ type holding struct {
 	entries map[heldRef]held
 }
 
-// note records the reading v of an entry, if it was read: remembered
-// while it holds quota or is owed reads, forgotten otherwise.
-func (h *holding) note(ref heldRef, v *int64, read bool) {
+// note records the reading v of an entry, if it was read — quiet: with no
+// traffic in the interval — remembered while it holds quota or is owed
+// reads, forgotten otherwise.
+func (h *holding) note(ref heldRef, v *int64, read, quiet bool) {
 	if !read {
 		return // past the readings' budget: as it was
 	}
@@ -84,7 +86,7 @@ func (h *holding) note(ref heldRef, v *int64, read bool) {
 	if h.entries == nil {
 		h.entries = map[heldRef]held{}
 	}
-	h.entries[ref] = held{owed: max(0, e.owed-1), holds: *v > 0}
+	h.entries[ref] = held{owed: max(0, e.owed-1), holds: *v > 0, quiet: quiet}
 }
 
 // evictChanged forgets one entry kept only for the reads a change owes it
@@ -157,29 +159,61 @@ func (h *holding) quiet(rules []*weirv1.RuleUsage, get func(domain, ruleID, key 
 			seen[heldRef{ru.GetDomain(), ru.GetRuleId(), k.GetKey()}] = true
 		}
 	}
-	var out []*weirv1.RuleUsage
-	byRule := map[heldRef]*weirv1.RuleUsage{}
+	var out readings
 	for ref := range h.entries {
 		if seen[ref] {
 			continue
 		}
 		v, read := get(ref.domain, ref.ruleID, ref.key)
-		h.note(ref, v, read)
-		if !read || v == nil {
-			continue
+		h.note(ref, v, read, true)
+		if read && v != nil {
+			out.add(ref, v)
 		}
-		if ref.key == "" {
-			out = append(out, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
-			continue
-		}
-		rk := heldRef{domain: ref.domain, ruleID: ref.ruleID}
-		ru := byRule[rk]
-		if ru == nil {
-			ru = &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID}
-			byRule[rk] = ru
-			out = append(out, ru)
-		}
-		ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: ref.key, Consumed: v})
 	}
-	return out
+	return out.rules
+}
+
+// between returns get's readings of the entries last read quiet and
+// holding quota, for a report between intervals
+// (UsageReport.readings_only): the quota a DC the demand left holds,
+// which leaves the window as its admissions age. It changes nothing of
+// what holding remembers: the interval reports keep the reads owed, the
+// misses and the forgetting.
+func (h *holding) between(get func(domain, ruleID, key string) (*int64, bool)) []*weirv1.RuleUsage {
+	var out readings
+	for ref, e := range h.entries {
+		if !e.quiet || !e.holds {
+			continue
+		}
+		if v, _ := get(ref.domain, ref.ruleID, ref.key); v != nil {
+			out.add(ref, v)
+		}
+	}
+	return out.rules
+}
+
+// readings gathers readings of entries as usage of no traffic: zero
+// counts, and for keys no limit (the coordinator keeps the one it has).
+type readings struct {
+	rules  []*weirv1.RuleUsage
+	byRule map[heldRef]*weirv1.RuleUsage // a rule's usage holding its keys
+}
+
+// add adds reading v of ref.
+func (rs *readings) add(ref heldRef, v *int64) {
+	if ref.key == "" {
+		rs.rules = append(rs.rules, &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID, Consumed: v})
+		return
+	}
+	rk := heldRef{domain: ref.domain, ruleID: ref.ruleID}
+	ru := rs.byRule[rk]
+	if ru == nil {
+		if rs.byRule == nil {
+			rs.byRule = map[heldRef]*weirv1.RuleUsage{}
+		}
+		ru = &weirv1.RuleUsage{Domain: ref.domain, RuleId: ref.ruleID}
+		rs.byRule[rk] = ru
+		rs.rules = append(rs.rules, ru)
+	}
+	ru.Keys = append(ru.Keys, &weirv1.KeyUsage{Key: ref.key, Consumed: v})
 }

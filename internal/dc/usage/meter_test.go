@@ -3,6 +3,7 @@ package usage_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -427,4 +428,77 @@ func TestChangedEntriesGiveWayToHeldQuota(t *testing.T) {
 			t.Errorf("report %d: %v; want key a read holding 30", n, got[n-1].GetRules())
 		}
 	}
+}
+
+// TestReporterReadsBetween: with ReadsBetween 3 the entries the DC holds
+// quota of while quiet are read a quarter, half and three quarters into
+// each interval and sent alone (readings_only, labelled with the interval
+// in progress and the time read); entries read with traffic in the last
+// interval are not, nor is anything sent when no entry is held quietly;
+// an entry the interval report found empty is read no more.
+func TestReporterReadsBetween(t *testing.T) {
+	set := compile(t)
+	agg := newAggregator(t, usage.AggregatorConfig{Shares: &recordingShares{share: 0.5}})
+	rev := &atomic.Int64{}
+	m := &meter{rev: rev, values: map[string]int64{"per-user/a": 30, "site/": 12}}
+	clock := fakeclock.New(t0) // 12:00:00.300
+	pub := &recorder{}
+	const iv = 400 * time.Millisecond
+	_, stop := startReporter(t, clock, usage.ReporterConfig{Source: agg, Publisher: pub, Progress: movingProgress{rev},
+		Meter: m, Interval: iv, ReadsBetween: 3})
+	feed(t, agg, set, dec{rule: "per-user", key: "a", allowed: true, remaining: 90}, dec{rule: "site", allowed: true, remaining: 9})
+	// step sets the meter's values, lets 100 ms pass and waits for the
+	// reporter to have sent n messages in all.
+	step := func(n int, values map[string]int64) {
+		t.Helper()
+		clock.WaitForTimers(t, 1)
+		m.mu.Lock()
+		maps.Copy(m.values, values)
+		m.mu.Unlock()
+		clock.Advance(100 * time.Millisecond)
+		wait.For(t, 5*time.Second, fmt.Sprintf("message %d", n), func() bool { return pub.count() == n })
+	}
+	step(1, nil) // .400: the interval report, both entries with traffic
+	step(1, nil) // .500, .600, .700: nothing held quietly
+	step(1, nil)
+	step(1, nil)
+	step(2, nil)                                            // .800: no traffic; both read quiet
+	step(3, map[string]int64{"site/": 9})                   // .900
+	step(4, map[string]int64{"site/": 5, "per-user/a": 25}) // 1.000
+	step(5, map[string]int64{"site/": 0})                   // 1.100
+	step(6, nil)                                            // 1.200: the interval report finds site empty
+	step(7, map[string]int64{"site/": 4, "per-user/a": 20}) // 1.300: site is read no more
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := pub.reports(t)
+	start := t0.Truncate(time.Second).Add(800 * time.Millisecond).UnixMilli()
+	for i, want := range []struct {
+		n        int // message, from 1
+		startMs  int64
+		ms       int64
+		readings bool
+	}{
+		{3, start, 100, true}, {4, start, 200, true}, {5, start, 300, true},
+		{6, start, 400, false}, {7, start + 400, 100, true},
+	} {
+		r := got[want.n-1]
+		if r.GetReadingsOnly() != want.readings || r.GetIntervalStartMs() != want.startMs || r.GetIntervalMs() != want.ms {
+			t.Errorf("case %d: message %d readings only %v, interval %d+%d ms; want %v, %d+%d", i, want.n,
+				r.GetReadingsOnly(), r.GetIntervalStartMs(), r.GetIntervalMs(), want.readings, want.startMs, want.ms)
+		}
+	}
+	a := func(v int64) *weirv1.RuleUsage {
+		return &weirv1.RuleUsage{Domain: "shop", RuleId: "per-user", Keys: []*weirv1.KeyUsage{{Key: "a", Consumed: ptr(v)}}}
+	}
+	site := func(v int64) *weirv1.RuleUsage {
+		return &weirv1.RuleUsage{Domain: "shop", RuleId: "site", Consumed: ptr(v)}
+	}
+	checkReports(t, got, [][]*weirv1.RuleUsage{
+		3: {a(30), site(9)},
+		4: {a(25), site(5)},
+		5: {a(25), site(0)},
+		6: {a(25), site(0)},
+		7: {a(20)},
+	}, 3)
 }

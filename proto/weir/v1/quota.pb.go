@@ -58,8 +58,16 @@ type UsageReport struct {
 	// DroppedReports counts the reports this instance has dropped so far
 	// because its buffer was full (Kafka unreachable or slow).
 	DroppedReports uint64 `protobuf:"varint,9,opt,name=dropped_reports,json=droppedReports,proto3" json:"dropped_reports,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// ReadingsOnly marks a report sent between two interval reports with
+	// nothing but fresh readings (RuleUsage.consumed, KeyUsage.consumed) of
+	// entries the DC holds quota of while quiet: no counts, and interval_ms
+	// is the time from interval_start_ms (the interval in progress) to when
+	// they were read. The coordinator takes the readings and nothing else;
+	// one that predates the field counts the report as one more, empty,
+	// report of the interval in progress.
+	ReadingsOnly  bool `protobuf:"varint,10,opt,name=readings_only,json=readingsOnly,proto3" json:"readings_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageReport) Reset() {
@@ -153,6 +161,13 @@ func (x *UsageReport) GetDroppedReports() uint64 {
 		return x.DroppedReports
 	}
 	return 0
+}
+
+func (x *UsageReport) GetReadingsOnly() bool {
+	if x != nil {
+		return x.ReadingsOnly
+	}
+	return false
 }
 
 // RuleUsage counts one global rule's decisions in one instance and interval.
@@ -759,7 +774,7 @@ var File_weir_v1_quota_proto protoreflect.FileDescriptor
 
 const file_weir_v1_quota_proto_rawDesc = "" +
 	"\n" +
-	"\x13weir/v1/quota.proto\x12\aweir.v1\"\xb6\x02\n" +
+	"\x13weir/v1/quota.proto\x12\aweir.v1\"\xdb\x02\n" +
 	"\vUsageReport\x12\x0e\n" +
 	"\x02dc\x18\x01 \x01(\tR\x02dc\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\tR\binstance\x12\x1a\n" +
@@ -770,7 +785,9 @@ const file_weir_v1_quota_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12)\n" +
 	"\x10applied_revision\x18\a \x01(\x03R\x0fappliedRevision\x12(\n" +
 	"\x05rules\x18\b \x03(\v2\x12.weir.v1.RuleUsageR\x05rules\x12'\n" +
-	"\x0fdropped_reports\x18\t \x01(\x04R\x0edroppedReports\"\x9c\x02\n" +
+	"\x0fdropped_reports\x18\t \x01(\x04R\x0edroppedReports\x12#\n" +
+	"\rreadings_only\x18\n" +
+	" \x01(\bR\freadingsOnly\"\x9c\x02\n" +
 	"\tRuleUsage\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\arule_id\x18\x02 \x01(\tR\x06ruleId\x12\x18\n" +
