@@ -52,6 +52,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
 	fs.StringVar(&cfg.UsageTopic, "usage-topic", "", "Kafka topic of usage reports (default weir.usage)")
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "usage reporting interval (default 1s)")
+	fs.IntVar(&cfg.ReadsBetween, "reads-between", 0, "how many times between usage reports to read the long-window quota the DC holds while quiet and report it alone, at most 9; negative disables, for coordinators older than such reports (default 3)")
 	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", 0, "how long to wait for the DC's assignments before serving (default 3s)")
 	fs.StringVar(&cfg.StateDir, "state-dir", "", "directory (needs --etcd) where the limiter saves the DC's assignments it applied and the rules it read from etcd, so that a restart while etcd is unreachable enforces no more than before and the same rules (one per process; none by default)")
 	fs.StringVar(&cfg.Instance, "instance", "", "this process's name in etcd and usage reports (default {dc}-{host}-{pid}-{random})")

@@ -156,7 +156,7 @@ func (x collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
 	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(st.Epoch))
-	for outcome, n := range map[string]uint64{"accepted": st.Planner.Reports, "duplicate": st.Planner.Duplicates, "refused": st.Planner.Refused, "late": st.Planner.LateReports} {
+	for outcome, n := range map[string]uint64{"accepted": st.Planner.Reports, "duplicate": st.Planner.Duplicates, "refused": st.Planner.Refused, "late": st.Planner.LateReports, "readings": st.Planner.Readings} {
 		ch <- prometheus.MustNewConstMetric(descReports, prometheus.CounterValue, float64(n), outcome)
 	}
 	ch <- prometheus.MustNewConstMetric(descBlind, prometheus.CounterValue, float64(st.Planner.BlindIntervals))

@@ -283,7 +283,10 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 
 	interval := c.cfg.Planner.Interval
 	delays := newReportDelays(interval)
-	timer := time.NewTimer(untilTick(c.now(), interval, delays.grace(c.now())))
+	// armed is the grace the timer was set for: the tick it fires applies
+	// that one, so that it closes the interval it waited for.
+	armed := delays.grace(c.now())
+	timer := time.NewTimer(untilTick(c.now(), interval, armed))
 	defer timer.Stop()
 	// Acknowledgements free quota, and so do readings between intervals
 	// (planner.Rereads): a round grows into it at once rather than at the
@@ -311,8 +314,9 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 		case f := <-v.ask:
 			f(p)
 		case <-timer.C:
-			grace := delays.grace(c.now())
-			timer.Reset(untilTick(c.now(), interval, grace))
+			grace := armed
+			armed = delays.grace(c.now())
+			timer.Reset(untilTick(c.now(), interval, armed))
 			// Reports already received count in the intervals this tick
 			// closes.
 			for drained := false; !drained; {
@@ -538,6 +542,12 @@ func (c *Coordinator) ingest(p *planner.Planner, delays *reportDelays, in receiv
 	if err := p.Ingest(in.r, in.at); err != nil {
 		c.stats.badMessages.Add(1)
 		c.log.Warn("usage report skipped", "dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
+		return
+	}
+	if in.r.GetReadingsOnly() {
+		// Readings between intervals: the tick waits for no such report,
+		// and they carry no counts.
+		c.history.seen(in.r, in.at)
 		return
 	}
 	delays.observe(in.r.GetIntervalStartMs()+in.r.GetIntervalMs(), in.at)

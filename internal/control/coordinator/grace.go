@@ -3,14 +3,16 @@ package coordinator
 import "time"
 
 // The planning tick waits, after each interval ends, for the interval's
-// reports in flight: the grace. The longest a report took to arrive over
-// the last delayIntervals intervals, twice over and graceMargin more,
-// between minGrace and maxGrace of an interval: a pipeline that delivers
-// in milliseconds is planned on a fifth of an interval sooner than the
-// fixed 40% it had, and quota a DC frees reaches the others that much
-// sooner (docs/architecture.md, "Long windows"); a slow or skewed one is
-// planned on as before. A report later than the grace is not lost: the
-// planner counts it as late (planner.Ingest).
+// reports in flight: the grace. The longest an interval report took to
+// arrive over the last delayIntervals intervals, twice over and
+// graceMargin more, between minGracePct and maxGracePct of an interval: a
+// pipeline that delivers in milliseconds is planned on up to 30% of an
+// interval sooner than the fixed 40% it had, and estimates follow demand,
+// and quota follows the readings, that much sooner (docs/architecture.md,
+// "One planning round"); a slow or skewed one is planned on as before. A
+// report later than the grace is not lost: the planner counts it as late
+// (planner.Ingest). Readings-only reports (sent between interval reports)
+// are not waited for and do not count.
 const (
 	delayIntervals = 8
 	graceMargin    = 5 * time.Millisecond

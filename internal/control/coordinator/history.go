@@ -59,9 +59,7 @@ func (h *history) reset() {
 
 // observe notes a report received at at. Called by the leader's loop.
 func (h *history) observe(r *weirv1.UsageReport, at time.Time) {
-	h.mu.Lock()
-	h.reported[r.GetDc()+"/"+r.GetInstance()] = at
-	h.mu.Unlock()
+	h.seen(r, at)
 	for _, ru := range r.GetRules() {
 		k := tallyKey{ru.GetDomain(), ru.GetRuleId(), r.GetDc()}
 		t := h.tally[k]
@@ -73,6 +71,13 @@ func (h *history) observe(r *weirv1.UsageReport, at time.Time) {
 		t[1] += ru.GetAdmitted()
 		t[2] += ru.GetRejected()
 	}
+}
+
+// seen notes that r's instance reported at.
+func (h *history) seen(r *weirv1.UsageReport, at time.Time) {
+	h.mu.Lock()
+	h.reported[r.GetDc()+"/"+r.GetInstance()] = at
+	h.mu.Unlock()
 }
 
 // wrote notes that assignments of dc were written at revision rev.

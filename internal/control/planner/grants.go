@@ -16,9 +16,11 @@ type Write struct {
 	Doc                *weirv1.RuleAssignment
 }
 
-// Plan applies the acknowledgements and computes the next grants of every
-// entry (two-phase: shrinks at once; grows only into quota no other DC may
-// still hold), and returns the documents that change, marked in flight.
+// Plan applies the acknowledgements, raises the targets of the entries
+// whose readings between intervals freed quota (reread.go), and computes
+// the next grants of every entry (two-phase: shrinks at once; grows only
+// into quota no other DC may still hold), and returns the documents that
+// change, marked in flight.
 // The caller writes them and reports each outcome with Written. Plan with
 // writes in flight — from a Plan not yet followed by Settle, whatever
 // changed since — returns nothing. Each rule is one worker's

@@ -24,6 +24,10 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		return p.refuse("sequence 0")
 	case r.GetIntervalMs() <= 0 || r.GetIntervalMs() > 3600_000:
 		return p.refuse("interval of %d ms", r.GetIntervalMs())
+	case r.GetReadingsOnly() && r.GetIntervalMs() > p.intervalMs:
+		// Read within the interval it names: a later time would release
+		// carried writes early and overtake the readings to come.
+		return p.refuse("readings-only report read %d ms into its interval of %d", r.GetIntervalMs(), p.intervalMs)
 	case r.GetIntervalStartMs() < 0:
 		// Interval indices index rings by their remainder: a negative one
 		// would index out of them.
@@ -38,13 +42,14 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		p.stats.Duplicates++
 		return nil
 	}
-	p.stats.Reports++
 	ds := &p.dc[d]
 	ds.heardAt = now
 	if r.GetReadingsOnly() {
+		p.stats.Readings++
 		p.ingestReadings(r, d)
 		return nil
 	}
+	p.stats.Reports++
 	// Reports of intervals already closed still prove the DC alive and
 	// count in the statistics. When reports lag (Kafka behind, a consumer
 	// catching up) every report may come after its interval closed: late

@@ -9,6 +9,7 @@ import "time"
 // warm-up.
 func (p *Planner) Tick(now time.Time) {
 	p.now = now
+	defer p.dropRereads() // every target is set from the readings at hand
 	ms := now.UnixMilli() - p.graceMs
 	last := ms/p.intervalMs - 1 // the last interval that ended before ms
 	if p.started < 0 {
@@ -25,7 +26,6 @@ func (p *Planner) Tick(now time.Time) {
 	}
 	p.expire(now)
 	p.retarget(closes)
-	p.dropRereads()
 }
 
 // DefaultGracePct is the grace for reports in flight, in percent of an

@@ -154,6 +154,9 @@ type Stats struct {
 	// in the next interval to close (see Ingest), unless the estimates
 	// have seen a later interval of that DC.
 	LateReports uint64 `json:"late_reports"`
+	// Readings counts readings-only reports accepted: readings sent
+	// between interval reports (reread.go), not in Reports.
+	Readings uint64 `json:"readings"`
 	// BlindIntervals counts intervals closed without a report from any
 	// DC: the estimates held still through them.
 	BlindIntervals uint64 `json:"blind_intervals"`
@@ -236,8 +239,8 @@ type entry struct {
 	unread bool
 	// aware: the last retarget made e's targets usage-aware (awareTargets),
 	// congested being its argument; reread: readings between intervals
-	// freed quota (freed, in units of limit) since, and e is queued in
-	// Planner.rereads (reread.go).
+	// freed quota (freed, in units of limit) since the last tick, and e is
+	// queued in Planner.rereads (reread.go).
 	aware, congested, reread bool
 	freed                    int64
 }

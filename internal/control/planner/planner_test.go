@@ -302,6 +302,9 @@ func TestPlannerRefusesHostileReports(t *testing.T) {
 		// Before the first Tick (a new leader), a negative interval index
 		// indexed the rings out of range: the coordinator crashed.
 		{"interval before 1970", func(r *weirv1.UsageReport) { r.IntervalStartMs = -5000 }},
+		// Readings said to be taken past their interval would release
+		// carried writes early and overtake the readings to come.
+		{"readings past their interval", func(r *weirv1.UsageReport) { r.ReadingsOnly, r.IntervalMs = true, 1001 }},
 	}
 	for _, tt := range tests {
 		r := ok()

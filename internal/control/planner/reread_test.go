@@ -44,7 +44,7 @@ func TestReadingsBetweenIntervals(t *testing.T) {
 	}
 	between(read+10, 1)
 	if w.p.Rereads() {
-		t.Error("a reading above the last one queued its entry")
+		t.Error("a reading above the last one asks for a round")
 	}
 	between(read-100, 2)
 	if e.used[a].v != read-100 {
@@ -61,10 +61,10 @@ func TestReadingsBetweenIntervals(t *testing.T) {
 	if w.p.Rereads() {
 		t.Error("Plan left the queue")
 	}
-	// The second reading freed 110: it follows the first, 10 higher.
+	// The two readings freed 100 together: the first was 10 higher.
 	grown := e.target[b] - targets[b]
-	if want := int64(e.share[b] * 110); grown < want-1 || grown > want+1 {
-		t.Errorf("b's target grew by %d (%d → %d), want its share %.3f of 110", grown, targets[b], e.target[b], e.share[b])
+	if want := int64(e.share[b] * 100); grown < want-1 || grown > want+1 {
+		t.Errorf("b's target grew by %d (%d → %d), want its share %.3f of 100", grown, targets[b], e.target[b], e.share[b])
 	}
 	for d := range e.target {
 		if e.target[d] < targets[d] {

@@ -121,7 +121,10 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 			iv = usage.DefaultInterval
 		}
 		g.meter = &usage.LimiterMeter{MinMemory: 10 * iv}
-		rcfg.Meter, rcfg.ReadsBetween = g.meter, usage.DefaultReadsBetween
+		rcfg.Meter, rcfg.ReadsBetween = g.meter, max(0, cfg.ReadsBetween)
+		if cfg.ReadsBetween == 0 {
+			rcfg.ReadsBetween = usage.DefaultReadsBetween
+		}
 		g.reporter, err = usage.NewReporter(rcfg)
 		if err != nil {
 			g.close()

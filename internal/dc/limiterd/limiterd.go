@@ -39,6 +39,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
+	"github.com/weirhq/weir/internal/dc/usage"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -135,6 +136,12 @@ type Config struct {
 	Kafka          []string
 	UsageTopic     string
 	ReportInterval time.Duration
+	// ReadsBetween is how many times between two reports the limiter reads
+	// the long-window entries its DC holds quota of while quiet and
+	// reports those readings alone (usage.ReporterConfig.ReadsBetween):
+	// 0, usage.DefaultReadsBetween; negative, none — for coordinators
+	// that predate such reports, until they are upgraded.
+	ReadsBetween int
 	// Instance names this process in etcd and in reports. Default
 	// {dc}-{host}-{pid}-{random}.
 	Instance string
@@ -219,6 +226,9 @@ func (c Config) Validate() error {
 	}
 	if c.StateDir != "" && len(c.Etcd) == 0 {
 		errs = append(errs, errors.New("a state directory (--state-dir) keeps what the limiter reads from etcd: it needs --etcd"))
+	}
+	if c.ReadsBetween > usage.MaxReadsBetween {
+		errs = append(errs, fmt.Errorf("reads between reports %d: at most %d", c.ReadsBetween, usage.MaxReadsBetween))
 	}
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))

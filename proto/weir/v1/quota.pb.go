@@ -60,11 +60,15 @@ type UsageReport struct {
 	DroppedReports uint64 `protobuf:"varint,9,opt,name=dropped_reports,json=droppedReports,proto3" json:"dropped_reports,omitempty"`
 	// ReadingsOnly marks a report sent between two interval reports with
 	// nothing but fresh readings (RuleUsage.consumed, KeyUsage.consumed) of
-	// entries the DC holds quota of while quiet: no counts, and interval_ms
-	// is the time from interval_start_ms (the interval in progress) to when
-	// they were read. The coordinator takes the readings and nothing else;
-	// one that predates the field counts the report as one more, empty,
-	// report of the interval in progress.
+	// entries the DC holds quota of while quiet: no counts, and
+	// interval_start_ms + interval_ms is when the reads started, within the
+	// interval that starts at interval_start_ms (interval_ms at most the
+	// interval). The coordinator takes the readings and nothing else. One
+	// that predates the field takes the report for one more, empty, report
+	// of that interval: the DC counts as heard in it, so a lost interval
+	// report of the DC reads as no demand rather than as unseen. Upgrade
+	// the coordinators first, or run the limiters with --reads-between -1
+	// until they are.
 	ReadingsOnly  bool `protobuf:"varint,10,opt,name=readings_only,json=readingsOnly,proto3" json:"readings_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
