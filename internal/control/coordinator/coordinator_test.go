@@ -312,3 +312,35 @@ func TestCoordinatorSkipsCorruptDocuments(t *testing.T) {
 		t.Error("the corrupt instance record was not counted")
 	}
 }
+
+// TestCoordinatorTakesReadingsBetweenIntervals: a readings-only report
+// (UsageReport.readings_only, sent by limiters between their interval
+// reports) reaches the leader through Kafka with its flag, and is
+// counted as readings, not as a report.
+func TestCoordinatorTakesReadingsBetweenIntervals(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := h.start("c1")
+	waitFor(t, 5*time.Second, "c1 leads", c.c.Leader)
+	h.report(ctx, map[string]uint64{"a": 10})
+	waitFor(t, 10*time.Second, "the interval report counted", func() bool { return c.c.Status().Planner.Reports >= 1 })
+	reports := c.c.Status().Planner.Reports
+
+	start := time.Now().UnixMilli() / 200 * 200
+	consumed := int64(5)
+	h.seq++
+	r := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 50, ReadingsOnly: true,
+		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 900, Admitted: 900, Consumed: &consumed}}}
+	b, err := proto.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.w.WriteMessages(ctx, kafka.Message{Key: []byte(r.Instance), Value: b}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the readings counted", func() bool { return c.c.Status().Planner.Readings == 1 })
+	if got := c.c.Status().Planner.Reports; got != reports {
+		t.Errorf("reports went from %d to %d with a readings-only report", reports, got)
+	}
+}
