@@ -272,8 +272,8 @@ func (r *Reporter) Run(ctx context.Context) error {
 		stopped := false
 		for k := range int64(between) {
 			at := next - iv + (k+1)*iv/int64(between+1)
-			if now >= at {
-				continue
+			if r.clock.Now().UnixMilli() >= at {
+				continue // started late, or the last reads ran long
 			}
 			if stopped = !sleep(at); stopped {
 				break
