@@ -1,12 +1,16 @@
 package coordinator
 
-import "time"
+import (
+	"time"
+
+	"github.com/weirhq/weir/internal/control/planner"
+)
 
 // The planning tick waits, after each interval ends, for the interval's
 // reports in flight: the grace. The longest an interval report took to
 // arrive over the last delayIntervals intervals, twice over and
-// graceMargin more, between minGracePct and maxGracePct of an interval: a
-// pipeline that delivers in milliseconds is planned on up to 30% of an
+// graceMargin more, between minGracePct and planner.DefaultGracePct of an
+// interval: a pipeline that delivers in milliseconds is planned on up to 30% of an
 // interval sooner than the fixed 40% it had, and estimates follow demand,
 // and quota follows the readings, that much sooner (docs/architecture.md,
 // "One planning round"); a slow or skewed one is planned on as before. A
@@ -17,7 +21,6 @@ const (
 	delayIntervals = 8
 	graceMargin    = 5 * time.Millisecond
 	minGracePct    = 10
-	maxGracePct    = 40
 )
 
 // reportDelays remembers the longest delay from an interval's end (the
@@ -59,9 +62,10 @@ func (r *reportDelays) observe(end int64, at time.Time) {
 // grace returns how long after an interval's end to plan on, at now: twice
 // the longest delay of the reports received within the last
 // delayIntervals intervals, plus graceMargin, between minGracePct and
-// maxGracePct of the interval; maxGracePct while none was received.
+// planner.DefaultGracePct of the interval (the planner's own ceiling);
+// that ceiling while none was received.
 func (r *reportDelays) grace(now time.Time) time.Duration {
-	lo, hi := r.interval*minGracePct/100, r.interval*maxGracePct/100
+	lo, hi := r.interval*minGracePct/100, r.interval*planner.DefaultGracePct/100
 	iv := r.interval.Milliseconds()
 	if iv <= 0 {
 		return hi
