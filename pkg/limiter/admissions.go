@@ -3,6 +3,7 @@ package limiter
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 )
 
@@ -12,26 +13,40 @@ import (
 // the store fails starts from about what was admitted in its window
 // rather than from nothing. It is compact and cheap, since every such
 // admission passes through it: keys by 64-bit hash (a collision only
-// over-counts), values without pointers (the GC does not scan them), no
-// allocation once a key is known. Bounded: a full shard drops entries
-// past their buckets, then a few arbitrary ones. Safe for concurrent use.
+// over-counts), values without pointers (the GC does not scan them), and
+// a key's count in its set of admWays slots (or the next set), so that a
+// count costs two cache lines (the set's hashes, then the entry). The
+// keys are spread over admShards tables, each with its own lock, that
+// start small and double when half full, dropping on the way the counts
+// that no longer matter, up to twice maxKeys slots in all (rounded up to
+// a power of two sets a table). A key new to two full sets
+// takes the slot whose counts no longer matter, or else the one whose
+// bucket is oldest, whose count is then forgotten (TestAdmissionsGrow
+// measures how rarely). Safe for concurrent use.
 type admissions struct {
-	seed     maphash.Seed
-	perShard int
-	shards   [admShards]admShard
+	seed    maphash.Seed
+	maxSets int // per shard, a power of two
+	shards  [admShards]admShard
 }
 
+// admWays is the number of slots of a set: its hashes fill a cache line.
+// A key takes a slot of its set, or of the next set when its own is full.
+const admWays = 8
+
+// admShards is the number of tables, each with its own lock.
 const admShards = 64
 
-type admShard struct {
-	mu        sync.Mutex
-	m         map[uint64]admEntry
-	lastSweep int64    // Unix ms
-	_         [40]byte // keep shards on separate cache lines
-}
+// admFirstSets is the number of sets a shard's table starts with.
+const admFirstSets = 4
 
-// admSweepEvery bounds how often, in request time, a full shard is swept.
-const admSweepEvery = 1000 // ms
+type admShard struct {
+	mu sync.Mutex
+	// tags[s*admWays+i] is the hash (never 0) of the key in slot i of
+	// set s, or 0 for a free slot; entries holds the slots' counts.
+	tags    []uint64
+	entries []admEntry
+	used    int // slots holding a key
+}
 
 // admEntry holds the counts of the bucket [start, start+mem) (Unix ms)
 // and of the bucket before it.
@@ -40,17 +55,94 @@ type admEntry struct {
 	cur, prev  int64
 }
 
+// matters reports whether e's counts still weigh on a decision at now.
+func (e *admEntry) matters(now int64) bool { return e.start+2*e.mem > now }
+
+// newAdmissions returns the counts for maxKeys keys: twice as many slots
+// (40 bytes each) or up to twice that, taken as keys come.
 func newAdmissions(maxKeys int) *admissions {
-	a := &admissions{seed: maphash.MakeSeed(), perShard: max(1, maxKeys/admShards)}
+	perShard := max(1, (2*maxKeys+admWays*admShards-1)/(admWays*admShards))
+	a := &admissions{seed: maphash.MakeSeed(), maxSets: 1 << bits.Len(uint(perShard-1))}
 	for i := range a.shards {
-		a.shards[i].m = make(map[uint64]admEntry)
+		a.shards[i].resize(min(admFirstSets, a.maxSets), 0)
 	}
 	return a
 }
 
+// shard returns key's shard and its tag there.
 func (a *admissions) shard(key string) (*admShard, uint64) {
 	h := maphash.String(a.seed, key)
-	return &a.shards[h%admShards], h
+	return &a.shards[h%admShards], h | 1
+}
+
+// first returns the first slot of tag's set. The caller holds sh.mu.
+func (sh *admShard) first(tag uint64) int {
+	sets := uint64(len(sh.tags) / admWays)
+	return int((tag/admShards)&(sets-1)) * admWays
+}
+
+// find returns the slot of tag, or -1. A key is in its set, or in the
+// next one when its set was full as it came (a full set stays full until
+// the table is resized). The caller holds sh.mu.
+func (sh *admShard) find(tag uint64) int {
+	f := sh.first(tag)
+	full := true
+	for i, t := range sh.tags[f : f+admWays] {
+		if t == tag {
+			return f + i
+		}
+		full = full && t != 0
+	}
+	if !full {
+		return -1
+	}
+	f = sh.next(f)
+	for i, t := range sh.tags[f : f+admWays] {
+		if t == tag {
+			return f + i
+		}
+	}
+	return -1
+}
+
+// next returns the first slot of the set after the one starting at f.
+func (sh *admShard) next(f int) int { return (f + admWays) % len(sh.tags) }
+
+// take returns the slot a new key of tag takes at now: a free one in its
+// set, else one there whose counts no longer matter, else the same in the
+// next set, else the one of the two whose bucket started first. The
+// caller holds sh.mu and sets the slot.
+func (sh *admShard) take(tag uint64, now int64) int {
+	f := sh.first(tag)
+	oldest := f
+	for _, first := range [2]int{f, sh.next(f)} {
+		for i := first; i < first+admWays; i++ {
+			if sh.tags[i] == 0 {
+				sh.used++
+				return i
+			}
+			if !sh.entries[i].matters(now) {
+				return i
+			}
+			if sh.entries[i].start < sh.entries[oldest].start {
+				oldest = i
+			}
+		}
+	}
+	return oldest
+}
+
+// resize moves the counts that still matter at now into a table of sets
+// sets. The caller holds sh.mu.
+func (sh *admShard) resize(sets int, now int64) {
+	tags, entries := sh.tags, sh.entries
+	sh.tags, sh.entries, sh.used = make([]uint64, sets*admWays), make([]admEntry, sets*admWays), 0
+	for i, t := range tags {
+		if t != 0 && entries[i].matters(now) {
+			j := sh.take(t, now)
+			sh.tags[j], sh.entries[j] = t, entries[i]
+		}
+	}
 }
 
 // add counts cost (negative for a refund) admitted for key at now (Unix
@@ -59,21 +151,28 @@ func (a *admissions) add(key string, now, mem, cost int64) {
 	if mem <= 0 {
 		return
 	}
-	sh, h := a.shard(key)
+	sh, tag := a.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, ok := sh.m[h]
-	if !ok {
+	i := sh.find(tag)
+	if i < 0 {
 		if cost <= 0 {
 			return
 		}
-		if len(sh.m) >= a.perShard {
-			sh.makeRoom(now)
+		if sets := len(sh.tags) / admWays; 2*(sh.used+1) > len(sh.tags) && sets < a.maxSets {
+			// Half full: drop what no longer matters, and double unless
+			// that left the table a quarter full or less.
+			sh.resize(sets, now)
+			if 4*sh.used > len(sh.tags) {
+				sh.resize(2*sets, now)
+			}
 		}
+		i = sh.take(tag, now)
+		sh.tags[i], sh.entries[i] = tag, admEntry{}
 	}
-	e = e.roll(now, mem)
+	e := sh.entries[i].roll(now, mem)
 	e.cur = max(0, e.cur+cost)
-	sh.m[h] = e
+	sh.entries[i] = e
 }
 
 // used returns about what was admitted for key in the mem ms before now:
@@ -84,11 +183,15 @@ func (a *admissions) used(key string, now, mem int64) int64 {
 	if mem <= 0 {
 		return 0
 	}
-	sh, h := a.shard(key)
+	sh, tag := a.shard(key)
 	sh.mu.Lock()
-	e, ok := sh.m[h]
+	i := sh.find(tag)
+	var e admEntry
+	if i >= 0 {
+		e = sh.entries[i]
+	}
 	sh.mu.Unlock()
-	if !ok {
+	if i < 0 {
 		return 0
 	}
 	e = e.roll(now, mem)
@@ -106,29 +209,4 @@ func (e admEntry) roll(now, mem int64) admEntry {
 		return admEntry{start: b, mem: mem, prev: e.cur}
 	}
 	return admEntry{start: b, mem: mem}
-}
-
-// makeRoom drops the entries whose counts no longer matter at now (at
-// most once per admSweepEvery), and if that freed nothing, a few arbitrary
-// ones. The caller holds sh.mu.
-func (sh *admShard) makeRoom(now int64) {
-	n := len(sh.m)
-	if now-sh.lastSweep >= admSweepEvery {
-		sh.lastSweep = now
-		for h, e := range sh.m {
-			if e.start+2*e.mem <= now {
-				delete(sh.m, h)
-			}
-		}
-	}
-	if len(sh.m) < n {
-		return
-	}
-	i := 0
-	for h := range sh.m {
-		delete(sh.m, h)
-		if i++; i == 8 {
-			return
-		}
-	}
 }

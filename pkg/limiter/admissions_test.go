@@ -1,6 +1,11 @@
 package limiter
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
 
 func TestAdmissions(t *testing.T) {
 	a := newAdmissions(1000)
@@ -48,14 +53,146 @@ func TestAdmissions(t *testing.T) {
 	}
 }
 
-func TestAdmissionsBounded(t *testing.T) {
-	a := newAdmissions(admShards * 4) // 4 per shard
-	for i := range 10_000 {
-		a.add(string(rune('a'+i%26))+string(rune(i)), int64(i), 1000, 1)
-	}
-	for i := range a.shards {
-		if n := len(a.shards[i].m); n > 4 {
-			t.Fatalf("shard %d holds %d keys, want at most 4", i, n)
+// sameShard returns n key names that fall in one shard of a.
+func sameShard(a *admissions, n int) []string {
+	first, _ := a.shard("k0")
+	keys := []string{"k0"}
+	for i := 1; len(keys) < n; i++ {
+		k := "k" + strconv.Itoa(i)
+		if sh, _ := a.shard(k); sh == first {
+			keys = append(keys, k)
 		}
+	}
+	return keys
+}
+
+// TestAdmissionsEvicts fills a table of one set (admWays slots) and
+// checks which count a new key takes the place of: one whose counts no
+// longer matter first, then the one whose bucket started first; the
+// counts of the keys that stay are kept whole.
+func TestAdmissionsEvicts(t *testing.T) {
+	const mem = 1000
+	a := newAdmissions(1) // one set a shard
+	keys := sameShard(a, admWays+3)
+	sh, _ := a.shard(keys[0])
+	if len(sh.tags) != admWays {
+		t.Fatalf("a table for 1 key has %d slots a shard, want %d", len(sh.tags), admWays)
+	}
+	// keys[0] counted in the bucket of 1000, the others in the bucket of
+	// 2000 (a count of i for keys[i]): the set is full.
+	a.add(keys[0], 1500, mem, 1)
+	for i := 1; i < admWays; i++ {
+		a.add(keys[i], 2500, mem, int64(i))
+	}
+	if got := a.used(keys[0], 2900, mem); got != 1 {
+		t.Fatalf("used(%s) at 2900 = %d, want 1", keys[0], got)
+	}
+	newcomers := keys[admWays:]
+	// At 3000 keys[0]'s counts no longer matter: the first newcomer takes
+	// its slot.
+	a.add(newcomers[0], 3000, mem, 7)
+	for i := 1; i < admWays; i++ {
+		if got := a.used(keys[i], 3000, mem); got != int64(i) {
+			t.Errorf("used(%s) at 3000 = %d, want %d", keys[i], got, i)
+		}
+	}
+	if got := a.used(newcomers[0], 3000, mem); got != 7 {
+		t.Errorf("used(%s) at 3000 = %d, want 7", newcomers[0], got)
+	}
+	// From now on every count matters: newcomers take the places of keys
+	// counted in the bucket of 2000, never the first newcomer's (of 3000),
+	// and one each.
+	a.add(newcomers[1], 3100, mem, 5)
+	a.add(newcomers[2], 3200, mem, 1)
+	for i, want := range []int64{7, 5, 1} {
+		if got := a.used(newcomers[i], 3200, mem); got != want {
+			t.Errorf("used(%s) at 3200 = %d, want %d", newcomers[i], got, want)
+		}
+	}
+	kept := 0
+	for i := 1; i < admWays; i++ {
+		// Counted in the bucket before 3000's, weighed by 0.8 at 3200.
+		switch got := a.used(keys[i], 3200, mem); got {
+		case int64(math.Ceil(float64(i) * 0.8)):
+			kept++
+		case 0:
+		default:
+			t.Errorf("used(%s) = %d, want %d or forgotten", keys[i], got, i)
+		}
+	}
+	if kept != admWays-3 {
+		t.Errorf("%d of the %d keys of the bucket of 2000 kept, want %d", kept, admWays-1, admWays-3)
+	}
+	// A refund of a key not in the table takes no slot.
+	before := append([]uint64(nil), sh.tags...)
+	a.add("absent", 3300, mem, -3)
+	for i := range before {
+		if sh.tags[i] != before[i] {
+			t.Fatalf("a refund of an absent key changed slot %d", i)
+		}
+	}
+}
+
+// TestAdmissionsGrow counts keys into tables that start small: they grow
+// and keep (nearly) every count, stay within twice maxKeys slots, and do
+// not grow for keys whose counts no longer matter.
+func TestAdmissionsGrow(t *testing.T) {
+	const mem, maxKeys, n = 1000, 100_000, 20_000
+	a := newAdmissions(maxKeys)
+	slots := func() (total int) {
+		for i := range a.shards {
+			total += len(a.shards[i].tags)
+		}
+		return total
+	}
+	start := slots()
+	for i := range n {
+		a.add("a"+strconv.Itoa(i), 100, mem, 2)
+	}
+	lost := 0
+	for i := range n {
+		if a.used("a"+strconv.Itoa(i), 100, mem) != 2 {
+			lost++
+		}
+	}
+	grown := slots()
+	t.Logf("%d slots at first, %d for %d keys; %d counts forgotten", start, grown, n, lost)
+	if lost > n/1000 {
+		t.Errorf("%d of %d counts forgotten while growing, want at most 0.1%%", lost, n)
+	}
+	if grown < 2*n || grown > 8*n {
+		t.Errorf("%d slots for %d keys, want 2 to 8 times as many", grown, n)
+	}
+	// Counts of long ago are dropped as new keys come, not kept by growing.
+	for i := range n {
+		a.add("b"+strconv.Itoa(i), 100_000, mem, 1)
+	}
+	if got := slots(); got != grown {
+		t.Errorf("%d slots after as many new keys, the old ones stale; want %d (no growth)", got, grown)
+	}
+	// Never more than twice maxKeys slots, rounded up to a power of two
+	// sets a shard.
+	for i := range 4 * maxKeys {
+		a.add("c"+strconv.Itoa(i), 200_000, mem, 1)
+	}
+	if got, most := slots(), admShards*a.maxSets*admWays; got != most || most > 4*maxKeys {
+		t.Errorf("%d slots after %d keys, want the cap %d (at most 4 × %d)", got, 4*maxKeys, most, maxKeys)
+	}
+}
+
+// BenchmarkAdmissionsAdd counts admissions over 100,000 keys in random
+// order at the default capacity, as a limiter under load over many keys
+// does: the cost is mostly the memory the keys' counts live in.
+func BenchmarkAdmissionsAdd(b *testing.B) {
+	const keys = 100_000
+	a := newAdmissions(100_000)
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "bench_under_user_id_" + strconv.Itoa(i)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(keys)
+	b.ResetTimer()
+	for i := range b.N {
+		a.add(names[order[i%keys]], int64(i/100), 1000, 1)
 	}
 }
