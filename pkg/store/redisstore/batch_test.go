@@ -71,6 +71,10 @@ func TestBatchDecidesAsOneAtATime(t *testing.T) {
 				key = "bad"
 			}
 			reqs[i] = algorithm.Request{Key: key, Params: batchParams[rng.IntN(len(batchParams))], Cost: int64(rng.IntN(4))}
+			if i > 0 && rng.IntN(2) == 0 {
+				// The rule and cost of the request before: sent as "=".
+				reqs[i].Params, reqs[i].Cost = reqs[i-1].Params, reqs[i-1].Cost
+			}
 		}
 		if rng.IntN(4) == 0 {
 			at := now.Add(-time.Duration(rng.IntN(500)) * time.Millisecond)
@@ -124,6 +128,77 @@ func TestBatchCommands(t *testing.T) {
 	got := decideCounting(t, s, c, reqs, true)
 	if want := map[string]int64{"evalsha": 1, "get": 16, "set": 16}; !maps.Equal(got, want) {
 		t.Errorf("got commands %v, want %v", got, want)
+	}
+}
+
+// argsHook records the arguments of the script calls a client sends.
+type argsHook struct{ calls [][]any }
+
+func (h *argsHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *argsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *argsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.record(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *argsHook) record(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		h.calls = append(h.calls, cmd.Args())
+	}
+}
+
+// A batch sends a request's script and arguments once for a run of
+// requests of the same rule and cost: the others of the run are "=".
+func TestBatchSendsSharedArgumentsOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "args")
+	if err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook := &argsHook{}
+	c.AddHook(hook)
+	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 10, Window: time.Minute}
+	reqs := make([]algorithm.Request, 16)
+	for i := range reqs {
+		reqs[i] = algorithm.Request{Key: fmt.Sprintf("k%d", i), Params: p, Cost: 1}
+	}
+	reqs[8].Cost = 2 // breaks the run: sent in full, and so is the one after
+	res, err := s.Decide(ctx, storetest.T0, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if want := r.Decision.Remaining; r.Err != nil || !r.Allowed || want != 10-reqs[i].Cost {
+			t.Fatalf("request %d: %+v, want allowed with %d remaining", i, r, 10-reqs[i].Cost)
+		}
+	}
+	if len(hook.calls) != 1 {
+		t.Fatalf("%d script calls, want 1", len(hook.calls))
+	}
+	args := hook.calls[0]
+	same := 0
+	for _, a := range args {
+		if a == "=" {
+			same++
+		}
+	}
+	// evalsha, sha, 16, the keys, mode, now, admittedAt; then three
+	// requests in full (letter, 3, window, limit, cost), 13 as "=".
+	if want := 3 + 16 + 3 + 3*5 + 13; len(args) != want || same != 13 {
+		t.Errorf("%d arguments with %d \"=\", want %d with 13: %v", len(args), same, want, args)
 	}
 }
 

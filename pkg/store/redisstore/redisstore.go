@@ -304,8 +304,12 @@ func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
 // script.
 func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redis.IntSliceCmd {
 	n := 3 + len(idx) + ownArgs - 4
-	for _, i := range idx {
-		n += 2 + calls[i].argc - ownArgs
+	for j, i := range idx {
+		if j > 0 && sameArgs(&calls[idx[j-1]], &calls[i]) {
+			n++
+		} else {
+			n += 2 + calls[i].argc - ownArgs
+		}
 	}
 	args := make([]any, 0, n)
 	args = append(args, "evalsha", s.batch.shaArg, len(idx))
@@ -318,13 +322,35 @@ func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redi
 	// Every call of a batch is of one Decide or Refund: one mode, now and
 	// admittedAt.
 	args = append(args, calls[idx[0]].argv[4:ownArgs]...)
-	for _, i := range idx {
+	for j, i := range idx {
 		c := &calls[i]
+		if j > 0 && sameArgs(&calls[idx[j-1]], c) {
+			args = append(args, sameAsBefore)
+			continue
+		}
 		args = append(append(args, c.sc.letterArg, c.argc-ownArgs), c.argv[ownArgs:c.argc]...)
 	}
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
 	return cmd
+}
+
+// sameAsBefore stands, in a batch command, for the script and arguments
+// of the request before (lua/batch.lua).
+const sameAsBefore = "="
+
+// sameArgs reports whether c runs the script of prev with the same
+// arguments of its algorithm's own.
+func sameArgs(prev, c *call) bool {
+	if prev.sc != c.sc || prev.argc != c.argc {
+		return false
+	}
+	for k := ownArgs; k < c.argc; k++ {
+		if prev.argv[k] != c.argv[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // errFailedInBatch marks a call whose script failed within a batch: it is

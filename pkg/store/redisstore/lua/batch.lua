@@ -13,7 +13,9 @@
 -- KEYS     the requests' keys, in order
 -- ARGV     mode, now ms, admittedAt ms (0 for decisions), then for each
 --          key in turn: its script's letter, the number n of its own
---          arguments, and those n arguments
+--          arguments, and those n arguments; or "=" alone, for the same
+--          script and arguments as the key before (a batch's requests are
+--          mostly of one rule, and each argument costs Redis its parsing)
 -- Returns  for each key in turn: the length of its script's reply, then
 --          the reply; or -1 when its script failed (the caller runs that
 --          request again on its own, to get the error: every script fails,
@@ -21,8 +23,20 @@
 --          expired entries, which a second run repeats harmlessly)
 local mode, now, admittedAt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, o, a = {}, 1, 4
+local f, first
 for k = 1, #KEYS do
-  local ok, n = pcall(scripts[ARGV[a]], KEYS[k], mode, now, admittedAt, ARGV, a + 2, out, o + 1)
+  if ARGV[a] == '=' then
+    a = a + 1
+  else
+    f, first = scripts[ARGV[a]], a + 2
+    a = a + 2 + tonumber(ARGV[a + 1])
+    -- Every own argument is a number: parsed here once for the run of
+    -- requests that share them.
+    for i = first, a - 1 do
+      ARGV[i] = tonumber(ARGV[i])
+    end
+  end
+  local ok, n = pcall(f, KEYS[k], mode, now, admittedAt, ARGV, first, out, o + 1)
   if ok then
     out[o] = n
     o = o + 1 + n
@@ -30,6 +44,5 @@ for k = 1, #KEYS do
     out[o] = -1
     o = o + 1
   end
-  a = a + 2 + tonumber(ARGV[a + 1])
 end
 return out

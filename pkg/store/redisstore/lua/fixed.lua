@@ -42,7 +42,7 @@ if mode == 'd' then
   if count + cost <= limit then
     allowed = 1
   end
-  if (allowed == 1 or argv[first + 3] == '1') and cost > 0 then
+  if (allowed == 1 or tonumber(argv[first + 3]) == 1) and cost > 0 then
     count = count + cost
     write = true
   end
