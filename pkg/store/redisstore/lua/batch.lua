@@ -23,20 +23,22 @@
 --          expired entries, which a second run repeats harmlessly)
 local mode, now, admittedAt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, o, a = {}, 1, 4
-local f, first
+local f, args
 for k = 1, #KEYS do
   if ARGV[a] == '=' then
     a = a + 1
   else
-    f, first = scripts[ARGV[a]], a + 2
-    a = a + 2 + tonumber(ARGV[a + 1])
     -- Every own argument is a number: parsed here once for the run of
-    -- requests that share them.
-    for i = first, a - 1 do
-      ARGV[i] = tonumber(ARGV[i])
+    -- requests that share them, into a table of the run's own (ARGV is
+    -- left as Redis gave it).
+    f, args = scripts[ARGV[a]], {}
+    local n = tonumber(ARGV[a + 1])
+    for i = 1, n do
+      args[i] = tonumber(ARGV[a + 1 + i])
     end
+    a = a + 2 + n
   end
-  local ok, n = pcall(f, KEYS[k], mode, now, admittedAt, ARGV, first, out, o + 1)
+  local ok, n = pcall(f, KEYS[k], mode, now, admittedAt, args, 1, out, o + 1)
   if ok then
     out[o] = n
     o = o + 1 + n
