@@ -18,11 +18,12 @@ import (
 // count costs two cache lines (the set's hashes, then the entry). The
 // keys are spread over admShards tables, each with its own lock, that
 // start small and double when half full, dropping on the way the counts
-// that no longer matter, up to twice maxKeys slots in all (rounded up to
-// a power of two sets a table). A key new to two full sets
-// takes the slot whose counts no longer matter, or else the one whose
-// bucket is oldest, whose count is then forgotten (TestAdmissionsGrow
-// measures how rarely). Safe for concurrent use.
+// that no longer matter, and when a key's set and the next are full of
+// counts that matter; up to twice maxKeys slots in all (rounded up to a
+// power of two sets a table). A key new to a set and the next, both
+// full, takes a slot there whose counts no longer matter; only at the cap
+// does it take the one whose bucket is oldest, whose count is then
+// forgotten. Safe for concurrent use.
 type admissions struct {
 	seed    maphash.Seed
 	maxSets int // per shard, a power of two
@@ -58,13 +59,26 @@ type admEntry struct {
 // matters reports whether e's counts still weigh on a decision at now.
 func (e *admEntry) matters(now int64) bool { return e.start+2*e.mem > now }
 
+// mattering returns how many slots hold counts that matter at now. The
+// caller holds sh.mu.
+func (sh *admShard) mattering(now int64) int {
+	n := 0
+	for i, t := range sh.tags {
+		if t != 0 && sh.entries[i].matters(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // newAdmissions returns the counts for maxKeys keys: twice as many slots
 // (40 bytes each) or up to twice that, taken as keys come.
 func newAdmissions(maxKeys int) *admissions {
+	maxKeys = min(maxKeys, 1<<28) // 268 million: beyond any memory, and 2*maxKeys fits an int32
 	perShard := max(1, (2*maxKeys+admWays*admShards-1)/(admWays*admShards))
 	a := &admissions{seed: maphash.MakeSeed(), maxSets: 1 << bits.Len(uint(perShard-1))}
 	for i := range a.shards {
-		a.shards[i].resize(min(admFirstSets, a.maxSets), 0)
+		a.shards[i].rebuild(min(admFirstSets, a.maxSets), a.maxSets, 0)
 	}
 	return a
 }
@@ -110,38 +124,52 @@ func (sh *admShard) next(f int) int { return (f + admWays) % len(sh.tags) }
 
 // take returns the slot a new key of tag takes at now: a free one in its
 // set, else one there whose counts no longer matter, else the same in the
-// next set, else the one of the two whose bucket started first. The
-// caller holds sh.mu and sets the slot.
-func (sh *admShard) take(tag uint64, now int64) int {
+// next set, else the one of the two whose bucket started first, whose
+// counts still matter (live is then true). The caller holds sh.mu and
+// sets the slot.
+func (sh *admShard) take(tag uint64, now int64) (slot int, live bool) {
 	f := sh.first(tag)
 	oldest := f
 	for _, first := range [2]int{f, sh.next(f)} {
 		for i := first; i < first+admWays; i++ {
 			if sh.tags[i] == 0 {
 				sh.used++
-				return i
+				return i, false
 			}
 			if !sh.entries[i].matters(now) {
-				return i
+				return i, false
 			}
 			if sh.entries[i].start < sh.entries[oldest].start {
 				oldest = i
 			}
 		}
 	}
-	return oldest
+	return oldest, true
 }
 
-// resize moves the counts that still matter at now into a table of sets
-// sets. The caller holds sh.mu.
-func (sh *admShard) resize(sets int, now int64) {
+// rebuild moves the counts that still matter at now into a table of sets
+// sets, or of twice as many (up to maxSets) until none is forgotten. The
+// caller holds sh.mu.
+func (sh *admShard) rebuild(sets, maxSets int, now int64) {
 	tags, entries := sh.tags, sh.entries
-	sh.tags, sh.entries, sh.used = make([]uint64, sets*admWays), make([]admEntry, sets*admWays), 0
-	for i, t := range tags {
-		if t != 0 && entries[i].matters(now) {
-			j := sh.take(t, now)
+	for {
+		sh.tags, sh.entries, sh.used = make([]uint64, sets*admWays), make([]admEntry, sets*admWays), 0
+		fits := true
+		for i, t := range tags {
+			if t == 0 || !entries[i].matters(now) {
+				continue
+			}
+			j, live := sh.take(t, now)
+			if live && sets < maxSets {
+				fits = false
+				break
+			}
 			sh.tags[j], sh.entries[j] = t, entries[i]
 		}
+		if fits {
+			return
+		}
+		sets *= 2
 	}
 }
 
@@ -159,15 +187,21 @@ func (a *admissions) add(key string, now, mem, cost int64) {
 		if cost <= 0 {
 			return
 		}
-		if sets := len(sh.tags) / admWays; 2*(sh.used+1) > len(sh.tags) && sets < a.maxSets {
+		sets := len(sh.tags) / admWays
+		if 2*(sh.used+1) > len(sh.tags) && sets < a.maxSets {
 			// Half full: drop what no longer matters, and double unless
-			// that left the table a quarter full or less.
-			sh.resize(sets, now)
-			if 4*sh.used > len(sh.tags) {
-				sh.resize(2*sets, now)
+			// the counts that matter fill a quarter of the table or less.
+			if 4*sh.mattering(now) > len(sh.tags) {
+				sets *= 2
 			}
+			sh.rebuild(sets, a.maxSets, now)
 		}
-		i = sh.take(tag, now)
+		var live bool
+		for i, live = sh.take(tag, now); live && len(sh.tags)/admWays < a.maxSets; i, live = sh.take(tag, now) {
+			// Both sets full of counts that matter: double rather than
+			// forget one, until the cap.
+			sh.rebuild(2*len(sh.tags)/admWays, a.maxSets, now)
+		}
 		sh.tags[i], sh.entries[i] = tag, admEntry{}
 	}
 	e := sh.entries[i].roll(now, mem)
