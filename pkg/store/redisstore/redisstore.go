@@ -128,6 +128,42 @@ type Store struct {
 	// turns batching off for good.
 	batch    script
 	batching atomic.Bool
+	// callBufs holds *callBuf: the calls of a Decide or Refund, reused
+	// (a call is a few hundred bytes, a batch of them the most the store
+	// allocates per decision).
+	callBufs sync.Pool
+}
+
+// callBuf holds the calls of one Decide or Refund.
+type callBuf struct{ calls []call }
+
+// maxPooledCalls bounds the calls a buffer keeps when it goes back to
+// the pool: a rare huge call does not pin its memory.
+const maxPooledCalls = 1024
+
+// takeCalls returns a buffer whose calls are empty, with room for n.
+func (s *Store) takeCalls(n int) *callBuf {
+	b, _ := s.callBufs.Get().(*callBuf)
+	if b == nil {
+		b = &callBuf{}
+	}
+	if cap(b.calls) < n {
+		b.calls = make([]call, 0, n)
+	}
+	return b
+}
+
+// putCalls clears b's calls (they hold keys, replies and errors) and
+// gives b back to the pool. Nothing may use them after, nor the commands
+// made from them (call.command passes its argv to the command as is):
+// Decide and Refund put them back once every command has its reply.
+func (s *Store) putCalls(b *callBuf) {
+	if cap(b.calls) > maxPooledCalls {
+		return
+	}
+	clear(b.calls)
+	b.calls = b.calls[:0]
+	s.callBufs.Put(b)
 }
 
 // New returns a store that keeps its states through c.
@@ -378,12 +414,13 @@ func takeBatch(calls []call, idx []int, vals []int64, err error) {
 	}
 }
 
-// prepareAll prepares a call for each of reqs that validates, leaving out
-// refunds of nothing (cost 0). It stores the error of each other in out,
-// if not nil, and returns the first.
-func (s *Store) prepareAll(reqs []algorithm.Request, out []algorithm.Result, refund bool, now, at int64) ([]call, error) {
+// prepareAll prepares a call for each of reqs that validates, in b,
+// leaving out refunds of nothing (cost 0). It stores the error of each
+// other in out, if not nil, and returns the first.
+func (s *Store) prepareAll(b *callBuf, reqs []algorithm.Request, out []algorithm.Result, refund bool, now, at int64) ([]call, error) {
 	var first error
-	calls := make([]call, 0, len(reqs))
+	calls := b.calls[:0]
+	defer func() { b.calls = calls }()
 	// The keys are cut from one string: one allocation for all of them.
 	n := 0
 	for _, r := range reqs {
@@ -432,7 +469,9 @@ func (s *Store) prepareAll(reqs []algorithm.Request, out []algorithm.Result, ref
 // as a whole is not.
 func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	out := make([]algorithm.Result, len(reqs))
-	calls, _ := s.prepareAll(reqs, out, false, now.UnixMilli(), 0)
+	b := s.takeCalls(len(reqs))
+	defer s.putCalls(b)
+	calls, _ := s.prepareAll(b, reqs, out, false, now.UnixMilli(), 0)
 	if len(calls) == 0 {
 		return out, nil
 	}
@@ -456,7 +495,9 @@ func (s *Store) Decide(ctx context.Context, now time.Time, reqs []algorithm.Requ
 // should pass a context that outlives a client's hang-up
 // (context.WithoutCancel): a refund cut short leaves quota spent.
 func (s *Store) Refund(ctx context.Context, at, now time.Time, reqs []algorithm.Request) error {
-	calls, first := s.prepareAll(reqs, nil, true, now.UnixMilli(), at.UnixMilli())
+	b := s.takeCalls(len(reqs))
+	defer s.putCalls(b)
+	calls, first := s.prepareAll(b, reqs, nil, true, now.UnixMilli(), at.UnixMilli())
 	if len(calls) == 0 {
 		return first
 	}
