@@ -295,3 +295,31 @@ func decideCounting(t *testing.T, s *redisstore.Store, c *redis.Client, reqs []a
 	delete(got, "config|resetstat")
 	return got
 }
+
+// The store reuses its calls from one Decide to the next; a client's hook
+// that keeps a command keeps its arguments as they were sent.
+func TestCommandsKeepTheirArguments(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "keep")
+	if err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook := &argsHook{}
+	c.AddHook(hook)
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 10, Window: time.Minute}
+	for _, key := range []string{"first", "second", "third"} {
+		if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: key, Params: p, Cost: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(hook.calls) != 3 {
+		t.Fatalf("%d script calls, want 3", len(hook.calls))
+	}
+	for i, key := range []string{"first", "second", "third"} {
+		if got := fmt.Sprint(hook.calls[i][3]); !strings.Contains(got, key) {
+			t.Errorf("call %d's key, kept by a hook: %q, want the key of %q", i, got, key)
+		}
+	}
+}

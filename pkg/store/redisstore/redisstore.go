@@ -138,8 +138,9 @@ type Store struct {
 type callBuf struct{ calls []call }
 
 // maxPooledCalls bounds the calls a buffer keeps when it goes back to
-// the pool: a rare huge call does not pin its memory.
-const maxPooledCalls = 1024
+// the pool (a call is about 340 bytes): a rare huge call does not pin its
+// memory. The coalescer's batches are at most 256 by default.
+const maxPooledCalls = 256
 
 // takeCalls returns a buffer whose calls are empty, with room for n.
 func (s *Store) takeCalls(n int) *callBuf {
@@ -154,9 +155,9 @@ func (s *Store) takeCalls(n int) *callBuf {
 }
 
 // putCalls clears b's calls (they hold keys, replies and errors) and
-// gives b back to the pool. Nothing may use them after, nor the commands
-// made from them (call.command passes its argv to the command as is):
-// Decide and Refund put them back once every command has its reply.
+// gives b back to the pool. Nothing may use them after: Decide and
+// Refund put them back once every command has its reply, and the
+// commands hold copies of their arguments.
 func (s *Store) putCalls(b *callBuf) {
 	if cap(b.calls) > maxPooledCalls {
 		return
@@ -330,7 +331,9 @@ func (c *call) withSource() {
 
 // command returns a new EVALSHA (or EVAL) command for c alone.
 func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
-	cmd := redis.NewIntSliceCmd(ctx, c.argv[:c.argc]...)
+	// A copy: c goes back to the store's pool after the call, and a
+	// client's hook may keep the command and its arguments.
+	cmd := redis.NewIntSliceCmd(ctx, slices.Clone(c.argv[:c.argc])...)
 	cmd.SetFirstKeyPos(3)
 	return cmd
 }
@@ -419,8 +422,7 @@ func takeBatch(calls []call, idx []int, vals []int64, err error) {
 // other in out, if not nil, and returns the first.
 func (s *Store) prepareAll(b *callBuf, reqs []algorithm.Request, out []algorithm.Result, refund bool, now, at int64) ([]call, error) {
 	var first error
-	calls := b.calls[:0]
-	defer func() { b.calls = calls }()
+	calls := b.calls[:0] // room for every request: append does not reallocate
 	// The keys are cut from one string: one allocation for all of them.
 	n := 0
 	for _, r := range reqs {
@@ -454,6 +456,7 @@ func (s *Store) prepareAll(b *callBuf, reqs []algorithm.Request, out []algorithm
 		s.prepare(c, prev, reqs[c.req], keys[start:ends[j]], refund, nowArg, atArg)
 		start = ends[j]
 	}
+	b.calls = calls // for putCalls to clear
 	return calls, first
 }
 
