@@ -158,18 +158,25 @@ func (h *argsHook) record(cmd redis.Cmder) {
 	}
 }
 
-// A batch sends a request's script and arguments once for a run of
-// requests of the same rule and cost: the others of the run are "=".
-func TestBatchSendsSharedArgumentsOnce(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t)
-	ctx := context.Background()
-	s := newStore(t, c, "args")
-	if err := s.Load(ctx); err != nil {
+// storeWithArgsHook returns a store, its scripts loaded, on a client of
+// its own redis-server that records the script calls it sends.
+func storeWithArgsHook(t *testing.T, prefix string) (*redisstore.Store, *argsHook) {
+	t.Helper()
+	c := redistest.Start(t).Client(t)
+	s := newStore(t, c, prefix)
+	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	hook := &argsHook{}
 	c.AddHook(hook)
+	return s, hook
+}
+
+// A batch sends a request's script and arguments once for a run of
+// requests of the same rule and cost: the others of the run are "=".
+func TestBatchSendsSharedArgumentsOnce(t *testing.T) {
+	ctx := context.Background()
+	s, hook := storeWithArgsHook(t, "args")
 	p := algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 10, Window: time.Minute}
 	reqs := make([]algorithm.Request, 16)
 	for i := range reqs {
@@ -299,15 +306,8 @@ func decideCounting(t *testing.T, s *redisstore.Store, c *redis.Client, reqs []a
 // The store reuses its calls from one Decide to the next; a client's hook
 // that keeps a command keeps its arguments as they were sent.
 func TestCommandsKeepTheirArguments(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t)
 	ctx := context.Background()
-	s := newStore(t, c, "keep")
-	if err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hook := &argsHook{}
-	c.AddHook(hook)
+	s, hook := storeWithArgsHook(t, "keep")
 	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 10, Window: time.Minute}
 	for _, key := range []string{"first", "second", "third"} {
 		if _, err := s.Decide(ctx, storetest.T0, []algorithm.Request{{Key: key, Params: p, Cost: 1}}); err != nil {
