@@ -88,3 +88,63 @@ func TestLocalModeCountsAcrossStoreOutages(t *testing.T) {
 	c.Advance(time.Hour)
 	expect("next window", "b", []limiter.Source{store, store, store, store, store}, []bool{true, true, true, true, false})
 }
+
+const refundYAML = `
+domain: failover
+rules:
+  - {rule_id: probe, key_type: k, limit: 1000000, window_seconds: 3600, failure_mode: open, conditions: {mode: probe}}
+  - {rule_id: local, key_type: k, limit: 4, window_seconds: 3600, algorithm: FixedWindow, failure_mode: local, conditions: {mode: local}}
+  - {rule_id: gate, key_type: k, limit: 1, window_seconds: 3600, algorithm: FixedWindow, failure_mode: open, conditions: {gate: "on"}}
+`
+
+// TestLocalModeRefundsBothCounts: after an outage, a key decided locally
+// is charged to the local count beside the store; when another rule of
+// the same item rejects, both admissions are given back, so the local
+// count does not keep what was never admitted.
+func TestLocalModeRefundsBothCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClock()
+	l := redisLimiter(t, srv, c, refundYAML, func(cfg *limiter.Config) { cfg.Instances = twoInstances{} })
+	ctx := context.Background()
+	check := func(attrs map[string]string) limiter.Response {
+		t.Helper()
+		resp, err := l.Check(ctx, limiter.Request{Items: []limiter.Item{{Attributes: attrs}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	local := map[string]string{"mode": "local", "k": "d"}
+	// Redis down: d's first request is decided locally (1 of the 2 this
+	// instance may admit of 4).
+	srv.Stop()
+	if r := check(local).Items[0].Results[0]; r.Source != limiter.SourceFailureLocal || !r.Allowed {
+		t.Fatalf("Redis down: %v allowed=%v, want failure_local allowed", r.Source, r.Allowed)
+	}
+	srv.Restart(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for check(map[string]string{"mode": "probe", "k": "x"}).Items[0].Results[0].Source != limiter.SourceStore {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis back for 5 s: still not deciding from it")
+		}
+		c.Advance(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The gate's one request for d goes first; then an item both rules
+	// match: local admits (store and local count), the gate rejects, and
+	// local's admission is given back to both.
+	if !check(map[string]string{"gate": "on", "k": "d"}).Allowed {
+		t.Fatal("the gate's first request for d was rejected")
+	}
+	both := check(map[string]string{"mode": "local", "gate": "on", "k": "d"})
+	if both.Allowed || len(both.Items[0].Results) != 2 {
+		t.Fatalf("an item of both rules: allowed=%v with %d results, want rejected by the gate with 2", both.Allowed, len(both.Items[0].Results))
+	}
+	// The local count holds d's one admission, not two: one more fits.
+	if r := check(local).Items[0].Results[0]; !r.Allowed {
+		t.Fatalf("d after the refund: %v allowed=%v, want allowed (the local count was given back)", r.Source, r.Allowed)
+	}
+	if r := check(local).Items[0].Results[0]; r.Allowed {
+		t.Fatalf("d's third admission: %v allowed, want rejected at this instance's 2", r.Source)
+	}
+}

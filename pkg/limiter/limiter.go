@@ -548,8 +548,9 @@ type RuleResult struct {
 	// req is what the store was asked, for a refund.
 	req algorithm.Request
 	// lreq is what the local store was charged beside the store, for a
-	// refund; its Key is empty when nothing was.
-	lreq algorithm.Request
+	// refund; nil when nothing was (most results: a pointer keeps the
+	// results of a call, allocated together, smaller).
+	lreq *algorithm.Request
 }
 
 // Params returns the parameters the store was asked to decide with: the
@@ -917,7 +918,7 @@ func (l *Limiter) shadowCount(ctx context.Context, now time.Time, resp *Response
 		switch {
 		case sres[j].Err != nil:
 		case sres[j].Allowed:
-			r.lreq = sreqs[j]
+			r.lreq = &sreqs[j]
 		default:
 			refunds = append(refunds, reqs[k])
 			r.Source, r.Decision = SourceFailureLocal, sres[j].Decision
@@ -1227,8 +1228,8 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 				case SourceStore:
 					r.Refunded = true
 					storeRefunds = append(storeRefunds, r.req)
-					if r.lreq.Key != "" {
-						localRefunds = append(localRefunds, r.lreq)
+					if r.lreq != nil {
+						localRefunds = append(localRefunds, *r.lreq)
 					}
 					if l.shadow && r.req.Cost > 0 {
 						// A no-op for keys shadowCount did not count.
