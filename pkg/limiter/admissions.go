@@ -46,7 +46,8 @@ type admShard struct {
 	// set s, or 0 for a free slot; entries holds the slots' counts.
 	tags    []uint64
 	entries []admEntry
-	used    int // slots holding a key
+	used    int      // slots holding a key
+	_       [64]byte // 128 bytes a shard: no two shards' locks share a cache line
 }
 
 // admEntry holds the counts of the bucket [start, start+mem) (Unix ms)
