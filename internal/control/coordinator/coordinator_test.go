@@ -95,11 +95,19 @@ func (h *harness) report(ctx context.Context, offered map[string]uint64) {
 // holding its usage of the harness's rule.
 func (h *harness) publish(ctx context.Context, usage map[string]*weirv1.RuleUsage) {
 	start := time.Now().UnixMilli()/200*200 - 200
-	var msgs []kafka.Message
+	var reports []*weirv1.UsageReport
 	for dc, ru := range usage {
 		h.seq++
-		r := &weirv1.UsageReport{Dc: dc, Instance: dc + "-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 200,
-			Rules: []*weirv1.RuleUsage{ru}}
+		reports = append(reports, &weirv1.UsageReport{Dc: dc, Instance: dc + "-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 200,
+			Rules: []*weirv1.RuleUsage{ru}})
+	}
+	h.send(ctx, reports...)
+}
+
+// send writes reports to the usage topic, each keyed by its instance.
+func (h *harness) send(ctx context.Context, reports ...*weirv1.UsageReport) {
+	msgs := make([]kafka.Message, 0, len(reports))
+	for _, r := range reports {
 		b, err := proto.Marshal(r)
 		if err != nil {
 			h.t.Fatal(err)
@@ -332,13 +340,7 @@ func TestCoordinatorTakesReadingsBetweenIntervals(t *testing.T) {
 	h.seq++
 	r := &weirv1.UsageReport{Dc: "a", Instance: "a-1", Sequence: h.seq, IntervalStartMs: start, IntervalMs: 50, ReadingsOnly: true,
 		Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: 900, Admitted: 900, Consumed: &consumed}}}
-	b, err := proto.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.w.WriteMessages(ctx, kafka.Message{Key: []byte(r.Instance), Value: b}); err != nil {
-		t.Fatal(err)
-	}
+	h.send(ctx, r)
 	waitFor(t, 10*time.Second, "the readings counted", func() bool { return c.c.Status().Planner.Readings == 1 })
 	if got := c.c.Status().Planner.Reports; got != reports {
 		t.Errorf("reports went from %d to %d with a readings-only report", reports, got)
