@@ -102,11 +102,8 @@ func (p *Planner) dropRereads() {
 // readings between intervals freed since the last tick, apportioned by
 // the shares of that tick, and empties the queue. An entry whose rule
 // was replaced or dropped, or a key retired since, is left as it is.
-// (Setting the targets again from every reading at hand instead, never
-// lower, used 97.7–97.8% of L per window for the rule in long-window-60,
-// against 98.4–98.5% this way; in TestLongWindowQuotaFollowsBack the two
-// are within 0.1%. Why the first does worse with real limiters is not
-// known.)
+// (Setting the targets again from every reading at hand, never lower, did
+// worse in long-window-60: docs/architecture.md, "Long windows".)
 func (p *Planner) retargetRereads() {
 	var buf [allocate.MaxStackDCs]int64
 	add := buf[:len(p.dcs)]

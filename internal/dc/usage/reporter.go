@@ -30,9 +30,8 @@ const (
 )
 
 // ReadsBetween: ReporterConfig's zero value reads nothing between interval
-// reports; limiterd reads DefaultReadsBetween times, which in the
-// long-window-60 scenario (docs/simulation.md) used 97.7–98.5% of L per
-// window, against 97.7–98.0% reading once and 96.9–97.4% never.
+// reports; limiterd reads DefaultReadsBetween times (docs/architecture.md,
+// "Readings between intervals", gives what each count measured).
 const (
 	DefaultReadsBetween = 3
 	MaxReadsBetween     = 9
