@@ -342,9 +342,12 @@ func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
 // the indices: EVAL of its source if any of them met a node without a
 // script.
 func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redis.IntSliceCmd {
+	// same[j]: call idx[j] goes as sameAsBefore (a batch is at most
+	// maxBatch calls).
+	var same [maxBatch]bool
 	n := 3 + len(idx) + ownArgs - 4
 	for j, i := range idx {
-		if j > 0 && sameArgs(&calls[idx[j-1]], &calls[i]) {
+		if same[j] = j > 0 && sameArgs(&calls[idx[j-1]], &calls[i]); same[j] {
 			n++
 		} else {
 			n += 2 + calls[i].argc - ownArgs
@@ -363,7 +366,7 @@ func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redi
 	args = append(args, calls[idx[0]].argv[4:ownArgs]...)
 	for j, i := range idx {
 		c := &calls[i]
-		if j > 0 && sameArgs(&calls[idx[j-1]], c) {
+		if same[j] {
 			args = append(args, sameAsBefore)
 			continue
 		}
