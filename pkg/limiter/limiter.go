@@ -623,11 +623,21 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	now := start
 	t := now.UnixMilli()
 	n := len(req.Items)
-	resp := Response{Allowed: true, Items: make([]ItemResult, n)}
 	// The items' results are cut from one array, sized for a rule per
 	// item, and the scratch slices start on the stack: a Check costs a
-	// few allocations whatever its number of items.
-	all := make([]RuleResult, 0, n)
+	// few allocations whatever its number of items. A single item's
+	// response, answer, result and store request take one (the response
+	// is on the heap anyway: the observer is handed it).
+	var resp *Response
+	var all []RuleResult
+	var one *singleItem
+	if n == 1 {
+		one = new(singleItem)
+		resp, all = &one.resp, one.result[:0]
+		*resp = Response{Allowed: true, Items: one.item[:]}
+	} else {
+		resp, all = &Response{Allowed: true, Items: make([]ItemResult, n)}, make([]RuleResult, 0, n)
+	}
 	var waitBuf [8]pending
 	var matchBuf [4]ruleset.Match
 	waiting, matches := waitBuf[:0], matchBuf[:0]
@@ -678,7 +688,11 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 				}
 				r.req = algorithm.Request{Key: m.StoreKey, Params: p, Cost: hits}
 				waiting = append(waiting, pending{i, j, hot})
-				if storeReqs == nil {
+				switch {
+				case storeReqs != nil:
+				case one != nil:
+					storeReqs = one.req[:0]
+				default:
 					storeReqs = make([]algorithm.Request, 0, n-i)
 				}
 				storeReqs = append(storeReqs, r.req)
@@ -688,13 +702,22 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 	}
 	var storeRefunds []algorithm.Request
 	if len(storeReqs) > 0 {
-		if storeRefunds, err = l.decide(ctx, now, &resp, waiting, storeReqs); err != nil {
+		if storeRefunds, err = l.decide(ctx, now, resp, waiting, storeReqs); err != nil {
 			return Response{}, err
 		}
 	}
-	l.finish(ctx, now, &resp, storeRefunds)
-	l.obs.Checked(set.Domain(), &resp, l.now().Sub(start))
-	return resp, nil
+	l.finish(ctx, now, resp, storeRefunds)
+	l.obs.Checked(set.Domain(), resp, l.now().Sub(start))
+	return *resp, nil
+}
+
+// singleItem holds what a Check of one item matching one rule allocates,
+// in one allocation.
+type singleItem struct {
+	resp   Response
+	item   [1]ItemResult
+	result [1]RuleResult
+	req    [1]algorithm.Request
 }
 
 // noRules answers req in a domain that holds no rule: every item allowed,
@@ -951,7 +974,7 @@ var (
 func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	var hopBuf [4]hop
 	var rt route
-	rt.hops, rt.at = l.route(ctx, reqs, hopBuf[:0])
+	rt.hops, rt.at = l.route(ctx, now, reqs, hopBuf[:0])
 	allowed := 0
 	for i := range rt.hops {
 		h := &rt.hops[i]

@@ -177,17 +177,16 @@ func (rt *route) hopOf(i int) *hop {
 	return &rt.hops[rt.at[i]]
 }
 
-// route finds the node of each of reqs: it returns the hops, appended to
-// hops (the caller's buffer, so that a call on one node allocates
-// nothing), and the index in them of each request's node (nil: all on
-// the first). It returns them rather than filling a route through a
-// pointer, which would move the caller's buffer to the heap.
-func (l *Limiter) route(ctx context.Context, reqs []algorithm.Request, hops []hop) ([]hop, []int) {
+// route finds the node of each of reqs at now: it returns the hops, in
+// hops (the caller's empty buffer, so that a call on one node allocates
+// nothing), and the index in them of each request's node (nil:
+// all on the first). It returns them rather than filling a route through
+// a pointer, which would move the caller's buffer to the heap.
+func (l *Limiter) route(ctx context.Context, now time.Time, reqs []algorithm.Request, hops []hop) ([]hop, []int) {
 	if l.locator == nil {
 		return append(hops, hop{n: l.single, reqs: len(reqs)}), nil
 	}
-	now := l.now().UnixNano()
-	at := make([]int, len(reqs))
+	var at []int // made when a second node appears
 	for i, r := range reqs {
 		name, err := l.locator.Node(ctx, r)
 		if err != nil {
@@ -202,10 +201,15 @@ func (l *Limiter) route(ctx context.Context, reqs []algorithm.Request, hops []ho
 		}
 		if h < 0 {
 			h = len(hops)
-			hops = append(hops, hop{n: l.nodes.get(name, now)})
+			hops = append(hops, hop{n: l.nodes.get(name, now.UnixNano())})
+			if h > 0 && at == nil {
+				at = make([]int, len(reqs)) // the requests before i are all on the first
+			}
 		}
 		hops[h].reqs++
-		at[i] = h
+		if at != nil {
+			at[i] = h
+		}
 	}
 	return hops, at
 }

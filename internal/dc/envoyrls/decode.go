@@ -60,20 +60,37 @@ func eachField(b []byte, fn func(pbwire.Field) bool) bool {
 	return err == nil && !stopped
 }
 
-// fastRequest is what the fast path reads of a request's top level.
+// fastRequest is what the fast path reads of a request's top level, and
+// the buffers its reading fills. One that is reset and read again reuses
+// them: the list of descriptors, the items and their attribute maps, the
+// peer request's arrays, and the domain when the new one is the same. The
+// ShouldRateLimit handler keeps them in a pool.
 type fastRequest struct {
 	domain      string
 	descriptors [][]byte // each descriptor's bytes, within the request's
 	hits        uint32   // the request's hits_addend
+
+	last    string // the domain of an earlier read, reused when repeated
+	itemBuf []limiter.Item
+	peerBuf peerRequest
+	hitBuf  []uint64
+	entries []envoyconf.Entry
 }
 
-// readTop reads the top level of a request, or reports false.
-func readTop(b []byte) (fastRequest, bool) {
-	var r fastRequest
+// maxPooled bounds the descriptors whose buffers a reset fastRequest
+// keeps: a request of more (up to limiter.MaxItems) allocates its own.
+const maxPooled = 16
+
+// read reads the top level of a request, b, into r, new or reset, or
+// reports false.
+func (r *fastRequest) read(b []byte) bool {
 	ok := eachField(b, func(f pbwire.Field) bool {
 		switch {
 		case f.Num == reqDomain && f.Type == protowire.BytesType && utf8.Valid(f.Bytes):
-			r.domain = string(f.Bytes)
+			if string(f.Bytes) != r.last { // compared without a copy
+				r.last = string(f.Bytes)
+			}
+			r.domain = r.last
 		case f.Num == reqDescriptors && f.Type == protowire.BytesType:
 			if len(r.descriptors) == limiter.MaxItems {
 				return false // more than a request may hold: the old path refuses it
@@ -86,16 +103,63 @@ func readTop(b []byte) (fastRequest, bool) {
 		}
 		return true
 	})
-	return r, ok && r.domain != "" && len(r.descriptors) > 0
+	return ok && r.domain != "" && len(r.descriptors) > 0
+}
+
+// reset empties r for another read, keeping its buffers (see maxPooled)
+// but nothing they referred to: not the request's bytes, which grpc-go
+// reuses, nor its strings. The items' maps are kept, emptied.
+func (r *fastRequest) reset() {
+	r.domain, r.hits = "", 0
+	r.descriptors = emptied(r.descriptors)
+	for i := range r.itemBuf {
+		m := r.itemBuf[i].Attributes
+		clear(m)
+		r.itemBuf[i] = limiter.Item{Attributes: m}
+	}
+	if cap(r.itemBuf) > maxPooled {
+		r.itemBuf = nil
+	}
+	r.peerBuf.reset()
+	r.hitBuf = emptied(r.hitBuf)
+	r.entries = emptied(r.entries)
+	if cap(r.entries) > maxPooled*limiter.MaxAttributes {
+		r.entries = nil
+	}
+}
+
+// emptied returns s cleared and of length 0, or nil when its capacity is
+// past maxPooled.
+func emptied[T any](s []T) []T {
+	if cap(s) > maxPooled {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
+// resized returns s of length n, zeroed, reusing its array when it is
+// large enough.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // items builds the limiter's items of r's descriptors, as toItems builds
 // them, or reports false.
 func (r *fastRequest) items() ([]limiter.Item, bool) {
-	items := make([]limiter.Item, len(r.descriptors))
+	if cap(r.itemBuf) < len(r.descriptors) {
+		r.itemBuf = make([]limiter.Item, len(r.descriptors))
+	}
+	items := r.itemBuf[:len(r.descriptors)]
 	for i, d := range r.descriptors {
 		it := &items[i]
-		it.Exact = true
+		kept := it.Attributes // empty: a reset's, or new
+		*it = limiter.Item{Exact: true}
 		entries := 0
 		var hits uint64
 		ownHits := false
@@ -124,7 +188,10 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 			return nil, false
 		}
 		it.Hits = int64(hits)
-		it.Attributes = make(map[string]string, entries)
+		it.Attributes = kept
+		if kept == nil {
+			it.Attributes = make(map[string]string, entries)
+		}
 		// Keys and values are cut from a copy of the descriptor: what
 		// keeps one (a Match.Key) keeps the descriptor's bytes, at most a
 		// request's; the long-lived keepers (usage, topk) copy.
@@ -149,11 +216,13 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 }
 
 // peer reads r's descriptors as the peer path reads them (peerRequestOf),
-// or reports false: a descriptor with its own limit, like anything
-// unusual, is left to proto.Unmarshal.
+// into r's own peer request, or reports false: a descriptor with its own
+// limit, like anything unusual, is left to proto.Unmarshal.
 func (r *fastRequest) peer() (*peerRequest, bool) {
-	pr := &peerRequest{domain: r.domain, hits: r.hits, descs: make([]peerDescriptor, len(r.descriptors))}
-	hits := make([]uint64, len(r.descriptors))
+	pr := &r.peerBuf
+	pr.domain, pr.hits, pr.descs = r.domain, r.hits, resized(pr.descs, len(r.descriptors))
+	r.hitBuf = resized(r.hitBuf, len(r.descriptors))
+	hits := r.hitBuf
 	n := 0
 	for i, d := range r.descriptors {
 		pd := &pr.descs[i]
@@ -177,7 +246,8 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 			return nil, false
 		}
 	}
-	all := make([]envoyconf.Entry, 0, n) // one array for every descriptor's entries
+	all := resized(r.entries, n)[:0] // one array for every descriptor's entries
+	r.entries = all
 	for i, d := range r.descriptors {
 		start := len(all)
 		var s string
@@ -240,11 +310,12 @@ type requestParser struct {
 	peer   *peerRequest
 	tree   *envoyconf.Domain // the peer's configuration
 	req    *rlsv3.RateLimitRequest
+	fast   fastRequest // what the fast path read, and its buffers
 }
 
 // ParseWire implements grpcapi.WireParser.
 func (p *requestParser) ParseWire(b []byte, depth int) error {
-	if r, ok := readTop(b); ok {
+	if r := &p.fast; r.read(b) {
 		if tree := p.svc.configs(r.domain); tree == nil {
 			if items, ok := r.items(); ok {
 				p.domain, p.items = r.domain, items
@@ -278,13 +349,30 @@ func shouldRateLimitHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 			return generated(srv, ctx, dec, ic)
 		}
 		svc := srv.(*Service)
-		d := &requestDecoder{p: requestParser{svc: svc}}
-		d.Init(&d.empty, &d.p)
+		d := svc.decoders.Get().(*requestDecoder)
+		// Nothing holds the request once it is answered: the answer
+		// refers to none of its items, entries or strings.
+		defer svc.putDecoder(d)
 		if err := grpcapi.Decode(dec, &d.WireMessage); err != nil {
 			return nil, err
 		}
 		return d.p.answer(ctx)
 	}
+}
+
+// newDecoder returns an empty requestDecoder of s, for s.decoders.
+func (s *Service) newDecoder() any {
+	d := &requestDecoder{p: requestParser{svc: s}}
+	d.Init(&d.empty, &d.p)
+	return d
+}
+
+// putDecoder resets d, done with, and pools it.
+func (s *Service) putDecoder(d *requestDecoder) {
+	p := &d.p
+	p.domain, p.items, p.peer, p.tree, p.req = "", nil, nil, nil, nil
+	p.fast.reset()
+	s.decoders.Put(d)
 }
 
 // answer answers the request p parsed.

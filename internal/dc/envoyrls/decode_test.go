@@ -92,13 +92,58 @@ func oddRequests(t testing.TB) [][]byte {
 	)
 }
 
-// decodeBoth decodes b by the fast path and by proto.Unmarshal then
+// busyRequest is the wire form of a request that fills a fastRequest's
+// buffers: a dozen descriptors of several entries, some with their own
+// hits_addend, in another domain.
+var busyRequest = func() []byte {
+	req := &rlsv3.RateLimitRequest{Domain: "other", HitsAddend: 4}
+	for i := range 12 {
+		d := &rlcommonv3.RateLimitDescriptor{}
+		for _, k := range []string{"a", "b", "c", "d"} {
+			d.Entries = append(d.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: k, Value: k + strconv.Itoa(i)})
+		}
+		if i%3 == 0 {
+			d.HitsAddend = &wrapperspb.UInt64Value{Value: uint64(i)}
+		}
+		req.Descriptors = append(req.Descriptors, d)
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// decodeBoth decodes b by the fast path, new and reset after reading
+// another request (as the pooled ones are), and by proto.Unmarshal then
 // toItems and peerRequestOf: where the fast path takes b, they must
 // agree. It reports whether the fast path took b for items.
 func decodeBoth(t *testing.T, b []byte) (taken bool) {
 	t.Helper()
-	r, ok := readTop(b)
-	if !ok {
+	var fresh fastRequest
+	taken = decodeLikeProto(t, &fresh, b)
+	var reused fastRequest
+	if !reused.read(busyRequest) {
+		t.Fatal("the fast path left the busy request to proto.Unmarshal")
+	}
+	if _, ok := reused.items(); !ok {
+		t.Fatal("the fast path left the busy request's items to proto.Unmarshal")
+	}
+	if _, ok := reused.peer(); !ok {
+		t.Fatal("the peer path left the busy request to proto.Unmarshal")
+	}
+	reused.reset()
+	if again := decodeLikeProto(t, &reused, b); again != taken {
+		t.Fatalf("a reused request took it: %v, a new one %v", again, taken)
+	}
+	return taken
+}
+
+// decodeLikeProto reads b into r by the fast path and compares it with
+// proto.Unmarshal's, as decodeBoth.
+func decodeLikeProto(t *testing.T, r *fastRequest, b []byte) (taken bool) {
+	t.Helper()
+	if !r.read(b) {
 		return false
 	}
 	items, itemsOK := r.items()
@@ -153,7 +198,10 @@ func TestDecodeItems(t *testing.T) {
 		if !decodeBoth(t, b) {
 			t.Fatalf("request %d, as Envoy sends it: left to proto.Unmarshal", i)
 		}
-		r, _ := readTop(b)
+		var r fastRequest
+		if !r.read(b) {
+			t.Fatalf("request %d, as Envoy sends it: left to proto.Unmarshal", i)
+		}
 		if _, ok := r.peer(); !ok {
 			t.Fatalf("request %d, as Envoy sends it: the peer path left it to proto.Unmarshal", i)
 		}
@@ -177,7 +225,8 @@ func TestDecodeItemsCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ok := readTop(b)
+	var r fastRequest
+	ok := r.read(b)
 	items, ok2 := r.items()
 	if !ok || !ok2 {
 		t.Fatal("left to proto.Unmarshal")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -60,6 +61,9 @@ type Service struct {
 	headers  Headers
 	units    unitRules
 	prefixes map[envoyconf.Unit]string
+	// decoders pools the ShouldRateLimit handler's requestDecoders: a
+	// call reuses an earlier one's buffers.
+	decoders sync.Pool
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -67,6 +71,7 @@ var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
 	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, units: newUnitRules(), prefixes: storePrefixes()}
+	s.decoders.New = s.newDecoder
 	if s.now == nil {
 		s.now = time.Now
 	}

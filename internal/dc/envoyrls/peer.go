@@ -74,6 +74,22 @@ type peerRequest struct {
 	domain string
 	hits   uint32 // the request's hits_addend
 	descs  []peerDescriptor
+
+	// What answering it needs besides, kept with a pooled request (see
+	// fastRequest) for the next.
+	limits []peerLimit
+	items  []limiter.Item
+	itemOf []int
+}
+
+// reset empties r for reuse, keeping its arrays (see maxPooled) but
+// nothing they referred to.
+func (r *peerRequest) reset() {
+	r.domain, r.hits = "", 0
+	r.descs = emptied(r.descs)
+	r.limits = emptied(r.limits)
+	r.items = emptied(r.items)
+	r.itemOf = emptied(r.itemOf)
 }
 
 // peerDescriptor is what the peer path reads of a descriptor.
@@ -112,7 +128,8 @@ func peerRequestOf(req *rlsv3.RateLimitRequest) *peerRequest {
 // tree, as envoyproxy/ratelimit answers (see the package documentation).
 func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tree *envoyconf.Domain) (*rlsv3.RateLimitResponse, error) {
 	ds := req.descs
-	limits := make([]peerLimit, len(ds))
+	req.limits = resized(req.limits, len(ds))
+	limits := req.limits
 	var replacing map[string]bool // made when a limit replaces another
 	for i := range ds {
 		d := &ds[i]
@@ -147,8 +164,8 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		}
 	}
 	set, _ := s.lim.Rules(req.domain)
-	items := make([]limiter.Item, 0, len(ds))
-	itemOf := make([]int, 0, len(ds))
+	req.items, req.itemOf = resized(req.items, len(ds)), resized(req.itemOf, len(ds))
+	items, itemOf := req.items[:0], req.itemOf[:0]
 	for i := range ds {
 		l := limits[i].limit
 		if l == nil {
@@ -174,12 +191,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		}
 	}
 	now := s.now().Unix()
-	// Each kind of message in one array: three allocations a request, not
-	// three a descriptor.
-	statuses := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(ds))
-	current := make([]rlsv3.RateLimitResponse_RateLimit, len(itemOf))
-	resets := make([]durationpb.Duration, len(itemOf))
-	out := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(ds))}
+	out, statuses, current, resets := newPeerAnswer(len(ds), len(itemOf))
 	for i := range ds {
 		out.Statuses[i] = &statuses[i]
 		statuses[i].Code = rlsv3.RateLimitResponse_OK
@@ -220,6 +232,30 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	}
 	s.addHeaders(out, now)
 	return out, nil
+}
+
+// newPeerAnswer returns an answer of statuses descriptors, and the
+// messages its statuses and the current limits and resets of limited of
+// them are to be: each kind of message in one array, five allocations a
+// request and not three a descriptor; one for an answer of one
+// descriptor.
+func newPeerAnswer(statuses, limited int) (*rlsv3.RateLimitResponse, []rlsv3.RateLimitResponse_DescriptorStatus, []rlsv3.RateLimitResponse_RateLimit, []durationpb.Duration) {
+	if statuses == 1 {
+		a := new(singleAnswer)
+		a.out.Statuses = a.ptr[:]
+		return &a.out, a.status[:], a.current[:limited], a.reset[:limited]
+	}
+	out := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, statuses)}
+	return out, make([]rlsv3.RateLimitResponse_DescriptorStatus, statuses), make([]rlsv3.RateLimitResponse_RateLimit, limited), make([]durationpb.Duration, limited)
+}
+
+// singleAnswer is an answer of one descriptor, in one allocation.
+type singleAnswer struct {
+	out     rlsv3.RateLimitResponse
+	ptr     [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	status  [1]rlsv3.RateLimitResponse_DescriptorStatus
+	current [1]rlsv3.RateLimitResponse_RateLimit
+	reset   [1]durationpb.Duration
 }
 
 // match returns what the limiter decides p's descriptor against: the Weir

@@ -20,8 +20,9 @@ import (
 // own decoding of a request of 16 items made a CheckItem, a map and a
 // string per attribute name and value for each item, all thrown away once
 // the items were built (a fifth of the limiter's CPU in 16-item requests).
-// Here each item costs its map and one string holding all its attribute
-// bytes. The decoding accepts and refuses exactly what proto.Unmarshal
+// Here each item costs one string holding all its attribute bytes; its
+// map, and the list of items, are reused from an earlier call (see
+// checkRequest.reset). The decoding accepts and refuses exactly what proto.Unmarshal
 // does for a CheckRequest (FuzzDecodeCheck compares them): fields in any
 // order and repeated (the last scalar wins, each items field adds an
 // item, a repeated map key keeps its last value), unknown fields and
@@ -40,15 +41,19 @@ const (
 
 var errNotUTF8 = errors.New("string field contains invalid UTF-8")
 
-// checkRequest is a decoded CheckRequest.
+// checkRequest is a decoded CheckRequest. One that is reset and decoded
+// again reuses its list of items, the attribute maps of the first
+// len(buf) items, and its domain when the new one is the same: the Check
+// handler keeps its checkRequests in a pool.
 type checkRequest struct {
 	domain string
 	items  []limiter.Item
-	buf    [8]limiter.Item // most requests fit: no allocation for the list
+	buf    [16]limiter.Item // most requests fit: no allocation for the list
+	last   string           // the domain of an earlier decode, reused when repeated
 }
 
 // decode parses b, the wire form of a CheckRequest, into r, which must be
-// empty. On error r holds what was parsed before it.
+// new or reset. On error r holds what was parsed before it.
 func (r *checkRequest) decode(b []byte) error {
 	r.items = r.buf[:0]
 	var err error
@@ -59,10 +64,17 @@ func (r *checkRequest) decode(b []byte) error {
 				err = errNotUTF8
 				return false
 			}
-			r.domain = string(f.Bytes)
+			if string(f.Bytes) != r.last { // compared without a copy
+				r.last = string(f.Bytes)
+			}
+			r.domain = r.last
 		case f.Num == fieldItems && f.Type == protowire.BytesType:
+			var reuse map[string]string
+			if i := len(r.items); i < len(r.buf) {
+				reuse = r.buf[i].Attributes
+			}
 			var it limiter.Item
-			if it, err = decodeItem(f.Bytes); err != nil {
+			if it, err = decodeItem(f.Bytes, reuse); err != nil {
 				return false
 			}
 			r.items = append(r.items, it)
@@ -75,10 +87,27 @@ func (r *checkRequest) decode(b []byte) error {
 	return err
 }
 
-// decodeItem parses a CheckItem. Its attribute names and values are cut
-// from one string, a copy of the item's bytes, which a retained name or
-// value therefore keeps alive: at most one item.
-func decodeItem(b []byte) (limiter.Item, error) {
+// reset empties r for another decode, keeping the attribute maps of its
+// first items, emptied, for their next use, except a map grown past what
+// the limiter accepts (a refused request's): a pooled request holds no
+// more than len(buf) maps of limiter.MaxAttributes+1 entries.
+func (r *checkRequest) reset() {
+	for i := range r.buf {
+		m := r.buf[i].Attributes
+		if len(m) > limiter.MaxAttributes {
+			m = nil
+		}
+		clear(m)
+		r.buf[i] = limiter.Item{Attributes: m}
+	}
+	r.domain, r.items = "", nil
+}
+
+// decodeItem parses a CheckItem, into reuse if it is a map (empty), or
+// else into a new one. Its attribute names and values are cut from one
+// string, a copy of the item's bytes, which a retained name or value
+// therefore keeps alive: at most one item.
+func decodeItem(b []byte, reuse map[string]string) (limiter.Item, error) {
 	var it limiter.Item
 	// A first pass checks the framing and counts the entries, to size the
 	// map; the second reads them.
@@ -92,7 +121,11 @@ func decodeItem(b []byte) (limiter.Item, error) {
 		return it, err
 	}
 	var s string
-	if entries > 0 {
+	switch {
+	case entries == 0:
+	case reuse != nil:
+		it.Attributes, s = reuse, string(b)
+	default:
 		// Sized by the entries, but not past what the limiter accepts:
 		// entries may repeat one name (the last wins), and a request of a
 		// few megabytes of empty entries must not size a map of millions.
@@ -149,6 +182,20 @@ type checkDecoder struct {
 	req   checkRequest
 }
 
+// newCheckDecoder returns an empty checkDecoder, for Service.decoders.
+func newCheckDecoder() any {
+	d := &checkDecoder{}
+	d.Init(&d.empty, &d.req)
+	return d
+}
+
+// putDecoder resets d, done with, and pools it.
+func (s *Service) putDecoder(d *checkDecoder) {
+	d.req.reset()
+	d.err = nil
+	s.decoders.Put(d)
+}
+
 // ParseWire implements WireParser.
 func (r *checkRequest) ParseWire(b []byte, _ int) error { return r.decode(b) }
 
@@ -178,12 +225,15 @@ func checkHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 		if ic != nil {
 			return generated(srv, ctx, dec, ic)
 		}
-		d := &checkDecoder{}
-		d.Init(&d.empty, &d.req)
+		s := srv.(*Service)
+		d := s.decoders.Get().(*checkDecoder)
+		// Nothing holds the request once Check returns: the response
+		// refers to no item, and its strings are the items' own.
+		defer s.putDecoder(d)
 		if err := Decode(dec, &d.WireMessage); err != nil {
 			return nil, err
 		}
-		resp, err := srv.(*Service).check(ctx, d.req.domain, d.req.items)
+		resp, err := s.check(ctx, d.req.domain, d.req.items)
 		if err != nil {
 			return nil, err
 		}

@@ -2,11 +2,13 @@ package grpcapi
 
 import (
 	"maps"
+	"strconv"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weirhq/weir/pkg/limiter"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -71,11 +73,40 @@ func checkSeeds(t testing.TB) map[string][]byte {
 	}
 }
 
-// decodeBoth decodes b with checkRequest and with proto.Unmarshal and
+// busyRequest is the wire form of a request with more items than a
+// checkRequest keeps maps for, each with attributes, in another domain:
+// what a pooled checkRequest may have decoded last.
+var busyRequest = func() []byte {
+	req := &weirv1.CheckRequest{Domain: "other"}
+	for i := range 18 {
+		req.Items = append(req.Items, &weirv1.CheckItem{Attributes: map[string]string{"user_id": string(rune('a' + i)), "path": "/p", "k": "v"}, Hits: 2})
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// decodeBoth decodes b with checkRequest, new and reset after decoding
+// another request (as the pooled ones are), and with proto.Unmarshal, and
 // reports where they differ.
 func decodeBoth(t *testing.T, b []byte) {
 	t.Helper()
-	var got checkRequest
+	var fresh checkRequest
+	decodeLikeProto(t, &fresh, b)
+	var reused checkRequest
+	if err := reused.decode(busyRequest); err != nil {
+		t.Fatal(err)
+	}
+	reused.reset()
+	decodeLikeProto(t, &reused, b)
+}
+
+// decodeLikeProto decodes b into got and reports where it differs from
+// proto.Unmarshal.
+func decodeLikeProto(t *testing.T, got *checkRequest, b []byte) {
+	t.Helper()
 	gotErr := got.decode(b)
 	var want weirv1.CheckRequest
 	wantErr := proto.Unmarshal(b, &want)
@@ -136,6 +167,50 @@ func TestDecodeCheckCopies(t *testing.T) {
 	}
 }
 
+// A reset request keeps its first items' maps, emptied, but not a map
+// grown past what the limiter accepts.
+func TestCheckRequestReset(t *testing.T) {
+	big := map[string]string{}
+	for i := range limiter.MaxAttributes + 1 {
+		big[strconv.Itoa(i)] = "v"
+	}
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]string
+		kept  bool
+	}{
+		{"small", map[string]string{"user_id": "ann"}, true},
+		{"at the limit", maps.Collect(func(yield func(string, string) bool) {
+			for i := range limiter.MaxAttributes {
+				yield(strconv.Itoa(i), "v")
+			}
+		}), true},
+		{"past the limit", big, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := proto.Marshal(&weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: tc.attrs}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r checkRequest
+			if err := r.decode(b); err != nil {
+				t.Fatal(err)
+			}
+			r.reset()
+			if r.domain != "" || r.items != nil {
+				t.Fatalf("after reset: domain %q, %d items", r.domain, len(r.items))
+			}
+			m := r.buf[0].Attributes
+			if kept := m != nil; kept != tc.kept {
+				t.Fatalf("map kept: %v, want %v", kept, tc.kept)
+			}
+			if len(m) != 0 {
+				t.Fatalf("kept map not emptied: %v", m)
+			}
+		})
+	}
+}
+
 func BenchmarkDecodeCheck(b *testing.B) {
 	req := &weirv1.CheckRequest{Domain: "bench"}
 	for i := range 16 {
@@ -152,6 +227,16 @@ func BenchmarkDecodeCheck(b *testing.B) {
 			if err := r.decode(wire); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("weir-reused", func(b *testing.B) {
+		b.ReportAllocs()
+		var r checkRequest
+		for b.Loop() {
+			if err := r.decode(wire); err != nil {
+				b.Fatal(err)
+			}
+			r.reset()
 		}
 	})
 	b.Run("proto.Unmarshal", func(b *testing.B) {

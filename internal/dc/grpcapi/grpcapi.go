@@ -7,6 +7,7 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -30,10 +31,15 @@ import (
 type Service struct {
 	weirv1.UnimplementedLimiterServer
 	lim *limiter.Limiter
+	// decoders pools the Check handler's checkDecoders: a call reuses an
+	// earlier one's item list, attribute maps and domain.
+	decoders sync.Pool
 }
 
 // NewService returns the service for lim.
-func NewService(lim *limiter.Limiter) *Service { return &Service{lim: lim} }
+func NewService(lim *limiter.Limiter) *Service {
+	return &Service{lim: lim, decoders: sync.Pool{New: newCheckDecoder}}
+}
 
 // Register adds the Limiter service, health and reflection to s. The
 // returned health server reports SERVING for "" and "weir.v1.Limiter";
