@@ -390,7 +390,9 @@ func (p *requestParser) answer(ctx context.Context) (*rlsv3.RateLimitResponse, e
 // Register sets up does. A request that does not decode gets
 // codes.InvalidArgument; the other errors are ShouldRateLimit's.
 func (s *Service) ShouldRateLimitWire(ctx context.Context, req []byte) (*rlsv3.RateLimitResponse, error) {
-	p := requestParser{svc: s}
+	d := s.decoders.Get().(*requestDecoder)
+	defer s.putDecoder(d)
+	p := &d.p
 	if err := p.ParseWire(req, protowire.DefaultRecursionLimit); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
 	}

@@ -205,7 +205,9 @@ func (r *checkRequest) ParseWire(b []byte, _ int) error { return r.decode(b) }
 // that does not decode gets codes.InvalidArgument; the other errors are
 // Check's.
 func (s *Service) CheckWire(ctx context.Context, req []byte) ([]byte, error) {
-	var r checkRequest
+	d := s.decoders.Get().(*checkDecoder)
+	defer s.putDecoder(d)
+	r := &d.req
 	if err := r.decode(req); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
 	}

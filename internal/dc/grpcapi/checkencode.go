@@ -203,8 +203,8 @@ type checkEncoder struct {
 	sized                bool
 	itemSizes, ruleSizes []int // of each ItemResult and RuleResult, in order
 	total                int
-	itemBuf              [2]int // room for the common answers, of an item or two
-	ruleBuf              [4]int
+	itemBuf              [16]int // room for the common answers, of up to 16 items of a rule each
+	ruleBuf              [16]int
 }
 
 func newCheckEncoder(resp limiter.Response) *checkEncoder {
