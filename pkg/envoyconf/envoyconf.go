@@ -216,18 +216,19 @@ func wildcardMatch(parts []string, name string) bool {
 // shared wildcard value), each followed by '_'.
 func CounterKey(domain string, entries []Entry, f Found) string {
 	var b strings.Builder
-	WriteCounterKey(&b, domain, entries, f)
+	WriteCounterKey(&b, "", domain, entries, f)
 	return b.String()
 }
 
-// WriteCounterKey writes CounterKey(domain, entries, f) to b, after what b
-// holds, growing b once for it.
-func WriteCounterKey(b *strings.Builder, domain string, entries []Entry, f Found) {
-	n := len(domain) + 1
+// WriteCounterKey writes prefix and then CounterKey(domain, entries, f)
+// to b, after what b holds, growing b once for both.
+func WriteCounterKey(b *strings.Builder, prefix, domain string, entries []Entry, f Found) {
+	n := len(prefix) + len(domain) + 1
 	for _, e := range entries {
 		n += len(e.Key) + len(e.Value) + 2 // a shared value is no longer than the value
 	}
 	b.Grow(n)
+	b.WriteString(prefix)
 	b.WriteString(domain)
 	b.WriteByte('_')
 	for i, e := range entries {

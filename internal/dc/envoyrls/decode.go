@@ -111,7 +111,7 @@ func (r *fastRequest) read(b []byte) bool {
 // reuses, nor its strings. The items' maps are kept, emptied.
 func (r *fastRequest) reset() {
 	r.domain, r.hits = "", 0
-	r.descriptors = emptied(r.descriptors)
+	r.descriptors = emptied(r.descriptors, maxPooled)
 	for i := range r.itemBuf {
 		m := r.itemBuf[i].Attributes
 		clear(m)
@@ -121,17 +121,14 @@ func (r *fastRequest) reset() {
 		r.itemBuf = nil
 	}
 	r.peerBuf.reset()
-	r.hitBuf = emptied(r.hitBuf)
-	r.entries = emptied(r.entries)
-	if cap(r.entries) > maxPooled*limiter.MaxAttributes {
-		r.entries = nil
-	}
+	r.hitBuf = emptied(r.hitBuf, maxPooled)
+	r.entries = emptied(r.entries, maxPooled*limiter.MaxAttributes)
 }
 
 // emptied returns s cleared and of length 0, or nil when its capacity is
-// past maxPooled.
-func emptied[T any](s []T) []T {
-	if cap(s) > maxPooled {
+// past most.
+func emptied[T any](s []T, most int) []T {
+	if cap(s) > most {
 		return nil
 	}
 	clear(s[:cap(s)])

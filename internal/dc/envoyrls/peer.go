@@ -86,10 +86,10 @@ type peerRequest struct {
 // nothing they referred to.
 func (r *peerRequest) reset() {
 	r.domain, r.hits = "", 0
-	r.descs = emptied(r.descs)
-	r.limits = emptied(r.limits)
-	r.items = emptied(r.items)
-	r.itemOf = emptied(r.itemOf)
+	r.descs = emptied(r.descs, maxPooled)
+	r.limits = emptied(r.limits, maxPooled)
+	r.items = emptied(r.items, maxPooled)
+	r.itemOf = emptied(r.itemOf, maxPooled)
 }
 
 // peerDescriptor is what the peer path reads of a descriptor.
@@ -275,9 +275,7 @@ func (s *Service) match(set *ruleset.Set, domain string, p *peerLimit) ruleset.M
 	// once: the counter key is its tail.
 	prefix := s.prefixes[l.Unit]
 	var b strings.Builder
-	b.Grow(len(prefix))
-	b.WriteString(prefix)
-	envoyconf.WriteCounterKey(&b, domain, p.entries, p.found)
+	envoyconf.WriteCounterKey(&b, prefix, domain, p.entries, p.found)
 	store := b.String()
 	key := store[len(prefix):]
 	if len(store) > algorithm.MaxKeyLen {
