@@ -70,7 +70,7 @@ type fastRequest struct {
 	descriptors [][]byte // each descriptor's bytes, within the request's
 	hits        uint32   // the request's hits_addend
 
-	last    string // the domain of an earlier read, reused when repeated
+	last    string // the domain of an earlier read, reused when repeated (grpcapi.ReuseString)
 	itemBuf []limiter.Item
 	peerBuf peerRequest
 	hitBuf  []uint64
@@ -87,10 +87,7 @@ func (r *fastRequest) read(b []byte) bool {
 	ok := eachField(b, func(f pbwire.Field) bool {
 		switch {
 		case f.Num == reqDomain && f.Type == protowire.BytesType && utf8.Valid(f.Bytes):
-			if string(f.Bytes) != r.last { // compared without a copy
-				r.last = string(f.Bytes)
-			}
-			r.domain = r.last
+			r.domain = grpcapi.ReuseString(&r.last, f.Bytes)
 		case f.Num == reqDescriptors && f.Type == protowire.BytesType:
 			if len(r.descriptors) == limiter.MaxItems {
 				return false // more than a request may hold: the old path refuses it

@@ -49,7 +49,7 @@ type checkRequest struct {
 	domain string
 	items  []limiter.Item
 	buf    [16]limiter.Item // most requests fit: no allocation for the list
-	last   string           // the domain of an earlier decode, reused when repeated
+	last   string           // the domain of an earlier decode, reused when repeated (ReuseString)
 }
 
 // decode parses b, the wire form of a CheckRequest, into r, which must be
@@ -64,10 +64,7 @@ func (r *checkRequest) decode(b []byte) error {
 				err = errNotUTF8
 				return false
 			}
-			if string(f.Bytes) != r.last { // compared without a copy
-				r.last = string(f.Bytes)
-			}
-			r.domain = r.last
+			r.domain = ReuseString(&r.last, f.Bytes)
 		case f.Num == fieldItems && f.Type == protowire.BytesType:
 			var reuse map[string]string
 			if i := len(r.items); i < len(r.buf) {
@@ -192,7 +189,6 @@ func newCheckDecoder() any {
 // putDecoder resets d, done with, and pools it.
 func (s *Service) putDecoder(d *checkDecoder) {
 	d.req.reset()
-	d.err = nil
 	s.decoders.Put(d)
 }
 

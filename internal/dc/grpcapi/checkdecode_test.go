@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"maps"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -248,4 +249,33 @@ func BenchmarkDecodeCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// ReuseString keeps a short string for the next call, not a long one, and
+// reuses what it keeps without copying.
+func TestReuseString(t *testing.T) {
+	long := strings.Repeat("d", maxReused+1)
+	for _, tc := range []struct {
+		name, last, in, wantLast string
+	}{
+		{"same", "api", "api", "api"},
+		{"another", "api", "web", "web"},
+		{"first", "", "api", "api"},
+		{"long", "api", long, "api"},
+		{"at the bound", "api", long[1:], long[1:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := tc.last
+			if got := ReuseString(&last, []byte(tc.in)); got != tc.in {
+				t.Fatalf("got %q, want %q", got, tc.in)
+			}
+			if last != tc.wantLast {
+				t.Fatalf("kept %q, want %q", last, tc.wantLast)
+			}
+		})
+	}
+	last, b := "api", []byte("api")
+	if n := testing.AllocsPerRun(100, func() { ReuseString(&last, b) }); n != 0 {
+		t.Fatalf("a repeated string allocates %v times", n)
+	}
 }

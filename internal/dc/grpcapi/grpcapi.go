@@ -132,10 +132,30 @@ var wireMethods = protoiface.Methods{Unmarshal: func(in protoiface.UnmarshalInpu
 	return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 }}
 
+// maxReused bounds the strings ReuseString keeps.
+const maxReused = 256
+
+// ReuseString returns b as a string: *last when they are equal, else a
+// copy, which becomes *last when it is at most 256 bytes long. A pooled
+// decoder keeps its last request's domain this way, so that the next
+// request in the same domain does not copy it again, and a hostile
+// request's megabytes are not kept.
+func ReuseString(last *string, b []byte) string {
+	if string(b) == *last { // compared without a copy
+		return *last
+	}
+	s := string(b)
+	if len(s) <= maxReused {
+		*last = s
+	}
+	return s
+}
+
 // Decode has dec (a handler's) unmarshal the request into w: an error
 // reading the request is grpc-go's, and a request that does not parse
 // gets InvalidArgument.
 func Decode(dec func(any) error, w *WireMessage) error {
+	w.err = nil // a pooled w may hold an earlier request's
 	if err := dec(w); err != nil {
 		return err
 	}
