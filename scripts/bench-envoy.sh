@@ -82,5 +82,7 @@ for b in 1 16; do
   done
 done
 echo
+redis_latency
+echo
 echo "limiter warnings (failure modes, breaker; at most one line per 10s of each kind):"
 grep -h '"level":"WARN"' "$work/limiter.log" | tail -20 || echo "none"

@@ -35,3 +35,5 @@ mport=$gport
   --name "same rate, memory store" --keys 100000 --attrs bench=under --rate "$half"
 "${pin_load[@]}" "$work/weirload" --target "127.0.0.1:$mport" --pid "$lpid" --duration "$DURATION" --warmup 2s --concurrency "$CONC" \
   --name "same rate, gRPC health only" --call health --rate "$half"
+echo
+redis_latency

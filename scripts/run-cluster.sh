@@ -126,11 +126,11 @@ for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$((19094 + O))) 2>/dev/nul
 # Redis: a cluster for DC a, one server for DC b.
 for port in $CLUSTER_PORTS; do
   mkdir -p "$WORK/redis-$port"
-  spawn redis-$port redis-server --port $port --bind 127.0.0.1 --dir "$WORK/redis-$port" --save '' --appendonly no \
+  spawn redis-$port redis-server --port $port --bind 127.0.0.1 --dir "$WORK/redis-$port" --save '' --appendonly no --hz 100 \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
     --cluster-require-full-coverage no --cluster-replica-validity-factor 0
 done
-spawn redis-$REDIS_B_PORT redis-server --port $REDIS_B_PORT --bind 127.0.0.1 --save '' --appendonly no
+spawn redis-$REDIS_B_PORT redis-server --port $REDIS_B_PORT --bind 127.0.0.1 --save '' --appendonly no --hz 100
 for port in $CLUSTER_PORTS $REDIS_B_PORT; do
   for _ in $(seq 1 50); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
 done

@@ -68,7 +68,7 @@ for dc in a b c; do
   port=$((port + 1))
   store=()
   if command -v redis-server >/dev/null 2>&1; then
-    redis-server --port $((6390 + OFF + port)) --bind 127.0.0.1 --save '' --appendonly no \
+    redis-server --port $((6390 + OFF + port)) --bind 127.0.0.1 --save '' --appendonly no --hz 100 \
       --daemonize no >"$WORK/redis-$dc.log" 2>&1 &
     pids+=($!)
     store=(--redis 127.0.0.1:$((6390 + OFF + port)))
