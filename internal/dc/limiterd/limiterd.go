@@ -537,6 +537,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	if err := s.Load(lctx); err != nil {
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
 	}
+	adviseHz(lctx, c, cfg.Logger)
 	cancel()
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
