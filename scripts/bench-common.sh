@@ -66,11 +66,11 @@ stop_limiter() {
 # (docs/operations.md).
 redis_latency() {
   echo "redis-server stalls of 5 ms or more (LATENCY LATEST; kind, latest ms, longest ms):"
-  redis-cli -p "$rport" latency latest | paste - - - - | awk -F'\t' 'NF == 4 && $1 != "" { printf "  %-14s %4d %4d\n", $1, $3, $4; n++ } END { if (!n) print "  none" }'
+  { redis-cli -p "$rport" latency latest || true; } | paste - - - - | awk -F'\t' 'NF == 4 && $1 != "" { printf "  %-14s %4d %4d\n", $1, $3, $4; n++ } END { if (!n) print "  none" }'
 }
 
 machine_line() {
   echo "machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); redis-server and limiter on CPU 0, load on CPU 1"
-  echo "redis-server: $(redis-server --version | awk '{print $3}')${REDIS_ARGS:+, flags $REDIS_ARGS}, hz $(redis-cli -p "$rport" config get hz | tail -1)"
+  echo "redis-server: $(redis-server --version | awk '{sub(/^v=/, "", $3); print $3}')${REDIS_ARGS:+, flags $REDIS_ARGS}, hz $(redis-cli -p "$rport" config get hz | tail -1)"
   echo "guest idle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown), halt poll $(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo n/a) ns"
 }

@@ -28,7 +28,7 @@ start_redis
 start_limiter limiter --redis "127.0.0.1:$rport"
 
 machine_line
-echo "closed loop, concurrency $CONC, $DURATION per phase, 100k keys, default limiter settings"
+echo "closed loop, concurrency $CONC, $DURATION per phase, 100k keys, default limiter settings; then paced: calls due at an even rate, at most $CONC in flight"
 load() {
   local name=$1
   shift
@@ -49,8 +49,16 @@ field() { sed -E "s/.*\"$2\":([-0-9.e+]+).*/\1/" "$work/$1.json"; }
 # more answers per syscall, and goroutines find work waiting), and the
 # health call's peak is nearly twice a decision's: the same single-item
 # calls again, and health calls, paced at one rate (half weir-1's
-# peak), give the floor at the decisions' own rate.
+# peak), give the floor at the decisions' own rate. First the keys of the
+# closed-loop phases expire (a window of 1 s: 2 to 4 s after their last
+# write), so that Redis deleting them (docs/operations.md, hz) stalls no
+# paced phase.
 rate=$(awk -v p="$(field weir-1 decisions_per_second)" 'BEGIN { printf "%d", 0.5 * p }')
+if [ "$rate" -lt 1 ]; then
+  echo "weir-1 made no decision: no paced phases" >&2
+  exit 1
+fi
+sleep 5
 load health-paced --call health --rate "$rate"
 load envoy-1-paced --api envoy --domain envoybench --keys 100000 --attrs bench=under --rate "$rate"
 load weir-1-paced --domain bench --keys 100000 --attrs bench=under --rate "$rate"

@@ -14,7 +14,8 @@ import (
 // many keys expire together.
 const advisedHz = 100
 
-// adviseHz logs, at info, each node of c whose hz is below advisedHz. It
+// adviseHz logs, at info, each node of c (a Redis Cluster's primaries and
+// replicas) whose hz is below advisedHz. It
 // says nothing when the node does not answer CONFIG GET (managed services
 // often rename or refuse CONFIG): the advice is only advice.
 func adviseHz(ctx context.Context, c any, log *slog.Logger) {
@@ -24,8 +25,8 @@ func adviseHz(ctx context.Context, c any, log *slog.Logger) {
 			log.Debug("could not read Redis's hz", "node", n.Options().Addr, "err", err)
 			return nil
 		}
-		if hz, err := strconv.Atoi(m["hz"]); err == nil && hz < advisedHz {
-			log.Info("Redis runs at a low hz: when many keys expire together it may stall every call for up to a quarter of 1/hz; hz 100 bounds that at 2.5 ms (docs/operations.md)",
+		if hz, err := strconv.Atoi(m["hz"]); err == nil && hz > 0 && hz < advisedHz {
+			log.Info("Redis runs at a low hz: when many keys expire together it may stall every call for about a quarter of 1/hz; hz 100 makes that about 2.5 ms (docs/operations.md)",
 				"node", n.Options().Addr, "hz", hz, "stall_ms", 250/hz)
 		}
 		return nil
@@ -34,6 +35,9 @@ func adviseHz(ctx context.Context, c any, log *slog.Logger) {
 	case *redis.Client:
 		_ = check(ctx, c)
 	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, check)
+		// Replicas too: a failover makes one a primary.
+		if err := c.ForEachShard(ctx, check); err != nil {
+			log.Debug("could not read Redis Cluster's nodes for their hz", "err", err)
+		}
 	}
 }
