@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 
 	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/testkit/grpctest"
 )
 
 // pool is a configuration whose limit depends on each descriptor's
@@ -54,26 +54,8 @@ func TestPooledDecodersKeepCallsApart(t *testing.T) {
 		{"weir rules", func(t *testing.T) rlsv3.RateLimitServiceClient { return serveClient(t, pool) }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := tc.client(t)
-			c := ctx(t)
-			const callers, calls = 8, 100
-			var wg sync.WaitGroup
-			errs := make(chan error, callers)
-			for g := range callers {
-				wg.Go(func() {
-					for n := range calls {
-						if err := poolCall(c, client, g, n, tc.unlimited); err != nil {
-							errs <- fmt.Errorf("caller %d call %d: %w", g, n, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			client, c := tc.client(t), ctx(t)
+			grpctest.Callers(t, 8, 100, func(g, n int) error { return poolCall(c, client, g, n, tc.unlimited) })
 		})
 	}
 }
