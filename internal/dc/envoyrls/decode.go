@@ -20,8 +20,9 @@ import (
 // A request for a domain answered by Weir's rules is decoded from its
 // wire form straight into the limiter's items, as weir.v1's Check is
 // (internal/dc/grpcapi), rather than into the generated messages and then
-// into items (toItems): each descriptor costs its map and one string its
-// keys and values are cut from. The fast path takes only the plain request
+// into items (toItems): each descriptor costs one string its keys and
+// values are cut from, its map being reused from an earlier call (see
+// fastRequest.reset). The fast path takes only the plain request
 // Envoy sends — a domain, descriptors of entries with an optional
 // hits_addend, and the request's hits_addend — whose items toItems would
 // accept. Anything else (a field it does not know or in another wire type,
