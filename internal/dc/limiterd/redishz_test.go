@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
 // A Redis node below hz 100 is named in an info line; one at 100, or one
@@ -44,3 +45,40 @@ func TestAdviseHz(t *testing.T) {
 		})
 	}
 }
+
+// On Redis Cluster every node is read, replicas too (a failover makes one
+// a primary): three primaries and three replicas at the default hz give
+// six lines, one a node.
+func TestAdviseHzCluster(t *testing.T) {
+	redistest.RequireCluster(t)
+	c := redistest.StartCluster(t)
+	cl := c.Client(t)
+	// A new cluster's replicas join the slot map a little after it starts.
+	wait.For(t, 20*time.Second, "every slot range served by a primary and a replica", func() bool {
+		slots, err := cl.ClusterSlots(context.Background()).Result()
+		if err != nil || len(slots) != 3 {
+			return false
+		}
+		for _, s := range slots {
+			if len(s.Nodes) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adviseHz(ctx, cl, log)
+	nodes := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if _, rest, ok := strings.Cut(line, "node="); ok && strings.Contains(line, "hz=10 ") {
+			nodes[strings.Fields(rest)[0]] = true
+		}
+	}
+	if len(nodes) != 6 {
+		t.Fatalf("advice for %d nodes, want 6; log:\n%s", len(nodes), out.String())
+	}
+}
+
