@@ -81,4 +81,3 @@ func TestAdviseHzCluster(t *testing.T) {
 		t.Fatalf("advice for %d nodes, want 6; log:\n%s", len(nodes), out.String())
 	}
 }
-
