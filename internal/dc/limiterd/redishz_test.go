@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,17 +55,14 @@ func TestAdviseHzCluster(t *testing.T) {
 	c := redistest.StartCluster(t)
 	cl := c.Client(t)
 	// A new cluster's replicas join the slot map a little after it starts.
-	wait.For(t, 20*time.Second, "every slot range served by a primary and a replica", func() bool {
-		slots, err := cl.ClusterSlots(context.Background()).Result()
-		if err != nil || len(slots) != 3 {
-			return false
-		}
-		for _, s := range slots {
-			if len(s.Nodes) != 2 {
-				return false
-			}
-		}
-		return true
+	wait.For(t, 20*time.Second, "the client to see six nodes", func() bool {
+		var n atomic.Int32
+		cl.ReloadState(context.Background())
+		err := cl.ForEachShard(context.Background(), func(context.Context, *redis.Client) error {
+			n.Add(1)
+			return nil
+		})
+		return err == nil && n.Load() == 6
 	})
 	var out bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
