@@ -361,10 +361,19 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
-	if err := c.round(ctx, p, acks, own, fence); err != nil {
+	if err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
-	leases := p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name)
+	return c.renewLeases(ctx, p, own, fence, nil)
+}
+
+// renewLeases writes the leases the planner renews, those of the DCs of
+// only if it is not nil.
+func (c *Coordinator) renewLeases(ctx context.Context, p *planner.Planner, own ownDocs, fence clientv3.Cmp, only []string) error {
+	leases := p.Leases(c.now(), c.now().Add(-3*c.cfg.Planner.Interval), c.cfg.Name)
+	if only != nil {
+		leases = slices.DeleteFunc(leases, func(l *weirv1.AssignmentLease) bool { return !slices.Contains(only, l.GetDc()) })
+	}
 	if len(leases) == 0 {
 		return nil
 	}
@@ -383,14 +392,14 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	switch {
 	case err != nil:
 		for _, l := range leases {
-			delete(own, c.cfg.Layout.Lease(l.GetDc())) // unknown now: see round
+			delete(own, c.cfg.Layout.Lease(l.GetDc())) // unknown now: see grants
 		}
 		return c.softError("renew leases", err)
 	case !resp.Succeeded:
 		return errDeposed
 	}
 	for i, l := range leases {
-		p.LeaseWritten(l)
+		p.LeaseWritten(l, resp.Header.Revision)
 		own[c.cfg.Layout.Lease(l.GetDc())] = owned{doc: docs[i], rev: resp.Header.Revision}
 	}
 	return nil
@@ -409,9 +418,24 @@ func untilTick(now time.Time, interval, grace time.Duration) time.Duration {
 	return time.Duration(next-ms) * time.Millisecond
 }
 
-// round applies the acknowledgements and writes the grants the planner
-// asks for.
+// round is the planning step between ticks, when acknowledgements or
+// readings free quota: the grants written, and the leases of the DCs
+// whose pruned writes a write of theirs would release sooner than the
+// clock skew (planner.Unwitnessed): a reading taken at its revision or
+// later was surely taken after the release.
 func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
+	if err := c.grants(ctx, p, acks, own, fence); err != nil {
+		return err
+	}
+	if dcs := p.Unwitnessed(); len(dcs) > 0 {
+		return c.renewLeases(ctx, p, own, fence, dcs)
+	}
+	return nil
+}
+
+// grants applies the acknowledgements and writes the grants the planner
+// asks for.
+func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
 	now := c.now()
 	for _, dc := range p.DCs() {
 		p.SetAck(dc, acks.ack(dc, now), now)

@@ -30,9 +30,11 @@ type reading struct {
 // a pruned write only when it is surely younger than the DC's
 // acknowledgement of the write in force: the reporting instance may have
 // applied rev before the DC's other instances, which share its store and
-// admit under their older limits until they apply it too. skew bounds the
-// clocks' disagreement.
-func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
+// admit under their older limits until they apply it too. Surely younger:
+// read more than skew (the clocks' disagreement) after the release, or at
+// a revision at or above that of a write of ws, the DC's witnesses, handed
+// out after it (witness.go).
+func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration, ws []witness) {
 	v = min(max(v, 0), e.limit)
 	r := &e.used[d]
 	switch {
@@ -48,7 +50,7 @@ func (e *entry) observe(d int, v, rev, readAt int64, skew time.Duration) {
 	// release, so that frequent releases do not postpone the older ones.
 	c := e.carry[d][:0]
 	for _, k := range e.carry[d] {
-		if rev < k.rev || readAt <= k.at+skew.Milliseconds() {
+		if rev < k.rev || readAt <= k.at+skew.Milliseconds() && rev < witnessRev(ws, k.after) {
 			c = append(c, k)
 		}
 	}
@@ -99,7 +101,10 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 //     old limits alive: the two oldest, for as long as it went on
 //     shrinking; the two released closest in time, up to 1.87 memories
 //     with 1,000 writes a memory.
-func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
+//
+// after is the planner's last hand-out before the release: a write to the
+// DC's documents handed out later witnesses it (witness.go).
+func (e *entry) release(d int, pruned, rev, now, since int64, keep int, after uint64) {
 	if !e.used[d].ok && !e.unread {
 		return
 	}
@@ -109,7 +114,7 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int) {
 			c = append(c, k)
 		}
 	}
-	k := carried{v: max(pruned, e.read(d, since)), rev: rev, at: now}
+	k := carried{v: max(pruned, e.read(d, since)), rev: rev, at: now, after: after}
 	if n := len(c); e.unread && n > 0 {
 		if slot := unreadSlot(now-since, keep); c[n-1].at/slot == now/slot {
 			k = merge(c[n-1], k)
@@ -148,7 +153,7 @@ func (e *entry) keepReading(d int, static, since int64, keep int) {
 	if !r.ok || r.rev <= e.floor[d] || r.at <= since || r.v <= 0 {
 		return
 	}
-	k := carried{v: min(r.v, static), rev: r.rev, at: r.at}
+	k := carried{v: min(r.v, static), rev: r.rev, at: r.at, after: noWitness}
 	for _, o := range e.carry[d] {
 		if o.v >= k.v && o.rev >= k.rev && o.at >= k.at {
 			return
@@ -166,7 +171,7 @@ func (e *entry) keepReading(d int, static, since int64, keep int) {
 // merge returns one carry standing for a and b: the larger amount, held
 // until both would have been released.
 func merge(a, b carried) carried {
-	return carried{v: max(a.v, b.v), rev: max(a.rev, b.rev), at: max(a.at, b.at)}
+	return carried{v: max(a.v, b.v), rev: max(a.rev, b.rev), at: max(a.at, b.at), after: max(a.after, b.after)}
 }
 
 // unreadSlot returns the width, in ms, of the slots an unread entry's
@@ -177,8 +182,12 @@ func unreadSlot(span int64, keep int) int64 {
 }
 
 // carried is a pruned write still counted as consumed: v, released at
-// revision rev at Unix ms at.
-type carried struct{ v, rev, at int64 }
+// revision rev at Unix ms at, after the planner's hand-out number after
+// (noWitness: a reading carried, which only a younger reading releases).
+type carried struct {
+	v, rev, at int64
+	after      uint64
+}
 
 // carriedFor returns how many pruned writes to remember per (entry, DC)
 // with the given interval and tolerated skew: a DC that shrinks every

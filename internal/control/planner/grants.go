@@ -47,6 +47,7 @@ func (p *Planner) Plan(now time.Time) []Write {
 	for _, rw := range byRule {
 		ws = append(ws, rw...)
 	}
+	p.handouts++ // what Written reports now was handed out after this round's releases
 	if len(ws) == 0 {
 		p.epoch--
 	}
@@ -235,7 +236,10 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		if capped {
 			pruned = min(pruned, e.static[d])
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.keep(rs, e))
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.keep(rs, e), p.handouts)
+		if e.used[d].ok && !e.unread {
+			p.want(d) // a reading releases it: a write would let one do so sooner
+		}
 		h = append(h[:0], h[i:]...)
 		e.hist[d] = h
 	}
@@ -298,11 +302,17 @@ func (e *entry) frac(v int64) float64 {
 // Written reports the outcome of writing ws (a part of what Plan returned):
 // ok with the revision of the write, or not ok when the write failed or
 // its outcome is unknown. Call it for every Write Plan returned, then
-// Settle.
+// Settle, before the next Plan or Leases: a successful write witnesses the
+// releases made before that Plan (witness.go).
 func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 	if ok {
 		p.lastRev = max(p.lastRev, rev)
 		p.stats.Writes += uint64(len(ws))
+		for _, w := range ws {
+			if d, known := p.dcIndex[w.DC]; known {
+				p.witnessed(d, rev)
+			}
+		}
 	} else {
 		p.stats.WriteFailures += uint64(len(ws))
 	}

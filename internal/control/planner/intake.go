@@ -93,7 +93,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		p.usage.add(ref, r.GetDc(), idx, ru, now)
 		aware := rs.memory > p.cfg.UsageAwareAbove
 		if aware && ru.Consumed != nil && len(rs.spec.KeyType) == 0 {
-			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
+			rs.entry.observe(d, ru.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew, p.dc[d].witnesses)
 		}
 		if stale {
 			continue
@@ -107,7 +107,7 @@ func (p *Planner) Ingest(r *weirv1.UsageReport, now time.Time) error {
 		for _, k := range ru.GetKeys() {
 			p.ingestKey(rs, d, idx, k, scale, window, put)
 			if e := rs.keys[k.GetKey()]; aware && e != nil && k.Consumed != nil {
-				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew)
+				e.observe(d, k.GetConsumed(), r.GetAppliedRevision(), readAt, p.cfg.Skew, p.dc[d].witnesses)
 			}
 		}
 	}

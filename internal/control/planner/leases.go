@@ -22,9 +22,11 @@ func (p *Planner) expire(now time.Time) {
 // valid until now + TTL; the other DCs' leases run out. A DC whose lease
 // has run out is renewed only once its documents fit in what it may hold
 // and it has acknowledged them, so that renewing it cannot take the shares
-// in force above 1.
+// in force above 1. Report each lease written with LeaseWritten before the
+// next Plan or Leases.
 func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv1.AssignmentLease {
 	var out []*weirv1.AssignmentLease
+	defer func() { p.handouts++ }() // after the releases renewable made
 	for d, dc := range p.dcs {
 		if p.dc[d].heardAt.Before(since) || p.dc[d].expired && !p.renewable(d) {
 			continue
@@ -50,12 +52,15 @@ func (p *Planner) renewable(d int) bool {
 	return ok
 }
 
-// LeaseWritten records that l was written.
-func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease) {
+// LeaseWritten records that l, of the last Leases, was written at
+// revision rev (0 if unknown): a write to the DC's documents, which
+// witnesses the releases made before that Leases (witness.go).
+func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease, rev int64) {
 	d, ok := p.dcIndex[l.GetDc()]
 	if !ok {
 		return
 	}
+	p.witnessed(d, rev)
 	ds := &p.dc[d]
 	ds.leaseUntil = time.UnixMilli(l.GetValidUntilMs())
 	if ds.expired {

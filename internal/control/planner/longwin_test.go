@@ -66,7 +66,12 @@ func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration, opt
 
 // params is what DC d enforces now for the world's key.
 func (w *world) params(d string) algorithm.Params {
-	p := algorithm.Params{Algorithm: w.r.Algorithm, Limit: w.local(d, w.key), Window: w.r.Window()}
+	return w.paramsOf(d, 0)
+}
+
+// paramsOf is params for instance i of DC d (sim.lagging).
+func (w *world) paramsOf(d string, i int) algorithm.Params {
+	p := algorithm.Params{Algorithm: w.r.Algorithm, Limit: w.localOf(d, w.key, i), Window: w.r.Window()}
 	if w.r.Algorithm.IsBucket() && w.r.Burst > 0 {
 		p.Burst = rule.LocalLimit(p.Limit, w.r.Limit, 0, w.r.Burst)
 	}
@@ -76,8 +81,10 @@ func (w *world) params(d string) algorithm.Params {
 // offer decides n requests of cost 1 in DC d at now.
 func (w *world) offer(d string, n int) {
 	now := w.now
-	for range n {
-		p := w.params(d)
+	for j := range n {
+		// With a second instance, the DC's requests alternate between
+		// the two, each deciding under the limits it has applied.
+		p := w.paramsOf(d, j%2*boolInt(w.lagging > 0))
 		dec, next := algorithm.Decide(p, w.st[d], now, 1)
 		w.st[d] = next
 		u := w.ivl[d]
@@ -156,7 +163,10 @@ func (w *world) report() {
 		}
 		w.seq[d]++
 		ru := &weirv1.RuleUsage{Domain: w.r.Domain, RuleId: w.r.ID}
-		p := w.params(d)
+		// With a second instance, the two report in turn, each reading
+		// the store at the revision it has applied.
+		inst := int(w.seq[d]%2) * boolInt(w.lagging > 0)
+		p := w.paramsOf(d, inst)
 		// The observation takes its next state, as a store does: it settles
 		// a bucket at the rate in force (a bucket left alone drains, when
 		// next touched, at the rate then in force — after a shrink, slower
@@ -182,8 +192,8 @@ func (w *world) report() {
 			}
 			ru.Keys = []*weirv1.KeyUsage{k}
 		}
-		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: w.seq[d], IntervalStartMs: start, IntervalMs: 1000,
-			AppliedRevision: w.acked[d], Rules: []*weirv1.RuleUsage{ru}}
+		r := &weirv1.UsageReport{Dc: d, Instance: fmt.Sprintf("%s-%d", d, inst+1), Sequence: w.seq[d], IntervalStartMs: start, IntervalMs: 1000,
+			AppliedRevision: w.appliedBy(d, inst), Rules: []*weirv1.RuleUsage{ru}}
 		w.lagged = append(w.lagged, laggedReport{at: w.now.Add(w.reportLag), r: r})
 	}
 	w.deliverReports()
@@ -197,7 +207,8 @@ func (w *world) readBetween() {
 		if !w.quiet[d] || w.cut[d] || w.unread[d] || w.rng.Float64() < w.lost {
 			continue
 		}
-		p := w.params(d)
+		inst := int((w.seq[d]+1)%2) * boolInt(w.lagging > 0)
+		p := w.paramsOf(d, inst)
 		dec, next := algorithm.Decide(p, w.st[d], w.now, 0)
 		w.st[d] = next
 		c, ok := algorithm.Consumed(p, dec)
@@ -209,8 +220,8 @@ func (w *world) readBetween() {
 			ru = &weirv1.RuleUsage{Domain: w.r.Domain, RuleId: w.r.ID, Keys: []*weirv1.KeyUsage{{Key: w.key, Consumed: &c}}}
 		}
 		w.seq[d]++
-		r := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: w.seq[d], IntervalStartMs: start,
-			IntervalMs: max(1, w.now.UnixMilli()-start), AppliedRevision: w.acked[d], ReadingsOnly: true, Rules: []*weirv1.RuleUsage{ru}}
+		r := &weirv1.UsageReport{Dc: d, Instance: fmt.Sprintf("%s-%d", d, inst+1), Sequence: w.seq[d], IntervalStartMs: start,
+			IntervalMs: max(1, w.now.UnixMilli()-start), AppliedRevision: w.appliedBy(d, inst), ReadingsOnly: true, Rules: []*weirv1.RuleUsage{ru}}
 		w.lagged = append(w.lagged, laggedReport{at: w.now.Add(w.reportLag), r: r})
 	}
 	w.deliverReports()
@@ -244,12 +255,7 @@ func (w *world) run(secs, steps int, rates func(sec int) map[string]float64) {
 			if step == (4*steps)/10 {
 				w.report()
 				w.p.Tick(w.now)
-				for _, l := range w.p.Leases(w.now, w.now.Add(-3*time.Second), "test") {
-					w.p.LeaseWritten(l)
-					if !w.cut[l.GetDc()] {
-						w.leaseUntil[l.GetDc()] = time.UnixMilli(l.GetValidUntilMs())
-					}
-				}
+				w.renewLeases(nil)
 			}
 			w.deliver([]string{w.key})
 			w.checkWindow()
@@ -451,9 +457,13 @@ func TestLongWindowProperty(t *testing.T) {
 // a sliding window counter of 473 per 30 s whose DC a, past its lease a
 // memory ago, applied a limit of 0 and was then counted as holding 0 while
 // what it admitted under its static limit was still in the window (476 of
-// 473; forget dropped the carried writes).
+// 473; forget dropped the carried writes). 91 and 171, fixed windows
+// with two instances in each DC, break it when a reading of the revision
+// pruned to releases a carry, however old it is: it may come from the
+// instance that applied that revision first, before the other did (1,786
+// of 1,784; 1,136 of 1,135).
 func TestLongWindowPropertyReplays(t *testing.T) {
-	for _, seed := range []uint64{1457} {
+	for _, seed := range []uint64{1457, 91, 171} {
 		propertyCase(t, seed)
 	}
 }
@@ -493,6 +503,16 @@ func propertyCase(t *testing.T, seed uint64) {
 		// Readings between interval reports, 0 to 3, as the seed says
 		// (drawn from no generator: the draws stay those of every seed).
 		w.between = int(seed % 4)
+		// In half the cases of the window algorithms, each DC has a second
+		// instance sharing its store that applies every write 0.1 to 1.5 s
+		// after the first: a reading of the first may come before the
+		// second has applied what the first read after, which only a
+		// reading surely younger than the release (a skew later, or at a
+		// witness's revision) may release carries on (also drawn from no
+		// generator).
+		if !alg.IsBucket() && seed/2%2 == 1 {
+			w.setLagging(time.Duration(100+seed*137%1400) * time.Millisecond)
+		}
 		rate := float64(limit) / float64(win) * (1 + 2*rng.Float64())
 		cutAt, cutFor := 20+rng.IntN(100), 5+rng.IntN(20)
 		cutDC := simDCs[rng.IntN(len(simDCs))]
@@ -505,7 +525,13 @@ func propertyCase(t *testing.T, seed uint64) {
 			}
 			w.cut[cutDC] = sec >= cutAt && sec < cutAt+cutFor
 			w.unread[unreadDC] = sec >= unreadAt && sec < unreadAt+unreadFor
-			w.run(1, 10, func(int) map[string]float64 { return map[string]float64{at: rate} })
+			rates := map[string]float64{at: rate}
+			if w.lagging > 0 {
+				// Two DCs ask at once, so that a DC whose share shrinks
+				// still admits (through its lagging instance) meanwhile.
+				rates[simDCs[(slices.Index(simDCs, at)+1)%len(simDCs)]] = rate / 2
+			}
+			w.run(1, 10, func(int) map[string]float64 { return rates })
 		}
 		t.Logf("peak %d of %d, admitted %d", w.peak, limit, w.total)
 	})
@@ -569,24 +595,40 @@ func TestLongWindowCase9(t *testing.T) {
 // counted as consumed until a reading surely taken after every instance of
 // the DC applied its successor: one instance may report the new revision
 // while another, sharing the store, still admits under the older limit.
+// Surely: read a skew after the release, or at the revision of a write to
+// the DC handed out after it (a witness) or later.
 func TestCarryReleasedByYoungerReading(t *testing.T) {
 	const skew = 500 * time.Millisecond
+	// The release comes after hand-out 3, whose write to the DC was at
+	// revision 10 (the one pruned to); hand-out 4 wrote at 12, 5 at 15.
+	witnesses := []witness{{2, 8}, {3, 10}, {4, 12}, {5, 15}}
 	for _, tc := range []struct {
 		name      string
 		rev       int64 // the reading's applied revision
 		readAt    int64 // Unix ms
+		ws        []witness
 		wantCarry int64
 	}{
-		{"older revision", 9, 5000, 700},
-		{"before the release", 10, 900, 700},
-		{"within the skew", 10, 1400, 700},
-		{"after the release", 10, 1600, 0},
+		{"older revision", 9, 5000, nil, 700},
+		{"before the release", 10, 900, nil, 700},
+		{"within the skew", 10, 1400, nil, 700},
+		{"after the release", 10, 1600, nil, 0},
+		{"older revision than a witness", 9, 5000, witnesses, 700},
+		{"at a write handed out before the release", 10, 1400, witnesses, 700},
+		{"between the writes", 11, 1400, witnesses, 700},
+		{"at the first witness", 12, 1400, witnesses, 0},
+		{"past it", 16, 1100, witnesses, 0},
+		{"witnesses all older", 16, 1400, witnesses[:2], 700},
+		// The first witnesses were forgotten (maxWitnesses): a later one
+		// stands for them.
+		{"only a later witness", 12, 1400, witnesses[3:], 700},
+		{"at the later witness", 15, 1400, witnesses[3:], 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
-			e.observe(0, 200, 8, 500, skew)
-			e.release(0, 700, 10, 1000, math.MinInt64, 4)
-			e.observe(0, 300, tc.rev, tc.readAt, skew)
+			e.observe(0, 200, 8, 500, skew, nil)
+			e.release(0, 700, 10, 1000, math.MinInt64, 4, 3)
+			e.observe(0, 300, tc.rev, tc.readAt, skew, tc.ws)
 			if got := e.carriedMax(0, math.MinInt64); got != tc.wantCarry {
 				t.Errorf("carry %d, want %d", got, tc.wantCarry)
 			}
@@ -633,18 +675,18 @@ func TestUsageAwareAboveQuarantine(t *testing.T) {
 func TestCarryReleasedOneByOne(t *testing.T) {
 	const skew = 500 * time.Millisecond
 	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
-	e.observe(0, 100, 8, 500, skew)
-	e.release(0, 900, 10, 1000, math.MinInt64, 4)
-	e.observe(0, 100, 10, 1200, skew) // too young for the first release
-	e.release(0, 300, 12, 3000, math.MinInt64, 4)
+	e.observe(0, 100, 8, 500, skew, nil)
+	e.release(0, 900, 10, 1000, math.MinInt64, 4, 0)
+	e.observe(0, 100, 10, 1200, skew, nil) // too young for the first release
+	e.release(0, 300, 12, 3000, math.MinInt64, 4, 0)
 	if got := e.carriedMax(0, math.MinInt64); got != 900 {
 		t.Fatalf("after two releases carry %d, want 900", got)
 	}
-	e.observe(0, 100, 12, 2000, skew) // after the first release, before the second
+	e.observe(0, 100, 12, 2000, skew, nil) // after the first release, before the second
 	if got := e.carriedMax(0, math.MinInt64); got != 300 {
 		t.Errorf("after a reading between the releases carry %d, want 300 (the second only)", got)
 	}
-	e.observe(0, 100, 12, 4000, skew)
+	e.observe(0, 100, 12, 4000, skew, nil)
 	if got := e.carriedMax(0, math.MinInt64); got != 0 {
 		t.Errorf("after a reading younger than both carry %d, want 0", got)
 	}
@@ -662,21 +704,29 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 		wantWorst int64 // of 600
 		between   int
 	}{
-		// 95.2% and 514: a DC the demand left keeps nothing of its own
-		// (90.5% and 436 when it kept its reading, awareTargets).
-		{"skew of one interval", time.Second, 0.95, 500, 0},
-		// Every pruned write waits for a reading three intervals younger:
-		// the carried writes must span them (carriedFor), or the oldest
-		// merge into one whose release keeps moving on. 94.7% and 516.
-		{"skew of three intervals", 3 * time.Second, 0.94, 500, 0},
+		// 95.2% and 489: a DC the demand left keeps nothing of its own
+		// (90.5% and 436 when it kept its reading, awareTargets). The
+		// worst windows follow the quota's timing: 95.1% and 506 when no
+		// write witnessed releases (witness.go), whose mean over 12 seeds
+		// is 0.1 point lower and whose worst window 1.4 points higher.
+		{"skew of one interval", time.Second, 0.95, 480, 0},
+		// Every pruned write waits for a reading three intervals younger
+		// — or one at a witness's revision: the coordinator writes the
+		// DC's lease at once (Unwitnessed), so the skew no longer counts:
+		// 95.2% and 489, against 94.6% and 512 without witnesses. The
+		// carried writes must span the skew (carriedFor), or the oldest
+		// merge into one whose release keeps moving on.
+		{"skew of three intervals", 3 * time.Second, 0.95, 480, 0},
+		// 95.2% and 489; 88.8% and 478 without witnesses.
+		{"skew of ten intervals", 10 * time.Second, 0.95, 480, 0},
 		// Each DC holding quota quietly also reads three times between
 		// interval reports, and what they free goes to the others at once
-		// (reread.go): 96.4% and 519. Fresher readings alone, with the
+		// (reread.go): 96.1% and 509. Fresher readings alone, with the
 		// targets left to the ticks, gave 96.5% and 524 here (its reports
 		// arrive half an interval late, after the tick), but in the
 		// simulator, whose reports arrive within the tick's grace,
 		// nothing (97.3% in long-window-60; 98.5% retargeted at once).
-		{"three readings between intervals", time.Second, 0.96, 500, 3},
+		{"three readings between intervals", time.Second, 0.96, 480, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := logRule(600, 60)
@@ -762,7 +812,7 @@ func TestQuietKeyReading(t *testing.T) {
 // has aged out — and so does a pruned write released a memory ago.
 func TestReadingAgesOut(t *testing.T) {
 	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
-	e.observe(0, 300, 8, 5000, 0)
+	e.observe(0, 300, 8, 5000, 0, nil)
 	for _, tc := range []struct {
 		since, want int64
 	}{{4999, 300}, {5000, 0}} {
@@ -770,7 +820,7 @@ func TestReadingAgesOut(t *testing.T) {
 			t.Errorf("since %d: consumed %d, want %d", tc.since, got, tc.want)
 		}
 	}
-	e.release(0, 500, 9, 6000, math.MinInt64, 4)
+	e.release(0, 500, 9, 6000, math.MinInt64, 4, 0)
 	if got := e.consumed(0, 5999); got != 500 {
 		t.Errorf("aged reading with a carry of 500 released at 6000: consumed %d, want 500", got)
 	}
@@ -971,7 +1021,7 @@ func TestUnreadSlots(t *testing.T) {
 				memory := tc.memory + int64(i)*tc.grow
 				w := write{at: now, v: tc.value(rng, i)}
 				writes = append(writes, w)
-				e.release(0, w.v, int64(i+1), now, now-memory, tc.keep)
+				e.release(0, w.v, int64(i+1), now, now-memory, tc.keep, 0)
 				if len(e.carry[0]) > tc.keep {
 					t.Fatalf("release %d: %d carries, want at most %d", i, len(e.carry[0]), tc.keep)
 				}
@@ -1048,7 +1098,7 @@ func TestForgetKeepsReading(t *testing.T) {
 	p, rs, e, t0 := expiredShrink(t, 50)
 	p.held(rs, e, 0)
 	read := t0.Add(52 * time.Second)
-	e.observe(0, 190, 3, read.UnixMilli(), p.cfg.Skew)
+	e.observe(0, 190, 3, read.UnixMilli(), p.cfg.Skew, nil)
 	for _, tc := range []struct {
 		at      time.Duration
 		renewed bool
@@ -1074,7 +1124,7 @@ func TestForgetKeepsReading(t *testing.T) {
 	// ages out when the reading does.
 	p, rs, e, t0 = expiredShrink(t, 50)
 	p.held(rs, e, 0)
-	e.observe(0, 190, 3, read.UnixMilli(), p.cfg.Skew)
+	e.observe(0, 190, 3, read.UnixMilli(), p.cfg.Skew, nil)
 	for s := 53; s <= 150; s++ {
 		p.now = t0.Add(time.Duration(s) * time.Second)
 		want := int64(190)
@@ -1133,7 +1183,7 @@ func TestForgetWhileWrittenAndRead(t *testing.T) {
 		read := max(150-int64(k)/4, 1)
 		if k > 0 {
 			p.SetAck("a", rev, p.now)
-			e.observe(0, read, rev, p.now.Add(-100*time.Millisecond).UnixMilli(), p.cfg.Skew)
+			e.observe(0, read, rev, p.now.Add(-100*time.Millisecond).UnixMilli(), p.cfg.Skew, nil)
 		}
 		seen = append(seen, max(read, limit))
 		held := p.held(rs, e, 0)

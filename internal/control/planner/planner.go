@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/internal/control/demand"
@@ -141,6 +142,7 @@ type Planner struct {
 	usage      *usageStats
 	stats      Stats
 	rereads    []rereadEntry // entries whose readings freed quota since the last Plan
+	handouts   uint64        // Plans and Leases returned: numbers what they hand out (witness.go)
 }
 
 // Stats counts what the planner saw and refused.
@@ -182,6 +184,11 @@ type dcState struct {
 	expiredAt  time.Time // when the planner saw the lease surely run out
 	ack        int64     // every instance of the DC has applied up to here
 	acks       []ackSample
+	// witnesses are the first writes to the DC's documents of its last
+	// hand-outs; wanted, if not 0, is the first hand-out whose write would
+	// witness a release waiting for one (witness.go).
+	witnesses []witness
+	wanted    atomic.Uint64
 }
 
 type ruleState struct {

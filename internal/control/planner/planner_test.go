@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -53,6 +54,19 @@ type sim struct {
 	leaseUntil map[string]time.Time
 	acked      map[string]int64
 	r          rule.Rule // the one rule planned
+	// lagging, if set (setLagging), gives every DC a second instance
+	// sharing its store, to which each document and lease comes lagging
+	// after the first: the DC acknowledges the lesser of their revisions,
+	// and the second admits under the limits it had until it catches up.
+	lagging time.Duration
+	second  map[string]*follower
+}
+
+// follower is a DC's second instance (sim.lagging): what it has applied.
+type follower struct {
+	inbox []delivery
+	force map[string]int64
+	acked int64
 }
 
 type laggedReport struct {
@@ -92,16 +106,47 @@ func newSimRule(t *testing.T, maxLag time.Duration, r rule.Rule, opts ...func(*C
 }
 
 // local returns the local limit DC d enforces for key: its own, or the
-// rule's; past its lease, no more than its static limit.
+// rule's; past its lease, no more than its static limit. With a second
+// instance, the larger of the two.
 func (s *sim) local(d, key string) int64 {
-	v, ok := s.force[d][key]
+	v := s.localOf(d, key, 0)
+	if s.lagging > 0 {
+		v = max(v, s.localOf(d, key, 1))
+	}
+	return v
+}
+
+// localOf is local for instance i of DC d: 0 the first, 1 the second.
+func (s *sim) localOf(d, key string, i int) int64 {
+	force := s.force[d]
+	if i == 1 {
+		force = s.second[d].force
+	}
+	v, ok := force[key]
 	if !ok {
-		v = s.force[d][""]
+		v = force[""]
 	}
 	if until, ok := s.leaseUntil[d]; ok && !s.now.Before(until) {
 		v = min(v, s.r.StaticLimit(d, simDCs, s.r.Limit))
 	}
 	return v
+}
+
+// setLagging gives every DC a second instance that applies each write lag
+// after the first does.
+func (s *sim) setLagging(lag time.Duration) {
+	s.lagging, s.second = lag, map[string]*follower{}
+	for _, d := range simDCs {
+		s.second[d] = &follower{force: maps.Clone(s.force[d]), acked: s.acked[d]}
+	}
+}
+
+// appliedBy returns the revision instance i of DC d has applied.
+func (s *sim) appliedBy(d string, i int) int64 {
+	if i == 1 {
+		return s.second[d].acked
+	}
+	return s.acked[d]
 }
 
 // share returns DC d's local limit for key as a fraction of the limit.
@@ -185,17 +230,76 @@ func (s *sim) plan() {
 	if len(ws) > 0 {
 		s.rev++
 		for _, w := range ws {
-			q := s.inbox[w.DC]
-			at := s.now.Add(time.Duration(s.rng.Int64N(int64(s.maxLag) + 1)))
-			if n := len(q); n > 0 && q[n-1].at.After(at) {
-				at = q[n-1].at
-			}
-			s.inbox[w.DC] = append(q, delivery{at: at, rev: s.rev, doc: w.Doc})
+			s.send(w.DC, delivery{rev: s.rev, doc: w.Doc})
 			s.docs[w.DC] = delivery{rev: s.rev, doc: w.Doc}
 		}
 		s.p.Written(ws, s.rev, true)
 	}
 	s.p.Settle()
+	if dcs := s.p.Unwitnessed(); len(dcs) > 0 {
+		s.renewLeases(dcs)
+	}
+}
+
+// renewLeases writes the leases the planner renews — those of the DCs of
+// only, if not nil — as the coordinator does: in force at once, and at one
+// revision that reaches each DC as its documents do; a DC acknowledges it
+// once applied.
+func (s *sim) renewLeases(only []string) {
+	ls := s.p.Leases(s.now, s.now.Add(-3*time.Second), "test")
+	if only != nil {
+		ls = slices.DeleteFunc(ls, func(l *weirv1.AssignmentLease) bool { return !slices.Contains(only, l.GetDc()) })
+	}
+	if len(ls) == 0 {
+		return
+	}
+	s.rev++
+	for _, l := range ls {
+		d := l.GetDc()
+		s.p.LeaseWritten(l, s.rev)
+		if !s.cut[d] {
+			s.leaseUntil[d] = time.UnixMilli(l.GetValidUntilMs())
+		}
+		s.send(d, delivery{rev: s.rev})
+	}
+}
+
+// send queues a write to DC d's documents, to arrive within maxLag and
+// after those before it.
+func (s *sim) send(d string, w delivery) {
+	q := s.inbox[d]
+	w.at = s.now.Add(time.Duration(s.rng.Int64N(int64(s.maxLag) + 1)))
+	if n := len(q); n > 0 && q[n-1].at.After(w.at) {
+		w.at = q[n-1].at
+	}
+	s.inbox[d] = append(q, w)
+	if s.lagging > 0 {
+		f := s.second[d]
+		w.at = w.at.Add(s.lagging)
+		if n := len(f.inbox); n > 0 && f.inbox[n-1].at.After(w.at) {
+			w.at = f.inbox[n-1].at
+		}
+		f.inbox = append(f.inbox, w)
+	}
+}
+
+// ack tells the planner what every instance of DC d has applied.
+func (s *sim) ack(d string) {
+	rev := s.acked[d]
+	if s.lagging > 0 {
+		rev = min(rev, s.second[d].acked)
+	}
+	s.p.SetAck(d, rev, s.now)
+}
+
+// applied returns the limits doc sets.
+func (s *sim) applied(doc *weirv1.RuleAssignment) map[string]int64 {
+	limit := s.r.Limit
+	f := map[string]int64{"": rule.LocalLimit(doc.GetLimit(), doc.GetGlobalLimit(), doc.GetShare(), limit)}
+	for _, k := range doc.GetKeys() {
+		f[k.GetKey()] = rule.LocalLimit(k.GetLimit(), k.GetGlobalLimit(), k.GetShare(), limit)
+	}
+	return f
 }
 
 // deliver applies the documents due by now, DC by DC, checking after each.
@@ -203,19 +307,28 @@ func (s *sim) deliver(keys []string) {
 	for _, d := range simDCs {
 		q := s.inbox[d]
 		for len(q) > 0 && !q[0].at.After(s.now) && !s.cut[d] {
-			doc := q[0].doc
-			limit := s.r.Limit
-			f := map[string]int64{"": rule.LocalLimit(doc.GetLimit(), doc.GetGlobalLimit(), doc.GetShare(), limit)}
-			for _, k := range doc.GetKeys() {
-				f[k.GetKey()] = rule.LocalLimit(k.GetLimit(), k.GetGlobalLimit(), k.GetShare(), limit)
+			if q[0].doc != nil { // else a lease: no assignment changes
+				s.force[d] = s.applied(q[0].doc)
 			}
-			s.force[d] = f
-			s.p.SetAck(d, q[0].rev, s.now)
 			s.acked[d] = q[0].rev
+			s.ack(d)
 			q = q[1:]
 			s.check(keys)
 		}
 		s.inbox[d] = q
+		if s.lagging == 0 {
+			continue
+		}
+		f := s.second[d]
+		for len(f.inbox) > 0 && !f.inbox[0].at.After(s.now) && !s.cut[d] {
+			if f.inbox[0].doc != nil {
+				f.force = s.applied(f.inbox[0].doc)
+			}
+			f.acked = f.inbox[0].rev
+			s.ack(d)
+			f.inbox = f.inbox[1:]
+			s.check(keys)
+		}
 	}
 }
 
@@ -228,12 +341,7 @@ func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[stri
 			if step == 4 {
 				s.report(demand(sec))
 				s.p.Tick(s.now)
-				for _, l := range s.p.Leases(s.now, s.now.Add(-3*time.Second), "test") {
-					s.p.LeaseWritten(l)
-					if !s.cut[l.GetDc()] {
-						s.leaseUntil[l.GetDc()] = time.UnixMilli(l.GetValidUntilMs())
-					}
-				}
+				s.renewLeases(nil)
 			}
 			s.deliver(keys)
 			s.check(keys)

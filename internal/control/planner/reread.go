@@ -65,7 +65,7 @@ func (p *Planner) observeBetween(rs *ruleState, e *entry, d int, v, rev, readAt 
 		limits = max(limits, w.limit)
 	}
 	before := max(limits, e.consumed(d, since))
-	e.observe(d, v, rev, readAt, p.cfg.Skew)
+	e.observe(d, v, rev, readAt, p.cfg.Skew, p.dc[d].witnesses)
 	freed := before - max(limits, e.consumed(d, since))
 	if !e.aware || !e.congested || freed == 0 {
 		return

@@ -129,7 +129,9 @@ func TestOnlyDCsTheDemandLeftGiveUpTheirOwn(t *testing.T) {
 		maxRejected int64 // of dc's requests
 		minAdmitted int64 // in all
 	}{
-		{"sparse beside a steady half", burst(5, 3, 15), "c", 5, 0},
+		// 6 of 80 rejected: 5 when no write witnesses releases
+		// (witness.go), whose timing the quota follows.
+		{"sparse beside a steady half", burst(5, 3, 15), "c", 6, 0},
 		{"one every 5 s beside a steady half", burst(5, 1, 5), "c", 0, 0},
 		{"bursts beside a steady half", burst(5, 10, 20), "c", 74, 0},
 		{"bursts beside a congesting DC", burst(40, 10, 20), "c", 130, 0},

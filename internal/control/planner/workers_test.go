@@ -119,7 +119,7 @@ func TestWorkersDoNotChangeTheRound(t *testing.T) {
 				}
 			}
 			for _, l := range p.Leases(at, at.Add(-3*time.Second), "leader") {
-				p.LeaseWritten(l)
+				p.LeaseWritten(l, 0)
 			}
 		}
 		for _, v := range planners[0].Snapshot() {
