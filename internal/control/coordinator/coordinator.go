@@ -364,16 +364,12 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	if err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
-	return c.renewLeases(ctx, p, own, fence, nil)
+	return c.writeLeases(ctx, p, own, fence, p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name))
 }
 
-// renewLeases writes the leases the planner renews, those of the DCs of
-// only if it is not nil.
-func (c *Coordinator) renewLeases(ctx context.Context, p *planner.Planner, own ownDocs, fence clientv3.Cmp, only []string) error {
-	leases := p.Leases(c.now(), c.now().Add(-3*c.cfg.Planner.Interval), c.cfg.Name)
-	if only != nil {
-		leases = slices.DeleteFunc(leases, func(l *weirv1.AssignmentLease) bool { return !slices.Contains(only, l.GetDc()) })
-	}
+// writeLeases writes leases the planner handed out (Leases, WitnessLeases)
+// in one transaction and reports them written.
+func (c *Coordinator) writeLeases(ctx context.Context, p *planner.Planner, own ownDocs, fence clientv3.Cmp, leases []*weirv1.AssignmentLease) error {
 	if len(leases) == 0 {
 		return nil
 	}
@@ -419,18 +415,16 @@ func untilTick(now time.Time, interval, grace time.Duration) time.Duration {
 }
 
 // round is the planning step between ticks, when acknowledgements or
-// readings free quota: the grants written, and the leases of the DCs
+// readings free quota: the grants written, then the leases of the DCs
 // whose pruned writes a write of theirs would release sooner than the
-// clock skew (planner.Unwitnessed): a reading taken at its revision or
+// clock skew (planner.WitnessLeases): a reading taken at its revision or
 // later was surely taken after the release.
 func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
 	if err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
-	if dcs := p.Unwitnessed(); len(dcs) > 0 {
-		return c.renewLeases(ctx, p, own, fence, dcs)
-	}
-	return nil
+	now := c.now()
+	return c.writeLeases(ctx, p, own, fence, p.WitnessLeases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name))
 }
 
 // grants applies the acknowledgements and writes the grants the planner

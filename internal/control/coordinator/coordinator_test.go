@@ -57,10 +57,15 @@ type running struct {
 }
 
 func (h *harness) start(name string) *running {
+	return h.startRules(name, simRule())
+}
+
+// startRules starts a coordinator planning rules.
+func (h *harness) startRules(name string, rules ...rule.Rule) *running {
 	c, err := New(Config{
 		Etcd: h.etcd.Client(h.t), Layout: h.layout, Name: name,
 		Planner: planner.Config{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
-		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
+		Rules:   func() []rule.Rule { return rules },
 		NewSource: func(context.Context) (Source, error) {
 			return usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{h.broker.Addr()}})
 		},
@@ -157,10 +162,11 @@ func (h *harness) feed(ctx context.Context, wg *sync.WaitGroup, offered func() m
 // ackAll registers one instance per DC that has applied everything in
 // etcd so far, as limiters that apply documents at once would: the
 // coordinator takes a DC with no instance as one that acknowledged nothing.
-func (h *harness) ackAll(ctx context.Context) {
+// It returns the revision acknowledged (0 when ctx is done).
+func (h *harness) ackAll(ctx context.Context) int64 {
 	resp, err := h.cli.Get(ctx, h.layout.Instances(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return // ctx done
+		return 0 // ctx done
 	}
 	for _, dc := range simDCs {
 		b, err := proto.Marshal(&weirv1.InstanceRecord{Dc: dc, Instance: dc + "-1", AppliedRevision: resp.Header.Revision})
@@ -168,9 +174,10 @@ func (h *harness) ackAll(ctx context.Context) {
 			h.t.Fatal(err)
 		}
 		if _, err := h.cli.Put(ctx, h.layout.Instance(dc, dc+"-1"), string(b)); err != nil {
-			return
+			return 0
 		}
 	}
+	return resp.Header.Revision
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -302,8 +302,8 @@ func (e *entry) frac(v int64) float64 {
 // Written reports the outcome of writing ws (a part of what Plan returned):
 // ok with the revision of the write, or not ok when the write failed or
 // its outcome is unknown. Call it for every Write Plan returned, then
-// Settle, before the next Plan or Leases: a successful write witnesses the
-// releases made before that Plan (witness.go).
+// Settle, before the next Plan, Leases or WitnessLeases: a successful
+// write witnesses the releases made before that Plan (witness.go).
 func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 	if ok {
 		p.lastRev = max(p.lastRev, rev)

@@ -23,7 +23,7 @@ func (p *Planner) expire(now time.Time) {
 // has run out is renewed only once its documents fit in what it may hold
 // and it has acknowledged them, so that renewing it cannot take the shares
 // in force above 1. Report each lease written with LeaseWritten before the
-// next Plan or Leases.
+// next Plan, Leases or WitnessLeases.
 func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv1.AssignmentLease {
 	var out []*weirv1.AssignmentLease
 	defer func() { p.handouts++ }() // after the releases renewable made
@@ -31,12 +31,17 @@ func (p *Planner) Leases(now time.Time, since time.Time, leader string) []*weirv
 		if p.dc[d].heardAt.Before(since) || p.dc[d].expired && !p.renewable(d) {
 			continue
 		}
-		out = append(out, &weirv1.AssignmentLease{
-			Dc: dc, Epoch: p.epoch, ValidUntilMs: now.Add(p.cfg.TTL).UnixMilli(),
-			TtlMs: p.cfg.TTL.Milliseconds(), Leader: leader,
-		})
+		out = append(out, p.lease(dc, now, leader))
 	}
 	return out
+}
+
+// lease returns DC dc's lease, valid until now + TTL.
+func (p *Planner) lease(dc string, now time.Time, leader string) *weirv1.AssignmentLease {
+	return &weirv1.AssignmentLease{
+		Dc: dc, Epoch: p.epoch, ValidUntilMs: now.Add(p.cfg.TTL).UnixMilli(),
+		TtlMs: p.cfg.TTL.Milliseconds(), Leader: leader,
+	}
 }
 
 func (p *Planner) renewable(d int) bool {
@@ -52,9 +57,9 @@ func (p *Planner) renewable(d int) bool {
 	return ok
 }
 
-// LeaseWritten records that l, of the last Leases, was written at
-// revision rev (0 if unknown): a write to the DC's documents, which
-// witnesses the releases made before that Leases (witness.go).
+// LeaseWritten records that l, of the last Leases or WitnessLeases, was
+// written at revision rev (0 if unknown): a write to the DC's documents,
+// which witnesses the releases made before that hand-out (witness.go).
 func (p *Planner) LeaseWritten(l *weirv1.AssignmentLease, rev int64) {
 	d, ok := p.dcIndex[l.GetDc()]
 	if !ok {

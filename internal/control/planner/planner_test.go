@@ -236,20 +236,13 @@ func (s *sim) plan() {
 		s.p.Written(ws, s.rev, true)
 	}
 	s.p.Settle()
-	if dcs := s.p.Unwitnessed(); len(dcs) > 0 {
-		s.renewLeases(dcs)
-	}
+	s.writeLeases(s.p.WitnessLeases(s.now, s.now.Add(-3*time.Second), "test"))
 }
 
-// renewLeases writes the leases the planner renews — those of the DCs of
-// only, if not nil — as the coordinator does: in force at once, and at one
-// revision that reaches each DC as its documents do; a DC acknowledges it
-// once applied.
-func (s *sim) renewLeases(only []string) {
-	ls := s.p.Leases(s.now, s.now.Add(-3*time.Second), "test")
-	if only != nil {
-		ls = slices.DeleteFunc(ls, func(l *weirv1.AssignmentLease) bool { return !slices.Contains(only, l.GetDc()) })
-	}
+// writeLeases writes leases the planner handed out as the coordinator
+// does: in force at once, and at one revision that reaches each DC as its
+// documents do; a DC acknowledges it once applied.
+func (s *sim) writeLeases(ls []*weirv1.AssignmentLease) {
 	if len(ls) == 0 {
 		return
 	}
@@ -341,7 +334,7 @@ func (s *sim) run(n int, keys []string, demand func(sec int) map[string]map[stri
 			if step == 4 {
 				s.report(demand(sec))
 				s.p.Tick(s.now)
-				s.renewLeases(nil)
+				s.writeLeases(s.p.Leases(s.now, s.now.Add(-3*time.Second), "test"))
 			}
 			s.deliver(keys)
 			s.check(keys)

@@ -1,9 +1,14 @@
 package planner
 
-import "math"
+import (
+	"math"
+	"time"
+
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
+)
 
 // Witnesses: a reading that releases a pruned write without waiting for
-// the clock skew (docs/architecture.md, "Long windows").
+// the clock skew (docs/architecture.md, "Witnesses").
 //
 // A pruned write's carry is released by a reading taken after the DC's
 // every instance had applied the newer write (observe). Taken after is
@@ -17,11 +22,13 @@ import "math"
 // took it: the write witnesses the release.
 //
 // The planner numbers what it hands out to be written — each Plan, each
-// Leases — and a release remembers the number of the last hand-out before
-// it (carried.after). A write reported by Written or LeaseWritten belongs
-// to the last hand-out (their contract), so the DC's writes of a later
-// hand-out than a carry's after witness its release. Any of them would do;
-// the first is the soonest.
+// Leases, each WitnessLeases — and a release remembers the number of the
+// last hand-out before it (carried.after). A write reported by Written or
+// LeaseWritten belongs to the last hand-out (their contract: report before
+// the next hand-out), so the DC's writes of a later hand-out than a
+// carry's after witness its release. Any of them would do; the first is
+// the soonest. A caller that reported a write after the next hand-out
+// would break this: the write would count as the later hand-out's.
 
 // maxWitnesses bounds the witnesses remembered per DC: the first write of
 // each of its last hand-outs. A carry older than all of them is released
@@ -77,16 +84,23 @@ func (p *Planner) want(d int) {
 	p.dc[d].wanted.Store(p.handouts + 1)
 }
 
-// Unwitnessed returns the DCs with carried quota that a write to their
-// documents would release sooner than the clock skew does, and forgets
-// them: the caller may write their leases now (Leases, LeaseWritten)
-// rather than at the next Tick, which witnesses them anyway.
-func (p *Planner) Unwitnessed() []string {
-	var out []string
-	for d := range p.dc {
-		if p.dc[d].wanted.Swap(0) != 0 {
-			out = append(out, p.dcs[d])
+// WitnessLeases returns the leases to write now, between ticks, so that
+// they witness the releases waiting for a write to their DC's documents
+// (a lease is one): those of the DCs heard from since `since` whose lease
+// has not run out, renewed as Leases would, valid until now + TTL. It
+// forgets every DC it was asked for, returned or not: the next Tick's
+// leases witness them anyway, and a DC past its lease is renewed by the
+// tick alone (Leases). Report each lease written with LeaseWritten before
+// the next Plan, Leases or WitnessLeases.
+func (p *Planner) WitnessLeases(now, since time.Time, leader string) []*weirv1.AssignmentLease {
+	var out []*weirv1.AssignmentLease
+	for d, dc := range p.dcs {
+		ds := &p.dc[d]
+		if ds.wanted.Swap(0) == 0 || ds.heardAt.Before(since) || ds.expired {
+			continue
 		}
+		out = append(out, p.lease(dc, now, leader))
 	}
+	p.handouts++
 	return out
 }

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -9,10 +8,11 @@ import (
 )
 
 // TestWitnessedRelease follows a release through the planner's calls: a
-// pruned write of a read entry makes its DC unwitnessed (once); a lease
-// written in a hand-out before the release is no witness of it, one
-// written after is; and a reading taken within the skew is released by
-// the second, not the first.
+// lease written in a hand-out before the release is no witness of it; a
+// pruned write of a read entry makes WitnessLeases hand out its DC's
+// lease, once; written, that lease witnesses the release, and a reading
+// taken within the skew at its revision releases the carry, where one at
+// the revision pruned to did not. A DC past its lease gets none.
 func TestWitnessedRelease(t *testing.T) {
 	w := newWorld(t, logRule(600, 60), "", 0)
 	w.run(5, 10, func(int) map[string]float64 { return map[string]float64{"a": 40} })
@@ -22,38 +22,34 @@ func TestWitnessedRelease(t *testing.T) {
 	if !e.used[a].ok {
 		t.Fatal("a has sent no reading")
 	}
-	if got := p.Unwitnessed(); got != nil {
-		t.Fatalf("unwitnessed %v before any release", got)
+	since := func() time.Time { return w.now.Add(-3 * time.Second) }
+	if ls := p.WitnessLeases(w.now, since(), "test"); len(ls) != 0 {
+		t.Fatalf("witness leases %v before any release", ls)
 	}
-	lease := func(rev int64) {
+	written := func(ls []*weirv1.AssignmentLease) int64 {
 		t.Helper()
-		ls := p.Leases(w.now, w.now.Add(-3*time.Second), "test")
-		i := slices.IndexFunc(ls, func(l *weirv1.AssignmentLease) bool { return l.GetDc() == "a" })
-		if i < 0 {
-			t.Fatal("no lease for a")
+		w.rev++
+		for _, l := range ls {
+			p.LeaseWritten(l, w.rev)
 		}
-		p.LeaseWritten(ls[i], rev)
+		return w.rev
 	}
-	// A lease written before the release, at a revision no document of a
-	// has reached yet.
-	w.rev++
-	before := w.rev
-	lease(before)
-	// a applies a smaller write and acknowledges it: the larger one it
-	// replaces is pruned, and carried until a reading surely younger.
-	w.rev++
-	e.hist[a] = append(e.hist[a], write{rev: w.rev, limit: 1})
-	p.SetAck("a", w.rev, w.now)
-	p.held(rs, e, a)
-	if len(e.carry[a]) == 0 {
-		t.Fatal("nothing carried after the pruning")
+	// The tick's leases, written before the release, at a revision no
+	// document of a has reached yet.
+	before := written(p.Leases(w.now, since(), "test"))
+	// prune has a apply a smaller write and acknowledge it: the larger one
+	// it replaces is pruned, and carried until a reading surely younger.
+	prune := func() {
+		t.Helper()
+		w.rev++
+		e.hist[a] = append(e.hist[a], write{rev: w.rev, limit: 1})
+		p.SetAck("a", w.rev, w.now)
+		p.held(rs, e, a)
+		if len(e.carry[a]) == 0 {
+			t.Fatal("nothing carried after the pruning")
+		}
 	}
-	if got := p.Unwitnessed(); !slices.Equal(got, []string{"a"}) {
-		t.Fatalf("unwitnessed %v after a's pruning, want [a]", got)
-	}
-	if got := p.Unwitnessed(); got != nil {
-		t.Fatalf("unwitnessed %v asked twice, want nothing the second time", got)
-	}
+	prune()
 	reading := func(rev int64) {
 		t.Helper()
 		w.seq["a"]++
@@ -67,24 +63,29 @@ func TestWitnessedRelease(t *testing.T) {
 		}
 		w.now = w.now.Add(time.Millisecond)
 	}
-	// Read within the skew at the pruned-to revision: only the clocks
-	// could tell, and they cannot yet.
+	// Read within the skew at the revision pruned to, which is above the
+	// lease written before: only the clocks could tell, and not yet.
 	reading(w.rev)
 	if len(e.carry[a]) == 0 {
-		t.Fatal("a reading within the skew released the carry")
+		t.Fatalf("a reading within the skew at %d released the carry (lease before the release at %d)", w.rev, before)
 	}
-	// A lease of the next hand-out witnesses the release.
-	w.rev++
-	after := w.rev
-	lease(after)
-	if got := witnessRev(p.dc[a].witnesses, e.carry[a][len(e.carry[a])-1].after); got != after {
-		t.Fatalf("witness revision %d, want the lease's %d (lease before the release: %d)", got, after, before)
+	ls := p.WitnessLeases(w.now, since(), "test")
+	if len(ls) != 1 || ls[0].GetDc() != "a" {
+		t.Fatalf("witness leases %v after a's pruning, want a's", ls)
 	}
+	if again := p.WitnessLeases(w.now, since(), "test"); len(again) != 0 {
+		t.Fatalf("witness leases %v asked twice, want none the second time", again)
+	}
+	after := written(ls)
 	reading(after)
 	if n := len(e.carry[a]); n != 0 {
-		t.Fatalf("%d carries left after a reading at the witness's revision", n)
+		t.Fatalf("%d carries left after a reading at the witness's revision %d", n, after)
 	}
-	if p.dc[a].wanted.Load() != 0 {
-		t.Error("a still wants a witness")
+
+	// A DC past its lease is renewed by the tick alone.
+	p.dc[a].expired = true
+	prune()
+	if ls := p.WitnessLeases(w.now, since(), "test"); len(ls) != 0 {
+		t.Errorf("witness leases %v for a DC past its lease", ls)
 	}
 }
