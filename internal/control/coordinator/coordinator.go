@@ -369,18 +369,18 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 
 // writeLeases writes leases the planner handed out (Leases, WitnessLeases)
 // in one transaction and reports them written.
-func (c *Coordinator) writeLeases(ctx context.Context, p *planner.Planner, own ownDocs, fence clientv3.Cmp, leases []*weirv1.AssignmentLease) error {
+func (c *Coordinator) writeLeases(ctx context.Context, p *planner.Planner, own ownDocs, fence clientv3.Cmp, leases []planner.Lease) error {
 	if len(leases) == 0 {
 		return nil
 	}
 	ops := make([]clientv3.Op, len(leases))
 	docs := make([][]byte, len(leases))
 	for i, l := range leases {
-		b, err := proto.Marshal(l)
+		b, err := proto.Marshal(l.Doc)
 		if err != nil {
 			return fmt.Errorf("coordinator: marshal lease: %w", err)
 		}
-		ops[i], docs[i] = clientv3.OpPut(c.cfg.Layout.Lease(l.GetDc()), string(b)), b
+		ops[i], docs[i] = clientv3.OpPut(c.cfg.Layout.Lease(l.Doc.GetDc()), string(b)), b
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -388,7 +388,7 @@ func (c *Coordinator) writeLeases(ctx context.Context, p *planner.Planner, own o
 	switch {
 	case err != nil:
 		for _, l := range leases {
-			delete(own, c.cfg.Layout.Lease(l.GetDc())) // unknown now: see grants
+			delete(own, c.cfg.Layout.Lease(l.Doc.GetDc())) // unknown now: see grants
 		}
 		return c.softError("renew leases", err)
 	case !resp.Succeeded:
@@ -396,7 +396,7 @@ func (c *Coordinator) writeLeases(ctx context.Context, p *planner.Planner, own o
 	}
 	for i, l := range leases {
 		p.LeaseWritten(l, resp.Header.Revision)
-		own[c.cfg.Layout.Lease(l.GetDc())] = owned{doc: docs[i], rev: resp.Header.Revision}
+		own[c.cfg.Layout.Lease(l.Doc.GetDc())] = owned{doc: docs[i], rev: resp.Header.Revision}
 	}
 	return nil
 }

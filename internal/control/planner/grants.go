@@ -14,6 +14,7 @@ import (
 type Write struct {
 	DC, Domain, RuleID string
 	Doc                *weirv1.RuleAssignment
+	handout            uint64 // the Plan that handed it out (witness.go)
 }
 
 // Plan applies the acknowledgements, raises the targets of the entries
@@ -47,7 +48,10 @@ func (p *Planner) Plan(now time.Time) []Write {
 	for _, rw := range byRule {
 		ws = append(ws, rw...)
 	}
-	p.handouts++ // what Written reports now was handed out after this round's releases
+	p.handouts++ // handed out after this round's releases
+	for i := range ws {
+		ws[i].handout = p.handouts
+	}
 	if len(ws) == 0 {
 		p.epoch--
 	}
@@ -307,15 +311,15 @@ func (e *entry) frac(v int64) float64 {
 // Written reports the outcome of writing ws (a part of what Plan returned):
 // ok with the revision of the write, or not ok when the write failed or
 // its outcome is unknown. Call it for every Write Plan returned, then
-// Settle, before the next Plan, Leases or WitnessLeases: a successful
-// write witnesses the releases made before that Plan (witness.go).
+// Settle. A successful write witnesses the releases made before the Plan
+// that handed it out (witness.go).
 func (p *Planner) Written(ws []Write, rev int64, ok bool) {
 	if ok {
 		p.lastRev = max(p.lastRev, rev)
 		p.stats.Writes += uint64(len(ws))
 		for _, w := range ws {
 			if d, known := p.dcIndex[w.DC]; known {
-				p.witnessed(d, rev)
+				p.witnessed(d, rev, w.handout)
 			}
 		}
 	} else {

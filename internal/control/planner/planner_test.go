@@ -242,16 +242,16 @@ func (s *sim) plan() {
 // writeLeases writes leases the planner handed out as the coordinator
 // does: in force at once, and at one revision that reaches each DC as its
 // documents do; a DC acknowledges it once applied.
-func (s *sim) writeLeases(ls []*weirv1.AssignmentLease) {
+func (s *sim) writeLeases(ls []Lease) {
 	if len(ls) == 0 {
 		return
 	}
 	s.rev++
 	for _, l := range ls {
-		d := l.GetDc()
+		d := l.Doc.GetDc()
 		s.p.LeaseWritten(l, s.rev)
 		if !s.cut[d] {
-			s.leaseUntil[d] = time.UnixMilli(l.GetValidUntilMs())
+			s.leaseUntil[d] = time.UnixMilli(l.Doc.GetValidUntilMs())
 		}
 		s.send(d, delivery{rev: s.rev})
 	}

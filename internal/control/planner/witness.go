@@ -3,8 +3,6 @@ package planner
 import (
 	"math"
 	"time"
-
-	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
 // Witnesses: a reading that releases a pruned write without waiting for
@@ -23,12 +21,11 @@ import (
 //
 // The planner numbers what it hands out to be written — each Plan, each
 // Leases, each WitnessLeases — and a release remembers the number of the
-// last hand-out before it (carried.after). A write reported by Written or
-// LeaseWritten belongs to the last hand-out (their contract: report before
-// the next hand-out), so the DC's writes of a later hand-out than a
-// carry's after witness its release. Any of them would do; the first is
-// the soonest. A caller that reported a write after the next hand-out
-// would break this: the write would count as the later hand-out's.
+// last hand-out before it (carried.after). Each Write and Lease carries
+// its hand-out's number back to Written or LeaseWritten, so the DC's
+// writes of a later hand-out than a carry's after witness its release,
+// whenever they are reported. Any of them would do; the first is the
+// soonest.
 
 // maxWitnesses bounds the witnesses remembered per DC: the first write of
 // each of its last hand-outs. A carry older than all of them is released
@@ -47,20 +44,22 @@ type witness struct {
 const noWitness = math.MaxUint64
 
 // witnessed records that DC d's documents were written at revision rev
-// (0: unknown) in the last hand-out.
-func (p *Planner) witnessed(d int, rev int64) {
+// (0: unknown) in hand-out h. Witnesses stay in the order of their
+// hand-outs; one reported after a later hand-out's is dropped (the later
+// one stands for it, later but never early).
+func (p *Planner) witnessed(d int, rev int64, h uint64) {
 	ds := &p.dc[d]
-	if rev <= 0 || p.handouts == 0 {
+	if rev <= 0 || h == 0 {
 		return
 	}
-	if n := len(ds.witnesses); n > 0 && ds.witnesses[n-1].handout == p.handouts {
+	if n := len(ds.witnesses); n > 0 && ds.witnesses[n-1].handout >= h {
 		return // the first write of the hand-out is the soonest witness
 	}
 	if len(ds.witnesses) == maxWitnesses {
 		ds.witnesses = append(ds.witnesses[:0], ds.witnesses[1:]...)
 	}
-	ds.witnesses = append(ds.witnesses, witness{p.handouts, rev})
-	if w := ds.wanted.Load(); w != 0 && p.handouts >= w {
+	ds.witnesses = append(ds.witnesses, witness{h, rev})
+	if w := ds.wanted.Load(); w != 0 && h >= w {
 		ds.wanted.Store(0)
 	}
 }
@@ -90,10 +89,9 @@ func (p *Planner) want(d int) {
 // has not run out, renewed as Leases would, valid until now + TTL. It
 // forgets every DC it was asked for, returned or not: the next Tick's
 // leases witness them anyway, and a DC past its lease is renewed by the
-// tick alone (Leases). Report each lease written with LeaseWritten before
-// the next Plan, Leases or WitnessLeases.
-func (p *Planner) WitnessLeases(now, since time.Time, leader string) []*weirv1.AssignmentLease {
-	var out []*weirv1.AssignmentLease
+// tick alone (Leases). Report each lease written with LeaseWritten.
+func (p *Planner) WitnessLeases(now, since time.Time, leader string) []Lease {
+	var out []Lease
 	for d, dc := range p.dcs {
 		ds := &p.dc[d]
 		if ds.wanted.Swap(0) == 0 || ds.heardAt.Before(since) || ds.expired {
@@ -101,6 +99,5 @@ func (p *Planner) WitnessLeases(now, since time.Time, leader string) []*weirv1.A
 		}
 		out = append(out, p.lease(dc, now, leader))
 	}
-	p.handouts++
-	return out
+	return p.handOut(out)
 }

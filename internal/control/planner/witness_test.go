@@ -8,7 +8,8 @@ import (
 )
 
 // TestWitnessedRelease follows a release through the planner's calls: a
-// lease written in a hand-out before the release is no witness of it; a
+// lease handed out before the release is no witness of it, even reported
+// written after it; a
 // pruned write of a read entry makes WitnessLeases hand out its DC's
 // lease, once; written, that lease witnesses the release, and a reading
 // taken within the skew at its revision releases the carry, where one at
@@ -26,7 +27,7 @@ func TestWitnessedRelease(t *testing.T) {
 	if ls := p.WitnessLeases(w.now, since(), "test"); len(ls) != 0 {
 		t.Fatalf("witness leases %v before any release", ls)
 	}
-	written := func(ls []*weirv1.AssignmentLease) int64 {
+	written := func(ls []Lease) int64 {
 		t.Helper()
 		w.rev++
 		for _, l := range ls {
@@ -34,9 +35,9 @@ func TestWitnessedRelease(t *testing.T) {
 		}
 		return w.rev
 	}
-	// The tick's leases, written before the release, at a revision no
-	// document of a has reached yet.
-	before := written(p.Leases(w.now, since(), "test"))
+	// The tick's leases, handed out before the release (and reported
+	// written after it, below).
+	tick := p.Leases(w.now, since(), "test")
 	// prune has a apply a smaller write and acknowledge it: the larger one
 	// it replaces is pruned, and carried until a reading surely younger.
 	prune := func() {
@@ -63,23 +64,41 @@ func TestWitnessedRelease(t *testing.T) {
 		}
 		w.now = w.now.Add(time.Millisecond)
 	}
-	// Read within the skew at the revision pruned to, which is above the
-	// lease written before: only the clocks could tell, and not yet.
-	reading(w.rev)
-	if len(e.carry[a]) == 0 {
-		t.Fatalf("a reading within the skew at %d released the carry (lease before the release at %d)", w.rev, before)
-	}
 	ls := p.WitnessLeases(w.now, since(), "test")
-	if len(ls) != 1 || ls[0].GetDc() != "a" {
+	if len(ls) != 1 || ls[0].Doc.GetDc() != "a" {
 		t.Fatalf("witness leases %v after a's pruning, want a's", ls)
 	}
 	if again := p.WitnessLeases(w.now, since(), "test"); len(again) != 0 {
 		t.Fatalf("witness leases %v asked twice, want none the second time", again)
 	}
+	// The tick's leases, written only now, after a later hand-out: they
+	// were handed out before the release, so a reading at their revision,
+	// within the skew, may have been taken before it.
+	late := written(tick)
+	reading(late)
+	if len(e.carry[a]) == 0 {
+		t.Fatalf("a reading within the skew at %d, the revision of a lease handed out before the release, released the carry", late)
+	}
 	after := written(ls)
 	reading(after)
 	if n := len(e.carry[a]); n != 0 {
 		t.Fatalf("%d carries left after a reading at the witness's revision %d", n, after)
+	}
+
+	// A grant handed out before a release and reported written after it
+	// is no witness of it either.
+	rs.dirty[a] = true // a's document must be written again
+	ws := p.Plan(w.now)
+	if len(ws) == 0 {
+		t.Fatal("Plan wrote nothing for a dirty document")
+	}
+	prune()
+	w.rev++
+	p.Written(ws, w.rev, true)
+	p.Settle()
+	reading(w.rev)
+	if len(e.carry[a]) == 0 {
+		t.Fatalf("a reading within the skew at %d, the revision of a grant handed out before the release, released the carry", w.rev)
 	}
 
 	// A DC past its lease is renewed by the tick alone.
