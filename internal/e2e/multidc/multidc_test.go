@@ -1,6 +1,7 @@
 package multidc_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,10 +71,15 @@ type world struct {
 	clients map[string]weirv1.LimiterClient
 	coords  []*coord
 
+	// logs keeps the coordinators' and limiters' latest log lines, shown
+	// when a wait fails.
+	logs *logTail
+
 	mu       sync.Mutex
-	admitted map[int64]int // wall-clock second → admitted by rule "total", all DCs
-	long     []time.Time   // when the requests of rule "long" admitted were decided, all DCs
-	worstSum float64       // largest sum of the DCs' local limits of "total" observed
+	admitted map[int64]int            // wall-clock second → admitted by rule "total", all DCs
+	offered  map[string]*atomic.Int64 // requests of rule "total" sent, by DC
+	long     []time.Time              // when the requests of rule "long" admitted were decided, all DCs
+	worstSum float64                  // largest sum of the DCs' local limits of "total" observed
 }
 
 type coord struct {
@@ -83,7 +90,10 @@ type coord struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, clients: map[string]weirv1.LimiterClient{}, admitted: map[int64]int{}}
+	w := &world{t: t, clients: map[string]weirv1.LimiterClient{}, admitted: map[int64]int{}, logs: &logTail{max: 200}, offered: map[string]*atomic.Int64{}}
+	for _, dc := range dcs {
+		w.offered[dc] = new(atomic.Int64)
+	}
 	etcd := etcdtest.Start(t)
 	w.broker = kafkatest.Start(t, usagetopic.Name)
 	dir := t.TempDir()
@@ -100,9 +110,9 @@ func newWorld(t *testing.T) *world {
 		r.Domain = set.Domain
 		w.rules = append(w.rules, r)
 	}
-	quiet := slog.New(slog.DiscardHandler)
+	logs := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for i := range 2 {
-		w.startCoordinator(etcd, fmt.Sprintf("coord-%d", i), quiet)
+		w.startCoordinator(etcd, fmt.Sprintf("coord-%d", i), logs)
 	}
 	for _, dc := range dcs {
 		redis := redistest.Start(t)
@@ -114,7 +124,7 @@ func newWorld(t *testing.T) *world {
 				DC: dc, DCs: dcs, Redis: redis.Addr, RulesFile: path,
 				HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 				Etcd: etcd.Endpoints(), Kafka: []string{w.broker.Addr()}, ReportInterval: interval,
-				Logger: quiet, Ready: func(_, grpcAddr string) { ready <- grpcAddr },
+				Logger: logs.With("dc", dc), Ready: func(_, grpcAddr string) { ready <- grpcAddr },
 			})
 		}()
 		t.Cleanup(func() {
@@ -160,6 +170,17 @@ func (w *world) startCoordinator(etcd *etcdtest.Cluster, name string, log *slog.
 	go func() { defer close(co.done); c.Run(ctx) }()
 	w.t.Cleanup(co.stop)
 	w.coords = append(w.coords, co)
+}
+
+// explain logs what a failed wait needs to be understood: which
+// coordinator leads, and the latest log lines (each term starts with a
+// "leading" line).
+func (w *world) explain() {
+	w.t.Helper()
+	for i, c := range w.coords {
+		w.t.Logf("coordinator %d leads: %v", i, c.c.Leader())
+	}
+	w.t.Logf("latest log lines:\n%s", w.logs)
 }
 
 func (c *coord) stop() {
@@ -221,60 +242,76 @@ func (w *world) watchShares(ctx context.Context, wg *sync.WaitGroup) {
 // per wall-clock second.
 func (w *world) traffic(ctx context.Context, wg *sync.WaitGroup, path string, attrs map[string]string, rates func(dc string) float64) {
 	for _, dc := range dcs {
-		wg.Go(func() {
-			next := time.Now()
-			for ctx.Err() == nil {
-				rate := rates(dc)
-				if rate <= 0 {
-					time.Sleep(20 * time.Millisecond)
-					next = time.Now()
-					continue
-				}
-				next = next.Add(time.Duration(float64(time.Second) / rate))
-				if d := time.Until(next); d > 0 {
-					time.Sleep(d)
-				} else if d < -time.Second {
-					next = time.Now() // fell behind: do not burst to catch up
-				}
-				a := map[string]string{"path": path}
-				for k, v := range attrs {
-					a[k] = v
-				}
-				sent := time.Now()
-				resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
-				if err != nil {
-					continue
-				}
-				if path == "/long" && resp.GetAllowed() {
-					w.mu.Lock()
-					w.long = append(w.long, sent.Add(time.Since(sent)/2))
-					w.mu.Unlock()
-				}
-				if path == "/total" && resp.GetAllowed() {
-					mid := sent.Add(time.Since(sent) / 2)
-					w.mu.Lock()
-					w.admitted[mid.Unix()]++
-					w.mu.Unlock()
-				}
-			}
-		})
+		for range senders {
+			wg.Go(func() { w.send(ctx, dc, path, attrs, func() float64 { return rates(dc) / senders }) })
+		}
 	}
+}
+
+// senders is how many requests traffic keeps in flight per DC at most: a
+// loaded machine's latency then caps the rate it can offer far above the
+// rates the tests ask for.
+const senders = 4
+
+// send is one of traffic's senders in dc, at rate() requests a second,
+// until ctx is done.
+func (w *world) send(ctx context.Context, dc, path string, attrs map[string]string, rate func() float64) {
+	next := time.Now()
+	for ctx.Err() == nil {
+		r := rate()
+		if r <= 0 {
+			time.Sleep(20 * time.Millisecond)
+			next = time.Now()
+			continue
+		}
+		next = next.Add(time.Duration(float64(time.Second) / r))
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		} else if d < -time.Second {
+			next = time.Now() // fell behind: do not burst to catch up
+		}
+		a := map[string]string{"path": path}
+		for k, v := range attrs {
+			a[k] = v
+		}
+		if path == "/total" {
+			w.offered[dc].Add(1)
+		}
+		sent := time.Now()
+		resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
+		if err != nil {
+			continue
+		}
+		if path == "/long" && resp.GetAllowed() {
+			w.mu.Lock()
+			w.long = append(w.long, sent.Add(time.Since(sent)/2))
+			w.mu.Unlock()
+		}
+		if path == "/total" && resp.GetAllowed() {
+			mid := sent.Add(time.Since(sent) / 2)
+			w.mu.Lock()
+			w.admitted[mid.Unix()]++
+			w.mu.Unlock()
+		}
+	}
+}
+
+// perSecond prints rates by DC.
+func perSecond(rates map[string]float64) string {
+	var parts []string
+	for _, dc := range dcs {
+		parts = append(parts, fmt.Sprintf("%s %.0f/s", dc, rates[dc]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fair is the max-min fair shares of "total" for the DCs' rates.
 func fair(rates map[string]float64) map[string]float64 {
 	out := map[string]float64{}
-	left, n := 1.0, len(dcs)
-	sorted := append([]string(nil), dcs...)
-	for i := range sorted {
-		for j := i + 1; j < len(sorted); j++ {
-			if rates[sorted[j]] < rates[sorted[i]] {
-				sorted[i], sorted[j] = sorted[j], sorted[i]
-			}
-		}
-	}
+	left := 1.0
+	sorted := slices.SortedFunc(slices.Values(dcs), func(x, y string) int { return cmp.Compare(rates[x], rates[y]) })
 	for i, dc := range sorted {
-		s := min(rates[dc]/limit, left/float64(n-i))
+		s := min(rates[dc]/limit, left/float64(len(sorted)-i))
 		out[dc] = s
 		left -= s
 	}
@@ -307,26 +344,54 @@ func TestThreeDCs(t *testing.T) {
 	})
 	w.watchShares(tctx, &wg)
 
-	// within waits until every DC's local limit of "total" is within 5% of
-	// L of its max-min fair share, and returns how long that took.
+	// within waits until every DC's local limit of "total" is at least its
+	// max-min fair share less 5% of L, and returns how long that took. As
+	// the local limits never sum above L (checked throughout), no DC then
+	// holds more than its fair share and 5% of L per other DC. The shares
+	// are those of the rates the senders offered over the last second, which
+	// a loaded machine may keep below the rates asked (r): the planner can
+	// only follow the demand it is offered. How the headroom such rates leave
+	// is spread is the allocator's (pkg/allocate's tests).
 	within := func(r map[string]float64, deadline time.Duration) time.Duration {
 		t.Helper()
-		want := fair(r)
+		type sample struct {
+			at   time.Time
+			sent map[string]int64
+		}
+		var history []sample
 		start := time.Now()
 		for {
-			ok := true
-			got := map[string]float64{}
+			now := sample{at: time.Now(), sent: map[string]int64{}}
 			for _, dc := range dcs {
-				got[dc] = float64(w.localLimit(ctx, dc, "total", "")) / limit
-				if math.Abs(got[dc]-want[dc]) > 0.05 {
-					ok = false
+				now.sent[dc] = w.offered[dc].Load()
+			}
+			history = append(history, now)
+			for len(history) > 1 && now.at.Sub(history[1].at) >= time.Second {
+				history = history[1:]
+			}
+			then := history[0]
+			if span := now.at.Sub(then.at); span >= time.Second {
+				offered := map[string]float64{}
+				for _, dc := range dcs {
+					offered[dc] = float64(now.sent[dc]-then.sent[dc]) / span.Seconds()
 				}
-			}
-			if ok {
-				return time.Since(start)
-			}
-			if time.Since(start) > deadline {
-				t.Fatalf("after %v the shares are %v, want within 0.05 of %v", deadline, got, want)
+				want := fair(offered)
+				ok := true
+				got := map[string]float64{}
+				for _, dc := range dcs {
+					got[dc] = float64(w.localLimit(ctx, dc, "total", "")) / limit
+					if got[dc] < want[dc]-0.05 {
+						ok = false
+					}
+				}
+				if ok {
+					t.Logf("rates offered over the last second: %s", perSecond(offered))
+					return time.Since(start)
+				}
+				if time.Since(start) > deadline {
+					w.explain()
+					t.Fatalf("after %v the shares are %v, want each at least 0.05 below %v or above (the fair shares of the rates offered, %s; asked %s)", deadline, got, want, perSecond(offered), perSecond(r))
+				}
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -339,7 +404,7 @@ func TestThreeDCs(t *testing.T) {
 	moved := map[string]float64{"a": 30, "b": 600, "c": 30}
 	setRates(moved)
 	took = within(moved, 10*time.Second)
-	t.Logf("demand moved from a to b: every DC within 5%% of its max-min fair share after %v (%.1f intervals)", took, float64(took)/float64(interval))
+	t.Logf("demand moved from a to b: every DC at its max-min fair share (less 5%% of L) after %v (%.1f intervals)", took, float64(took)/float64(interval))
 
 	// 2. A key used in c only gets ≥ 95% of its global limit there.
 	kctx, stopKey := context.WithCancel(tctx)
@@ -365,8 +430,10 @@ func TestThreeDCs(t *testing.T) {
 	if old == nil {
 		t.Fatal("no leader")
 	}
-	old.crash()
+	// From before the crash: crash returns once the old leader's loop has
+	// ended, which may take longer than the session's TTL.
 	start = time.Now()
+	old.crash()
 	for w.leader() == nil {
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("no coordinator took over within 10s")
@@ -379,13 +446,29 @@ func TestThreeDCs(t *testing.T) {
 	took = within(back, 15*time.Second)
 	t.Logf("under the new leader, demand moved to c: converged after %v", took)
 
-	// 4. The broker stops: the limiters keep enforcing, and after the TTL
-	// every DC is at most at its static share.
+	// 4. The broker stops: the limiters keep enforcing, and once their
+	// leases run out every DC is at most at its static share. The leader
+	// renews the lease of a DC heard from in the last three intervals, at
+	// its ticks, for the TTL (docs/architecture.md): the last lease runs out
+	// at most TTL + four intervals after the last report reached it, and
+	// one more interval covers the reports it had received but not yet
+	// taken in and the limiters' watch.
 	w.broker.Close()
-	time.Sleep(ttl + 2*interval)
-	for _, dc := range dcs {
-		if got, most := w.localLimit(ctx, dc, "total", ""), int64(limit/3); got > most {
-			t.Errorf("Kafka down past the TTL: %s enforces %d, want ≤ %d (its static share)", dc, got, most)
+	start = time.Now()
+	for deadline := ttl + 5*interval; ; time.Sleep(50 * time.Millisecond) {
+		over := map[string]int64{}
+		for _, dc := range dcs {
+			if got, most := w.localLimit(ctx, dc, "total", ""), int64(limit/3); got > most {
+				over[dc] = got
+			}
+		}
+		if len(over) == 0 {
+			t.Logf("Kafka down: every DC at most at its static share after %v", time.Since(start))
+			break
+		}
+		if time.Since(start) > deadline {
+			t.Errorf("Kafka down for %v: %v enforce more than their static share, %d", deadline, over, limit/3)
+			break
 		}
 	}
 	before := w.admittedTotal()
@@ -484,4 +567,28 @@ func TestLongWindowMove(t *testing.T) {
 	if len(adm) < 450 {
 		t.Errorf("admitted %d, want ≥ 450 (the quota follows the demand)", len(adm))
 	}
+}
+
+// logTail is an io.Writer keeping the last max lines written to it; safe
+// for concurrent use.
+type logTail struct {
+	max   int
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, time.Now().Format("15:04:05.000 ")+strings.TrimRight(string(p), "\n"))
+	if over := len(l.lines) - l.max; over > 0 {
+		l.lines = slices.Delete(l.lines, 0, over)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
