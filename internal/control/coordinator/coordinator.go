@@ -361,7 +361,7 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
-	if err := c.grants(ctx, p, acks, own, fence); err != nil {
+	if _, err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
 	return c.writeLeases(ctx, p, own, fence, p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name))
@@ -418,9 +418,11 @@ func untilTick(now time.Time, interval, grace time.Duration) time.Duration {
 // readings free quota: the grants written, then the leases of the DCs
 // whose pruned writes a write of theirs would release sooner than the
 // clock skew (planner.WitnessLeases): a reading taken at its revision or
-// later was surely taken after the release.
+// later was surely taken after the release. When etcd refused the grants,
+// the leases wait for the next tick: in an outage a round then blocks for
+// one write's timeout, not two.
 func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
-	if err := c.grants(ctx, p, acks, own, fence); err != nil {
+	if written, err := c.grants(ctx, p, acks, own, fence); err != nil || !written {
 		return err
 	}
 	now := c.now()
@@ -428,8 +430,9 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 }
 
 // grants applies the acknowledgements and writes the grants the planner
-// asks for.
-func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
+// asks for. written is false when etcd failed a write (softError: the
+// error is logged, not returned).
+func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) (written bool, err error) {
 	now := c.now()
 	for _, dc := range p.DCs() {
 		p.SetAck(dc, acks.ack(dc, now), now)
@@ -443,7 +446,7 @@ func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackT
 		for n < len(ws) && len(ops) < maxTxnOps {
 			b, err := proto.Marshal(ws[n].Doc)
 			if err != nil {
-				return fmt.Errorf("coordinator: marshal: %w", err)
+				return false, fmt.Errorf("coordinator: marshal: %w", err)
 			}
 			if len(ops) > 0 && size+len(b) > maxTxnBytes {
 				break
@@ -468,11 +471,11 @@ func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackT
 			for _, w := range batch {
 				delete(own, c.cfg.Layout.Assignment(w.DC, w.Domain, w.RuleID))
 			}
-			return c.softError("write assignments", err)
+			return false, c.softError("write assignments", err)
 		case !resp.Succeeded:
 			p.Written(batch, 0, false)
 			p.Written(ws, 0, false)
-			return errDeposed
+			return false, errDeposed
 		}
 		p.Written(batch, resp.Header.Revision, true)
 		for i, w := range batch {
@@ -480,7 +483,7 @@ func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackT
 			c.history.wrote(w.DC, resp.Header.Revision, now)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // softError logs an etcd error that does not end leadership; the next round
