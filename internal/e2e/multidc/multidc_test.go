@@ -448,11 +448,11 @@ func TestThreeDCs(t *testing.T) {
 
 	// 4. The broker stops: the limiters keep enforcing, and once their
 	// leases run out every DC is at most at its static share. The leader
-	// renews the lease of a DC heard from in the last three intervals, at
-	// its ticks, for the TTL (docs/architecture.md): the last lease runs out
-	// at most TTL + four intervals after the last report reached it, and
-	// one more interval covers the reports it had received but not yet
-	// taken in and the limiters' watch.
+	// renews the lease of a DC heard from in the last three intervals, for
+	// the TTL (docs/operations.md): the last lease runs out at most TTL +
+	// three intervals after the leader took in the DC's last report; two
+	// more intervals cover the reports the broker had handed out but the
+	// leader not yet taken in, and the limiters' watch.
 	w.broker.Close()
 	start = time.Now()
 	for deadline := ttl + 5*interval; ; time.Sleep(50 * time.Millisecond) {
