@@ -361,6 +361,9 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	c.applyPolicies(p)
 	now := c.now()
 	p.Tick(now)
+	// The leases are written even when a write of the grants failed: a
+	// failure may be one request's, and a lease not renewed takes the DC
+	// to its static shares.
 	if _, err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
@@ -418,9 +421,9 @@ func untilTick(now time.Time, interval, grace time.Duration) time.Duration {
 // readings free quota: the grants written, then the leases of the DCs
 // whose pruned writes a write of theirs would release sooner than the
 // clock skew (planner.WitnessLeases): a reading taken at its revision or
-// later was surely taken after the release. When etcd refused the grants,
-// the leases wait for the next tick: in an outage a round then blocks for
-// one write's timeout, not two.
+// later was surely taken after the release. When a write of the grants
+// failed (softError), the leases wait for the next tick: in an outage a
+// round then blocks for one write's timeout, not two.
 func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) error {
 	if written, err := c.grants(ctx, p, acks, own, fence); err != nil || !written {
 		return err
@@ -430,8 +433,8 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 }
 
 // grants applies the acknowledgements and writes the grants the planner
-// asks for. written is false when etcd failed a write (softError: the
-// error is logged, not returned).
+// asks for. written reports whether every grant was written: it is false
+// with a nil error when etcd failed a write (softError logged it).
 func (c *Coordinator) grants(ctx context.Context, p *planner.Planner, acks *ackTracker, own ownDocs, fence clientv3.Cmp) (written bool, err error) {
 	now := c.now()
 	for _, dc := range p.DCs() {

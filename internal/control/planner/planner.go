@@ -67,9 +67,11 @@ type Config struct {
 	// the quarantine, which moves quota exactly for them. Default
 	// MaxQuarantine; negative: every rule.
 	UsageAwareAbove time.Duration
-	// TakeoverGrace is how long a new leader renews the leases of the DCs
-	// whose lease it found valid, before it hears from them through Kafka
-	// (joining the consumer group may take a session timeout). Default 10s.
+	// TakeoverGrace is how long past a takeover a DC whose lease the new
+	// leader found valid counts as heard from, so that Leases renews it
+	// before the leader hears from it through Kafka (joining the consumer
+	// group may take a session timeout); Leases renews DCs heard from since
+	// the time its caller passes. Default 10s.
 	TakeoverGrace time.Duration
 	// Estimator configures the demand estimates.
 	Estimator demand.Config
