@@ -338,9 +338,28 @@ func TestCoordinatorTakesReadingsBetweenIntervals(t *testing.T) {
 	defer cancel()
 	c := h.start("c1")
 	waitFor(t, 5*time.Second, "c1 leads", c.c.Leader)
-	h.report(ctx, map[string]uint64{"a": 10})
-	waitFor(t, 10*time.Second, "the interval report counted", func() bool { return c.c.Status().Planner.Reports >= 1 })
-	reports := c.c.Status().Planner.Reports
+	// The consumer starts at the topic's end once it has joined its group,
+	// which may be after the election: a report is sent every 200 ms until
+	// one counts, and then the count must hold still for a second (a
+	// report sent just before may still come).
+	last := time.Time{}
+	waitFor(t, 10*time.Second, "an interval report counted", func() bool {
+		if c.c.Status().Planner.Reports >= 1 {
+			return true
+		}
+		if time.Since(last) >= 200*time.Millisecond {
+			h.report(ctx, map[string]uint64{"a": 10})
+			last = time.Now()
+		}
+		return false
+	})
+	reports, still := c.c.Status().Planner.Reports, time.Now()
+	waitFor(t, 10*time.Second, "the interval reports' count holding still", func() bool {
+		if got := c.c.Status().Planner.Reports; got != reports {
+			reports, still = got, time.Now()
+		}
+		return time.Since(still) >= time.Second
+	})
 
 	start := time.Now().UnixMilli() / 200 * 200
 	consumed := int64(5)
