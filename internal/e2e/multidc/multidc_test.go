@@ -26,6 +26,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/pace"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
@@ -251,7 +252,7 @@ func (w *world) watchShares(ctx context.Context, wg *sync.WaitGroup) {
 func (w *world) traffic(ctx context.Context, wg *sync.WaitGroup, path string, attrs map[string]string, rates func(dc string) float64) {
 	for _, dc := range dcs {
 		for range senders {
-			wg.Go(func() { w.send(ctx, dc, path, attrs, func() float64 { return rates(dc) / senders }) })
+			pace.Go(ctx, wg, func() float64 { return rates(dc) / senders }, func() { w.check(ctx, dc, path, attrs) })
 		}
 	}
 }
@@ -261,46 +262,28 @@ func (w *world) traffic(ctx context.Context, wg *sync.WaitGroup, path string, at
 // (600/s with calls of up to 6.7 ms).
 const senders = 4
 
-// send is one of traffic's senders in dc, at rate() requests a second,
-// until ctx is done.
-func (w *world) send(ctx context.Context, dc, path string, attrs map[string]string, rate func() float64) {
-	next := time.Now()
-	for ctx.Err() == nil {
-		r := rate()
-		if r <= 0 {
-			time.Sleep(20 * time.Millisecond)
-			next = time.Now()
-			continue
-		}
-		next = next.Add(time.Duration(float64(time.Second) / r))
-		if d := time.Until(next); d > 0 {
-			time.Sleep(d)
-		} else if d < -time.Second {
-			next = time.Now() // fell behind: do not burst to catch up
-		}
-		a := map[string]string{"path": path}
-		for k, v := range attrs {
-			a[k] = v
-		}
-		if path == "/total" {
-			w.offered[dc].Add(1)
-		}
-		sent := time.Now()
-		resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
-		if err != nil {
-			continue
-		}
-		if path == "/long" && resp.GetAllowed() {
-			w.mu.Lock()
-			w.long = append(w.long, sent.Add(time.Since(sent)/2))
-			w.mu.Unlock()
-		}
-		if path == "/total" && resp.GetAllowed() {
-			mid := sent.Add(time.Since(sent) / 2)
-			w.mu.Lock()
-			w.admitted[mid.Unix()]++
-			w.mu.Unlock()
-		}
+// check sends one request for path to dc and records it.
+func (w *world) check(ctx context.Context, dc, path string, attrs map[string]string) {
+	a := map[string]string{"path": path}
+	for k, v := range attrs {
+		a[k] = v
+	}
+	if path == "/total" {
+		w.offered[dc].Add(1)
+	}
+	sent := time.Now()
+	resp, err := w.clients[dc].Check(ctx, &weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: a, Hits: 1}}})
+	if err != nil || !resp.GetAllowed() {
+		return
+	}
+	mid := sent.Add(time.Since(sent) / 2)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch path {
+	case "/long":
+		w.long = append(w.long, mid)
+	case "/total":
+		w.admitted[mid.Unix()]++
 	}
 }
 

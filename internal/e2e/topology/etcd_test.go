@@ -15,6 +15,7 @@ import (
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/pace"
 	"github.com/weirhq/weir/internal/testkit/wait"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -53,7 +54,7 @@ func TestEtcdMemberLoss(t *testing.T) {
 	defer stopTraffic()
 	demand := &rates{m: map[string]float64{"a": 300, "b": 20}}
 	for _, dc := range dcs {
-		pace(tctx, &wg, demand.of(dc), func() { lims[dc].check(tctx) })
+		pace.Go(tctx, &wg, demand.of(dc), func() { lims[dc].check(tctx) })
 	}
 
 	// follows waits until the DC with the demand holds more than half of L.

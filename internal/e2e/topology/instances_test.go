@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/pace"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 )
 
@@ -62,7 +63,7 @@ func TestInstancesShareTheDC(t *testing.T) {
 		admitted []admission
 		next     atomic.Uint64
 	)
-	pace(tctx, &wg, func() float64 { return 600 }, func() {
+	pace.Go(tctx, &wg, func() float64 { return 600 }, func() {
 		l := a[next.Add(1)%2]
 		if l.stopped.Load() {
 			l = a[0]

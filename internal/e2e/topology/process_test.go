@@ -19,6 +19,7 @@ import (
 	"github.com/weirhq/weir/internal/platform/embedetcd"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/pace"
 	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
@@ -141,7 +142,7 @@ func TestCoordinatorProcessFailover(t *testing.T) {
 	)
 	demand := &rates{m: map[string]float64{"a": 300, "b": 20}}
 	for _, dc := range dcs {
-		pace(tctx, &wg, demand.of(dc), func() {
+		pace.Go(tctx, &wg, demand.of(dc), func() {
 			sent := time.Now()
 			if allowed, _ := lims[dc].check(tctx); allowed {
 				mu.Lock()

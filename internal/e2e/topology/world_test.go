@@ -189,29 +189,6 @@ func (l *limiterProc) check(ctx context.Context) (allowed, ok bool) {
 	return resp.GetAllowed(), true
 }
 
-// pace calls f at rate() per second until ctx is done, on a goroutine of
-// wg.
-func pace(ctx context.Context, wg *sync.WaitGroup, rate func() float64, f func()) {
-	wg.Go(func() {
-		next := time.Now()
-		for ctx.Err() == nil {
-			r := rate()
-			if r <= 0 {
-				time.Sleep(20 * time.Millisecond)
-				next = time.Now()
-				continue
-			}
-			next = next.Add(time.Duration(float64(time.Second) / r))
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			} else if d < -time.Second {
-				next = time.Now() // fell behind: do not burst to catch up
-			}
-			f()
-		}
-	})
-}
-
 // rates is a concurrency-safe map of request rates per DC.
 type rates struct {
 	mu sync.Mutex
