@@ -367,7 +367,13 @@ func (c *Coordinator) tick(ctx context.Context, p *planner.Planner, acks *ackTra
 	if _, err := c.grants(ctx, p, acks, own, fence); err != nil {
 		return err
 	}
-	return c.writeLeases(ctx, p, own, fence, p.Leases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name))
+	return c.writeLeases(ctx, p, own, fence, p.Leases(now, c.heardSince(now), c.cfg.Name))
+}
+
+// heardSince is when a DC must have been heard from last for its lease to
+// be renewed at now: three intervals before.
+func (c *Coordinator) heardSince(now time.Time) time.Time {
+	return now.Add(-3 * c.cfg.Planner.Interval)
 }
 
 // writeLeases writes leases the planner handed out (Leases, WitnessLeases)
@@ -429,7 +435,7 @@ func (c *Coordinator) round(ctx context.Context, p *planner.Planner, acks *ackTr
 		return err
 	}
 	now := c.now()
-	return c.writeLeases(ctx, p, own, fence, p.WitnessLeases(now, now.Add(-3*c.cfg.Planner.Interval), c.cfg.Name))
+	return c.writeLeases(ctx, p, own, fence, p.WitnessLeases(now, c.heardSince(now), c.cfg.Name))
 }
 
 // grants applies the acknowledgements and writes the grants the planner

@@ -9,9 +9,8 @@ import (
 
 // TestWitnessedRelease follows a release through the planner's calls: a
 // lease handed out before the release is no witness of it, even reported
-// written after it; a
-// pruned write of a read entry makes WitnessLeases hand out its DC's
-// lease, once; written, that lease witnesses the release, and a reading
+// written after it; a pruned write of a read entry makes WitnessLeases
+// hand out its DC's lease, once; written, that lease witnesses the release, and a reading
 // taken within the skew at its revision releases the carry, where one at
 // the revision pruned to did not. A DC past its lease gets none.
 func TestWitnessedRelease(t *testing.T) {
