@@ -254,27 +254,32 @@ func (e *entry) read(d int, since int64) int64 {
 	return e.used[d].v
 }
 
-// own returns what DC d's own target keeps of what it consumed: for the
-// window algorithms its latest reading. Its carry stays counted against
-// the others (awareTargets leaves it out of what is free) but is no quota
-// of d's own: d holds at most max(what it consumed, its limit), so a target
-// of reading + grant holds at most carry + grant. A bucket (bucket true)
-// keeps its carry: after a shrink it drains at the new, slower rate, so
-// its fill may stay above a reading taken before the shrink settled it.
-func (e *entry) own(d int, bucket bool, since int64) int64 {
-	if bucket {
-		return e.consumed(d, since)
-	}
+// own returns what DC d's own target keeps of what it consumed: its latest
+// reading. Its carry stays counted against the others (awareTargets leaves
+// it out of what is free) but is no quota of d's own: d holds at most
+// max(what it consumed, its limit), so a target of reading + grant holds
+// at most carry + grant. So for a bucket too, whose fill a shrink leaves
+// to drain at the new, slower rate: its readings say how much of it is
+// left. (Counting a bucket's carry as its own kept a DC's target at its
+// last limit for as long as its limit kept changing, each change pruning
+// a write into a fresh carry: a promoted key's bucket in b, where all its
+// demand went, was given 8 of 600 for minutes, TestPromotedKeyKeepsCarries.)
+func (e *entry) own(d int, since int64) int64 {
 	return e.read(d, since)
 }
 
-// agedOut returns the Unix ms at or before which a reading of rs has aged
-// out whole: now less the rule's memory and the tolerated clock skew (the
-// reading's time is the limiter's clock). A bucket's readings never age
-// out: it drains at its local rate, which may be far below the rule's —
-// at a local limit of zero it keeps its fill for good.
-func (p *Planner) agedOut(rs *ruleState) int64 {
-	if rs.spec.Algorithm.IsBucket() {
+// agedOut returns the Unix ms at or before which a reading or carry of e
+// (an entry of rs) has aged out whole: now less the rule's memory and the
+// tolerated clock skew (the reading's time is the limiter's clock). A
+// bucket's readings never age out: it drains at its local rate, which may
+// be far below the rule's — at a local limit of zero it keeps its fill for
+// good. An unread bucket's carries do: what a DC admits under a limit is
+// bounded by that limit's capacity and the drain it is credited at its
+// next decisions, so quota it released a memory ago is quota the rule's
+// own bucket has drained, whatever fill the DC still stores
+// (docs/architecture.md, "Keys without a share of their own").
+func (p *Planner) agedOut(rs *ruleState, e *entry) int64 {
+	if rs.spec.Algorithm.IsBucket() && !e.unread {
 		return math.MinInt64
 	}
 	return p.now.UnixMilli() - rs.memory.Milliseconds() - p.cfg.Skew.Milliseconds()
@@ -356,7 +361,9 @@ var _ [64 - allocate.MaxStackDCs]struct{}
 // which a sparse or bursty DC's requests do not outlast, a DC of periodic
 // batches needs its own for the next one, and with room to spare nobody
 // waits for its quota (TestOnlyDCsTheDemandLeftGiveUpTheirOwn). A
-// bucket keeps its own: its carry is its fill (own).
+// bucket keeps its own: its fill drains at its limit, not by aging, so a
+// target below its reading would keep it, counted against the others,
+// for longer.
 func (e *entry) awareTargets(bucket bool, since int64, congested bool) {
 	n := len(e.target)
 	free := e.limit
@@ -372,7 +379,7 @@ func (e *entry) awareTargets(bucket bool, since int64, congested bool) {
 	a := make([]int64, n)
 	allocate.Apportion(e.share, free, a)
 	for d := range n {
-		own := e.own(d, bucket, since)
+		own := e.own(d, since)
 		if congested && !bucket && e.movedAway(d) {
 			own = 0
 		}

@@ -245,7 +245,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		if capped {
 			pruned = min(pruned, e.static[d])
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.keep(rs, e), p.handouts)
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs, e), p.keep(rs, e), p.handouts)
 		if e.used[d].ok && !e.unread {
 			p.want(d) // a reading releases it: a write would let one do so sooner
 		}
@@ -256,7 +256,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	for _, w := range h {
 		m = max(m, w.limit)
 	}
-	since := p.agedOut(rs)
+	since := p.agedOut(rs, e)
 	if p.dc[d].expired {
 		// Past its lease the DC enforces at most its static limit; what it
 		// consumed before stays counted until the rule's memory (its

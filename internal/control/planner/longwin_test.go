@@ -52,6 +52,13 @@ type world struct {
 	// turn counts each DC's requests, which alternate between its two
 	// instances when it has a second (sim.lagging).
 	turn map[string]int
+	// quarantined: entries with a memory of up to MaxQuarantine keep the
+	// quarantine (the planner's default) instead of following readings.
+	quarantined bool
+	// level and last are a bucket rule's contract as one bucket: every
+	// admission of every DC poured into a bucket of the rule's capacity
+	// that drains at its limit, never rejecting (algorithm's units).
+	level, last int64
 }
 
 func newWorld(t *testing.T, r rule.Rule, key string, watchLag time.Duration, opts ...func(*Config)) *world {
@@ -101,9 +108,28 @@ func (w *world) offer(d string, n int) {
 		}
 		u.Admitted++
 		w.total++
+		w.pour(now.UnixMilli())
 		w.adm = append(w.adm, now.UnixMilli())
 		w.fixed[now.UnixMilli()/w.r.Window().Milliseconds()]++
 	}
+}
+
+// pour adds one admission at ms to the world's bucket.
+func (w *world) pour(ms int64) {
+	if !w.r.Algorithm.IsBucket() {
+		return
+	}
+	if ms > w.last {
+		w.level = max(0, w.level-(ms-w.last)*w.r.Limit)
+		w.last = ms
+	}
+	w.level += w.r.Window().Milliseconds()
+}
+
+// globalParams are the rule's own parameters, as one limiter would
+// enforce them.
+func (w *world) globalParams() algorithm.Params {
+	return algorithm.Params{Algorithm: w.r.Algorithm, Limit: w.r.Limit, Burst: w.r.Burst, Window: w.r.Window()}
 }
 
 // measure returns the invariant's measure now.
@@ -128,7 +154,24 @@ func (w *world) measure() int64 {
 			sum += dec.Limit - dec.Remaining
 		}
 		return sum
-	default: // buckets: fills in units of the limit, rounded down
+	default:
+		// Buckets: the contract, what the DCs admitted together poured
+		// into the rule's own bucket, in units of the limit, rounded up
+		// (above the limit exactly when the bucket overflowed) ...
+		g := w.globalParams()
+		unit := g.Capacity() * g.Window.Milliseconds()
+		contract := (w.level*w.r.Limit + unit - 1) / unit
+		if w.cold || w.quarantined {
+			// ... which is all a key without a share of its own, or a
+			// quarantine, keeps: a DC whose limit fell to 0 keeps its
+			// fill undrained (the carry or the quarantine stands for it
+			// until it would have drained), so the fills can sum above
+			// the capacity while no DC can admit.
+			return contract
+		}
+		// ... and the DCs' fills summed, in units of the limit, rounded
+		// down: the entries whose limits follow the DCs' readings keep
+		// that stronger form.
 		sum := 0.0
 		for _, d := range simDCs {
 			p := w.params(d)
@@ -137,7 +180,7 @@ func (w *world) measure() int64 {
 				sum += float64(dec.Limit-dec.Remaining) * float64(w.r.Limit) / float64(max(w.r.Burst, w.r.Limit))
 			}
 		}
-		return int64(sum)
+		return max(contract, int64(sum))
 	}
 }
 
@@ -323,11 +366,15 @@ func TestLongWindowMove(t *testing.T) {
 // the sliding window counter's is two windows) the shares follow it, a
 // memory after each move.
 func TestLongWindowColdKey(t *testing.T) {
-	for _, alg := range []algorithm.Algorithm{algorithm.SlidingWindowLog, algorithm.FixedWindow, algorithm.SlidingWindowCounter} {
+	for _, alg := range []algorithm.Algorithm{algorithm.SlidingWindowLog, algorithm.FixedWindow, algorithm.SlidingWindowCounter,
+		algorithm.TokenBucket, algorithm.LeakyBucket} {
 		for _, each := range []int{25, 150} {
 			t.Run(fmt.Sprintf("%v/moves every %d s", alg, each), func(t *testing.T) {
 				r := logRule(600, 60)
 				r.Algorithm = alg
+				if alg == algorithm.LeakyBucket {
+					r.Burst = r.Limit // a minute's drain, as the token bucket's
+				}
 				r.KeyType = rule.Dimensions{"user"}
 				w := newWorld(t, r, "cold", 300*time.Millisecond)
 				w.cold = true
@@ -359,10 +406,14 @@ func TestLongWindowColdKey(t *testing.T) {
 // held until it ages out (before, the carries were dropped and b was
 // granted it at once: 1,168 admitted in one window of 600).
 func TestPromotedKeyKeepsCarries(t *testing.T) {
-	for _, alg := range []algorithm.Algorithm{algorithm.SlidingWindowLog, algorithm.FixedWindow, algorithm.SlidingWindowCounter} {
+	for _, alg := range []algorithm.Algorithm{algorithm.SlidingWindowLog, algorithm.FixedWindow, algorithm.SlidingWindowCounter,
+		algorithm.TokenBucket, algorithm.LeakyBucket} {
 		t.Run(alg.String(), func(t *testing.T) {
 			r := logRule(600, 60)
 			r.Algorithm = alg
+			if alg == algorithm.LeakyBucket {
+				r.Burst = r.Limit
+			}
 			r.KeyType = rule.Dimensions{"user"}
 			w := newWorld(t, r, "k", 300*time.Millisecond, func(c *Config) { c.UsageAwareAbove = 0 })
 			w.cold = true
@@ -490,11 +541,18 @@ func propertyCase(t *testing.T, seed uint64) {
 	lag := time.Duration(rng.Int64N(int64(3 * time.Second)))
 	// A key without a share of its own, in a quarter of the cases of the
 	// window algorithms (buckets keep the capped quarantine).
-	cold := key != "" && !alg.IsBucket() && seed/5%4 == 1
+	cold := key != "" && seed/5%4 == 1
 	if cold {
 		key = "cold"
 	}
-	t.Run(fmt.Sprintf("seed=%d/%v/%ds/L%d/key%q", seed, alg, win, limit, key), func(t *testing.T) {
+	// In a third of the cases, the planner's default: memories up to
+	// MaxQuarantine keep the quarantine (drawn from no generator).
+	quarantined := seed/20%3 == 2
+	name := fmt.Sprintf("seed=%d/%v/%ds/L%d/key%q", seed, alg, win, limit, key)
+	if quarantined {
+		name += "/quarantine"
+	}
+	t.Run(name, func(t *testing.T) {
 		r := logRule(limit, win)
 		r.Algorithm = alg
 		if alg == algorithm.LeakyBucket {
@@ -503,8 +561,12 @@ func propertyCase(t *testing.T, seed uint64) {
 		if cold {
 			r.KeyType = rule.Dimensions{"user"}
 		}
-		w := newWorld(t, r, key, watch)
-		w.cold = cold
+		var opts []func(*Config)
+		if quarantined {
+			opts = append(opts, func(c *Config) { c.UsageAwareAbove = 0 })
+		}
+		w := newWorld(t, r, key, watch, opts...)
+		w.cold, w.quarantined = cold, quarantined
 		w.rng = rand.New(rand.NewPCG(seed, 7))
 		w.reportLag, w.lost = lag, 0.1
 		// Readings between interval reports, 0 to 3, as the seed says

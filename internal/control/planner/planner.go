@@ -55,10 +55,11 @@ type Config struct {
 	Retire int
 	// MaxQuarantine caps how long quota a DC released stays unusable by
 	// the others after the release is in force. A rule's quarantine is its
-	// window, up to this cap: a DC may have admitted up to its old local
-	// limit within the last window, and another DC growing before the
-	// window has passed could admit that quota again (docs/architecture.md).
-	// Default 10 × Interval.
+	// memory (algorithm.Params.Memory: the window, two for the sliding
+	// counter, a full bucket's drain), up to this cap: what a DC admitted
+	// under its old local limit weighs on decisions for that long, and
+	// another DC growing before it has passed could admit that quota again
+	// (docs/architecture.md). Default 10 × Interval.
 	MaxQuarantine time.Duration
 	// UsageAwareAbove is the memory (algorithm.Params.Memory: the window,
 	// two for the sliding counter, a full bucket's drain) above which a
@@ -241,7 +242,7 @@ type entry struct {
 	// 0, or -1 (observeDemand, movedAway).
 	stoppedAt, startedAt []int64
 	// unread marks the rule-wide entry of a keyed rule with a long memory
-	// (usage-aware, not a bucket): it stands for every key without a share
+	// (usage-aware, any algorithm): it stands for every key without a share
 	// of its own, whose consumption no DC reads, so its pruned writes stay
 	// held until they age out — a quarantine of the rule's whole memory
 	// rather than the capped one (consumed.go).

@@ -31,9 +31,9 @@ func (p *Planner) SetRules(rules []rule.Rule) {
 			p.rules[ref] = rs
 		}
 		rs.spec = r
-		rs.wait = min(r.Window(), p.cfg.MaxQuarantine)
 		rs.memory = r.Params(r.Limit, r.Burst).Memory()
-		rs.entry.unread = len(r.KeyType) > 0 && !r.Algorithm.IsBucket() && rs.memory > p.cfg.UsageAwareAbove
+		rs.wait = min(rs.memory, p.cfg.MaxQuarantine)
+		rs.entry.unread = len(r.KeyType) > 0 && rs.memory > p.cfg.UsageAwareAbove
 		p.setLimit(rs, rs.entry, r.Limit)
 		p.setStatic(rs, rs.entry)
 		for _, e := range rs.keys {
