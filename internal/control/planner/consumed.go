@@ -92,20 +92,24 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 //   - A read entry's next reading releases its oldest carries first, so
 //     beyond keep the first two merge (trim): the oldest, but for a
 //     reading keepReading carried at its own, earlier time.
-//   - An unread entry's carries are released only by aging out, so they
-//     fold into aligned slots of unreadSlot ms: a write released in the
-//     slot of the newest carry merges into it. The slots of one memory
-//     (now − since) number keep at most, and a write is held at most a
-//     slot past its own aging out, however many writes a memory holds
-//     (TestUnreadSlots). Merging by pairs instead kept a shrinking DC's
+//   - Carries released only by aging out (aging) fold into aligned slots
+//     of unreadSlot ms (but a bucket's read entry's, which never age: they
+//     trim): a write released in the slot of the newest carry merges into
+//     it. The slots of one memory (now − since) number keep at most, and a
+//     write is held at most a slot past its own aging out, however many
+//     writes a memory holds (TestUnreadSlots). Merging by pairs instead kept a shrinking DC's
 //     old limits alive: the two oldest, for as long as it went on
 //     shrinking; the two released closest in time, up to 1.87 memories
 //     with 1,000 writes a memory.
 //
 // after is the planner's last hand-out before the release: a write to the
-// DC's documents handed out later witnesses it (witness.go).
-func (e *entry) release(d int, pruned, rev, now, since int64, keep int, after uint64) {
-	if !e.used[d].ok && !e.unread {
+// DC's documents handed out later witnesses it (witness.go). aging says
+// only aging releases d's carries of e (held): an unread entry's, or a DC
+// that sends no readings of an entry whose limits follow them; they fold
+// into slots as an unread entry's do. Without readings and not aging,
+// the quarantine covers the release and nothing is carried.
+func (e *entry) release(d int, pruned, rev, now, since int64, keep int, after uint64, aging bool) {
+	if !e.used[d].ok && !aging {
 		return
 	}
 	c := e.carry[d][:0]
@@ -115,7 +119,7 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int, after ui
 		}
 	}
 	k := carried{v: max(pruned, e.read(d, since)), rev: rev, at: now, after: after}
-	if n := len(c); e.unread && n > 0 {
+	if n := len(c); aging && n > 0 && since != math.MinInt64 {
 		if slot := unreadSlot(now-since, keep); c[n-1].at/slot == now/slot {
 			k = merge(c[n-1], k)
 			c = c[:n-1]

@@ -214,10 +214,17 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	// for the rule's quarantine — unless the DC reports what it consumed:
 	// then it counts until a reading taken after the release says how much
 	// of it was consumed (consumed.go).
+	//
+	// aging: d's pruned writes are carried instead, whatever d reports,
+	// until they age out a memory (and the skew) after their release — e
+	// is unread, or its limits follow the DCs' readings and d sends none
+	// (a limiter of a version without them, or whose store did not answer
+	// them): the quarantine alone, capped below the memory, let another
+	// DC admit again what d had admitted under them (604 of 600,
+	// TestNoReadingsCarries).
+	aging := e.unread || !e.used[d].ok && rs.memory > p.cfg.UsageAwareAbove
 	wait := rs.wait
-	if e.used[d].ok || e.unread {
-		// An unread entry's pruned writes are carried instead, until
-		// they age out.
+	if e.used[d].ok || aging {
 		wait = 0
 	}
 	ack := p.ackSince(d, wait)
@@ -245,7 +252,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		if capped {
 			pruned = min(pruned, e.static[d])
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs, e), p.keep(rs, e), p.handouts)
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs, e), p.keep(rs, e), p.handouts, aging)
 		if e.used[d].ok && !e.unread {
 			p.want(d) // a reading releases it: a write would let one do so sooner
 		}

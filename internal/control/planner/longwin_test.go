@@ -399,6 +399,53 @@ func TestLongWindowColdKey(t *testing.T) {
 	}
 }
 
+// TestNoReadingsCarries: DCs that send no readings (limiters of a version
+// without them, or whose stores do not answer them) of an entry whose
+// limits follow readings have their pruned writes carried until they age
+// out, as an unread entry's: with the quarantine alone, capped at 10
+// intervals, demand moving a → b → c every 25 s inside 60 s windows went
+// to 604 of 600 (603 for the token bucket) where the world stops at the
+// first excess. With demand staying longer than the memory the quota
+// follows it, but for the buckets: a bucket's read entry never ages what
+// it carries (its readings stand for its fill), so without readings its
+// DCs keep their static split — safe, and no worse than before readings.
+func TestNoReadingsCarries(t *testing.T) {
+	for _, alg := range []algorithm.Algorithm{algorithm.SlidingWindowLog, algorithm.FixedWindow, algorithm.SlidingWindowCounter,
+		algorithm.TokenBucket, algorithm.LeakyBucket} {
+		for _, key := range []string{"", "k"} {
+			for _, each := range []int{25, 150} {
+				t.Run(fmt.Sprintf("%v/key%q/moves every %d s", alg, key, each), func(t *testing.T) {
+					r := logRule(600, 60)
+					r.Algorithm = alg
+					if alg == algorithm.LeakyBucket {
+						r.Burst = r.Limit
+					}
+					w := newWorld(t, r, key, 300*time.Millisecond, func(c *Config) { c.UsageAwareAbove = 0 })
+					for _, d := range simDCs {
+						w.unread[d] = true
+					}
+					w.reportLag = 500 * time.Millisecond
+					most := int64(0)
+					for sec := range 450 {
+						w.run(1, 10, func(int) map[string]float64 { return moving(40, each, "a", "b", "c")(sec) })
+						for _, d := range simDCs {
+							most = max(most, w.local(d, key))
+						}
+					}
+					t.Logf("most admitted in one window %d of %d; admitted %d in 450 s; largest local limit %d", w.peak, r.Limit, w.total, most)
+					if w.peak > r.Limit {
+						t.Errorf("most in one window %d, want ≤ %d", w.peak, r.Limit)
+					}
+					static := r.StaticLimit("a", simDCs, r.Limit)
+					if each > 120 && !alg.IsBucket() && most < 2*static {
+						t.Errorf("largest local limit %d with demand staying %d s in a DC, want the quota to follow it (≥ %d)", most, each, 2*static)
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestPromotedKeyKeepsCarries: a key without a share of its own consumes
 // most of a's rule-wide limit, then moves to b, where it comes under
 // pressure and is given a share of its own. Its new entry starts from the
@@ -696,7 +743,7 @@ func TestCarryReleasedByYoungerReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 			e.observe(0, 200, 8, 500, skew, nil)
-			e.release(0, 700, 10, 1000, math.MinInt64, 4, 3)
+			e.release(0, 700, 10, 1000, math.MinInt64, 4, 3, false)
 			e.observe(0, 300, tc.rev, tc.readAt, skew, tc.ws)
 			if got := e.carriedMax(0, math.MinInt64); got != tc.wantCarry {
 				t.Errorf("carry %d, want %d", got, tc.wantCarry)
@@ -745,9 +792,9 @@ func TestCarryReleasedOneByOne(t *testing.T) {
 	const skew = 500 * time.Millisecond
 	e := &entry{limit: 1000, used: make([]reading, 1), carry: make([][]carried, 1), floor: []int64{-1}}
 	e.observe(0, 100, 8, 500, skew, nil)
-	e.release(0, 900, 10, 1000, math.MinInt64, 4, 0)
+	e.release(0, 900, 10, 1000, math.MinInt64, 4, 0, false)
 	e.observe(0, 100, 10, 1200, skew, nil) // too young for the first release
-	e.release(0, 300, 12, 3000, math.MinInt64, 4, 0)
+	e.release(0, 300, 12, 3000, math.MinInt64, 4, 0, false)
 	if got := e.carriedMax(0, math.MinInt64); got != 900 {
 		t.Fatalf("after two releases carry %d, want 900", got)
 	}
@@ -889,7 +936,7 @@ func TestReadingAgesOut(t *testing.T) {
 			t.Errorf("since %d: consumed %d, want %d", tc.since, got, tc.want)
 		}
 	}
-	e.release(0, 500, 9, 6000, math.MinInt64, 4, 0)
+	e.release(0, 500, 9, 6000, math.MinInt64, 4, 0, false)
 	if got := e.consumed(0, 5999); got != 500 {
 		t.Errorf("aged reading with a carry of 500 released at 6000: consumed %d, want 500", got)
 	}
@@ -1090,7 +1137,7 @@ func TestUnreadSlots(t *testing.T) {
 				memory := tc.memory + int64(i)*tc.grow
 				w := write{at: now, v: tc.value(rng, i)}
 				writes = append(writes, w)
-				e.release(0, w.v, int64(i+1), now, now-memory, tc.keep, 0)
+				e.release(0, w.v, int64(i+1), now, now-memory, tc.keep, 0, e.unread)
 				if len(e.carry[0]) > tc.keep {
 					t.Fatalf("release %d: %d carries, want at most %d", i, len(e.carry[0]), tc.keep)
 				}
