@@ -367,14 +367,15 @@ func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decisi
 // observation must have settled its drain (a store writes the drained
 // state of an observation), or a later drain at a slower rate could leave
 // it holding more than it read. ok is false only for a bucket of capacity
-// zero, whose fill cannot be scaled.
+// zero holding some fill, which cannot be scaled; an empty one has
+// consumed nothing, in any unit.
 func Consumed(p Params, d Decision) (consumed int64, ok bool) {
 	used := max(d.Used, 0)
 	if !p.Algorithm.IsBucket() {
 		return used, true
 	}
 	if d.Limit <= 0 {
-		return 0, false
+		return 0, used == 0
 	}
 	if d.Limit != p.Limit {
 		return mulDivCeil(used, p.Limit, d.Limit), true

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"math"
 	"time"
 
 	"github.com/weirhq/weir/pkg/allocate"
@@ -93,9 +92,8 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 //     beyond keep the first two merge (trim): the oldest, but for a
 //     reading keepReading carried at its own, earlier time.
 //   - Carries released only by aging out (aging) fold into aligned slots
-//     of unreadSlot ms (but a bucket's read entry's, which never age: they
-//     trim): a write released in the slot of the newest carry merges into
-//     it. The slots of one memory (now − since) number keep at most, and a
+//     of unreadSlot ms: a write released in the slot of the newest carry
+//     merges into it. The slots of one memory (now − since) number keep at most, and a
 //     write is held at most a slot past its own aging out, however many
 //     writes a memory holds (TestUnreadSlots). Merging by pairs instead kept a shrinking DC's
 //     old limits alive: the two oldest, for as long as it went on
@@ -119,7 +117,7 @@ func (e *entry) release(d int, pruned, rev, now, since int64, keep int, after ui
 		}
 	}
 	k := carried{v: max(pruned, e.read(d, since)), rev: rev, at: now, after: after}
-	if n := len(c); aging && n > 0 && since != math.MinInt64 {
+	if n := len(c); aging && n > 0 {
 		if slot := unreadSlot(now-since, keep); c[n-1].at/slot == now/slot {
 			k = merge(c[n-1], k)
 			c = c[:n-1]
@@ -272,20 +270,17 @@ func (e *entry) own(d int, since int64) int64 {
 	return e.read(d, since)
 }
 
-// agedOut returns the Unix ms at or before which a reading or carry of e
-// (an entry of rs) has aged out whole: now less the rule's memory and the
-// tolerated clock skew (the reading's time is the limiter's clock). A
-// bucket's readings never age out: it drains at its local rate, which may
-// be far below the rule's — at a local limit of zero it keeps its fill for
-// good. An unread bucket's carries do: what a DC admits under a limit is
-// bounded by that limit's capacity and the drain it is credited at its
-// next decisions, so quota it released a memory ago is quota the rule's
-// own bucket has drained, whatever fill the DC still stores
-// (docs/architecture.md, "Keys without a share of their own").
-func (p *Planner) agedOut(rs *ruleState, e *entry) int64 {
-	if rs.spec.Algorithm.IsBucket() && !e.unread {
-		return math.MinInt64
-	}
+// agedOut returns the Unix ms at or before which a reading or carry of rs
+// has aged out whole: now less the rule's memory and the tolerated clock
+// skew (the reading's time is the limiter's clock). A bucket's too, though
+// a DC keeps its fill undrained at a local limit of 0 (its drain is its
+// limit): what counts is the bucket's contract, and what a DC admitted a
+// memory ago the rule's own bucket has drained, whatever fill the DC still
+// stores — that fill only blocks the DC itself (docs/architecture.md,
+// "Quarantine"). A DC that reads sends a younger reading every interval;
+// one that stops (at a limit of 0 with a fill left, its store not
+// answering) must not hold what it read for good.
+func (p *Planner) agedOut(rs *ruleState) int64 {
 	return p.now.UnixMilli() - rs.memory.Milliseconds() - p.cfg.Skew.Milliseconds()
 }
 
@@ -365,9 +360,9 @@ var _ [64 - allocate.MaxStackDCs]struct{}
 // which a sparse or bursty DC's requests do not outlast, a DC of periodic
 // batches needs its own for the next one, and with room to spare nobody
 // waits for its quota (TestOnlyDCsTheDemandLeftGiveUpTheirOwn). A
-// bucket keeps its own: its fill drains at its limit, not by aging, so a
-// target below its reading would keep it, counted against the others,
-// for longer.
+// bucket keeps its own: its fill drains only at its limit, so a target
+// below its reading would keep it, counted against the others, for
+// longer.
 func (e *entry) awareTargets(bucket bool, since int64, congested bool) {
 	n := len(e.target)
 	free := e.limit

@@ -252,7 +252,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 		if capped {
 			pruned = min(pruned, e.static[d])
 		}
-		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs, e), p.keep(rs, e), p.handouts, aging)
+		e.release(d, pruned, h[i].rev, p.now.UnixMilli(), p.agedOut(rs), p.keep(rs, e), p.handouts, aging)
 		if e.used[d].ok && !e.unread {
 			p.want(d) // a reading releases it: a write would let one do so sooner
 		}
@@ -263,7 +263,7 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	for _, w := range h {
 		m = max(m, w.limit)
 	}
-	since := p.agedOut(rs, e)
+	since := p.agedOut(rs)
 	if p.dc[d].expired {
 		// Past its lease the DC enforces at most its static limit; what it
 		// consumed before stays counted until the rule's memory (its

@@ -59,7 +59,7 @@ func (p *Planner) ingestReadings(r *weirv1.UsageReport, d int) {
 // consumed beyond the limits it may enforce comes free: quota under them
 // is still d's, to admit again as its own admissions leave the window.
 func (p *Planner) observeBetween(rs *ruleState, e *entry, d int, v, rev, readAt int64) {
-	since := p.agedOut(rs, e)
+	since := p.agedOut(rs)
 	limits := e.grant[d]
 	for _, w := range e.hist[d] {
 		limits = max(limits, w.limit)

@@ -95,7 +95,7 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 		// The demands are fractions of the limit's rate: together they
 		// ask for more than it renews when they pass 1.
 		e.congested = asked >= 1
-		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs, e), e.congested)
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested)
 	}
 }
 
