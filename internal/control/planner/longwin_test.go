@@ -1017,6 +1017,64 @@ func TestUnreadEntryAfterTakeover(t *testing.T) {
 	}
 }
 
+// TestBucketAfterTakeoverWithoutReadings: a new leader holds every DC
+// that has not acknowledged its documents at the whole limit; once they
+// do, the write of L is pruned and carried. A bucket rule whose DCs send
+// no readings (a limiter of a version without them, or a DC at a limit of
+// 0 with some fill left) must see that carry age out: while a bucket's
+// carries waited for a reading, no DC could grow again, ever.
+func TestBucketAfterTakeoverWithoutReadings(t *testing.T) {
+	r := logRule(600, 60)
+	r.Algorithm = algorithm.TokenBucket
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{r})
+	now := time.UnixMilli(1_700_000_000_000)
+	var docs []*weirv1.RuleAssignment
+	for d, limit := range []int64{0, 300, 300} { // a drained
+		docs = append(docs, &weirv1.RuleAssignment{Dc: simDCs[d], Domain: "api", RuleId: "r", Limit: limit, GlobalLimit: 600, Share: float64(limit) / 600})
+	}
+	p.Load(now, docs, []int64{5, 5, 5}, nil)
+	rs := p.rules[ruleRef{"api", "r"}]
+	e := rs.entry
+	seq, ack := uint64(0), int64(5)
+	for sec := range 100 {
+		now = now.Add(time.Second)
+		for _, d := range simDCs {
+			p.SetAck(d, ack, now)
+			seq++
+			n := uint64(0)
+			if d == "b" {
+				n = 900
+			}
+			rep := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: seq, IntervalStartMs: now.Add(-time.Second).UnixMilli() / 1000 * 1000,
+				IntervalMs: 1000, AppliedRevision: ack, Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: n, Admitted: min(n, 300)}}}
+			if err := p.Ingest(rep, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Tick(now)
+		if ws := p.Plan(now); len(ws) > 0 {
+			ack++
+			p.Written(ws, ack, true)
+			for _, d := range simDCs {
+				p.SetAck(d, ack, now)
+			}
+		}
+		p.Settle()
+		if sec == 30 && e.grant[1] > 300 {
+			t.Errorf("30 s after the takeover: b's grant %d, want no growth above 300 within the memory", e.grant[1])
+		}
+	}
+	held := []int64{p.held(rs, e, 0), p.held(rs, e, 1), p.held(rs, e, 2)}
+	t.Logf("100 s after the takeover: grants %v, held %v", e.grant, held)
+	if e.grant[1] <= 300 {
+		t.Errorf("100 s after the takeover: b's grant %d (held %v), want it grown with its demand", e.grant[1], held)
+	}
+}
+
 // TestUnreadCarriesFollowARamp shifts a keyed rule's traffic from a to b
 // over ten minutes (thirty for a 5-minute window), so that a's rule-wide
 // limit shrinks a little every few intervals. Only aging releases an
