@@ -297,7 +297,12 @@ func Refund(p Params, s State, at, now time.Time, cost int64) State {
 }
 
 // Expiry returns the Unix ms after which s is equivalent to a fresh state,
-// so a store may forget it. It is never before now.
+// so a store may forget it. It is never before now. A bucket at a limit
+// of 0 does not drain: while it holds some fill it is never equivalent to
+// a fresh one, and Expiry returns math.MaxInt64. (A store may keep the
+// expiry it had under the last positive limit instead: when the fill
+// would have drained at that rate, the rule's own bucket has drained what
+// was admitted; stores/memstore and the Redis script do.)
 func Expiry(p Params, s State, now time.Time) int64 {
 	t := now.UnixMilli()
 	w := p.Window.Milliseconds()
@@ -306,6 +311,8 @@ func Expiry(p Params, s State, now time.Time) int64 {
 	case TokenBucket, LeakyBucket:
 		if p.Limit > 0 {
 			e = max(s.Last, t) + ceilDiv(s.Level, p.Limit)
+		} else if s.Level > 0 {
+			return math.MaxInt64
 		}
 	case FixedWindow:
 		_, e = p.bounds(s.Window)
@@ -367,15 +374,15 @@ func Describe(p Params, s State, now time.Time, cost int64, allowed bool) Decisi
 // observation must have settled its drain (a store writes the drained
 // state of an observation), or a later drain at a slower rate could leave
 // it holding more than it read. ok is false only for a bucket of capacity
-// zero holding some fill, which cannot be scaled; an empty one has
-// consumed nothing, in any unit.
+// zero, whose fill cannot be scaled (nor trusted when it reads empty: a
+// store may have forgotten it, Expiry).
 func Consumed(p Params, d Decision) (consumed int64, ok bool) {
 	used := max(d.Used, 0)
 	if !p.Algorithm.IsBucket() {
 		return used, true
 	}
 	if d.Limit <= 0 {
-		return 0, used == 0
+		return 0, false
 	}
 	if d.Limit != p.Limit {
 		return mulDivCeil(used, p.Limit, d.Limit), true

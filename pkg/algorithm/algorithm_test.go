@@ -3,6 +3,7 @@ package algorithm_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -235,6 +236,22 @@ func TestExpiry(t *testing.T) {
 			t.Fatalf("%+v state %+v at expiry %d: got %+v, fresh %+v", p, s, e, got, fresh)
 		}
 	})
+}
+
+// TestExpiryAtZero: a bucket at a limit of 0 does not drain, so while it
+// holds some fill it never expires; empty, it is as good as fresh now.
+func TestExpiryAtZero(t *testing.T) {
+	for _, alg := range []algorithm.Algorithm{algorithm.TokenBucket, algorithm.LeakyBucket} {
+		p := algorithm.Params{Algorithm: alg, Limit: 10, Window: time.Second, Burst: 10}
+		_, full := algorithm.Decide(p, algorithm.State{}, ms(0), 10)
+		p.Limit = 0
+		if e := algorithm.Expiry(p, full, ms(100)); e != math.MaxInt64 {
+			t.Errorf("%v at a limit of 0 holding %d: expiry %d, want never", alg, full.Level, e)
+		}
+		if e := algorithm.Expiry(p, algorithm.State{}, ms(100)); e != ms(100).UnixMilli() {
+			t.Errorf("%v at a limit of 0, empty: expiry %d, want now", alg, e)
+		}
+	}
 }
 
 // TestMemory: no state outlives its admissions by more than Memory, and

@@ -37,10 +37,6 @@ func TestConsumed(t *testing.T) {
 		// way: 62.5% of the limit, not a negative number.
 		{"huge bucket", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 1_000_000_000_000, Window: 100 * time.Second, Burst: 80_000_000_000}, 50_000_000_000, 0, 0, 625_000_000_000, true},
 		{"bucket of capacity zero", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 4, -1, 0, 0, false},
-		// Empty, it has consumed nothing whatever its capacity: a DC whose
-		// limit fell to 0 still reads, so what it carries is released.
-		{"empty bucket of capacity zero", algorithm.Params{Algorithm: algorithm.LeakyBucket, Limit: 10, Window: time.Minute, Burst: 10}, 0, -1, 0, 0, true},
-		{"drained bucket of capacity zero", algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 10, Window: time.Minute}, 4, -1, 30 * time.Second, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, s := algorithm.Decide(tc.p, algorithm.State{}, at, tc.spend) // one request

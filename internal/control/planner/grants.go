@@ -242,7 +242,10 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	// min(static, assigned), which may be far slower (at an assignment of
 	// 0, not at all), so a fill from before can stay above its static
 	// limit long after: counted at that limit, the others grew into what
-	// it still held (697 of 695, seed 419 of TestLongWindowProperty).
+	// it still held (697 of 695, seed 419 of TestLongWindowProperty, in
+	// the fills summed that the test measured then). Such a fill only
+	// blocks the DC itself as far as the bucket's contract goes; not
+	// capping it only holds more, and stays.
 	capped := ds.expired && !rs.spec.Algorithm.IsBucket() && !p.now.Before(ds.expiredAt.Add(rs.memory))
 	if i > 0 {
 		pruned := int64(0)

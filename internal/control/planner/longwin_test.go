@@ -1064,6 +1064,9 @@ func TestBucketAfterTakeoverWithoutReadings(t *testing.T) {
 			}
 		}
 		p.Settle()
+		if sum := e.grant[0] + e.grant[1] + e.grant[2]; sum > 600 {
+			t.Fatalf("%d s after the takeover: grants %v sum to %d, want ≤ 600", sec, e.grant, sum)
+		}
 		if sec == 30 && e.grant[1] > 300 {
 			t.Errorf("30 s after the takeover: b's grant %d, want no growth above 300 within the memory", e.grant[1])
 		}

@@ -25,6 +25,9 @@ func Run(t *testing.T, store string, newStore func(t *testing.T) Store) {
 				t.Run("matches the pure algorithm", func(t *testing.T) { testModel(t, newStore(t), a) })
 				t.Run("bound over every window", func(t *testing.T) { testBound(t, newStore(t), a) })
 				t.Run("concurrent callers", func(t *testing.T) { testConcurrent(t, newStore(t), a) })
+				if a.IsBucket() {
+					t.Run("fill kept at a limit of zero", func(t *testing.T) { testBucketAtZero(t, newStore(t), a) })
+				}
 			})
 		}
 		t.Run("batch", func(t *testing.T) { testBatch(t, newStore(t)) })
@@ -135,6 +138,50 @@ func testModel(t *testing.T, s Store, a algorithm.Algorithm) {
 		}
 		if got.Allowed && cost > 0 {
 			admitted = append(admitted, t0)
+		}
+	}
+}
+
+// testBucketAtZero fills a bucket, brings its limit to 0 (a DC that gave
+// up its share), refunds part of it there and reads it, then gives the
+// limit back: every decision must equal the pure algorithm's. A bucket at
+// a limit of 0 does not drain, so its fill is no fresh state: a store that
+// forgot it there (memstore took it as expired at once; the Redis script
+// deleted the key when a refund wrote it) let the DC admit its whole
+// capacity again on growing back. A store may forget it once it would
+// have drained at its last positive rate (algorithm.Expiry), so the steps
+// stay within that: 1 s for a full bucket of 10 per second.
+func testBucketAtZero(t *testing.T, s Store, a algorithm.Algorithm) {
+	p := params(a, 10, time.Second, 10)
+	var st algorithm.State
+	for i, step := range []struct {
+		at, limit, cost int64
+		refundAt        int64 // ≥ 0: refund cost admitted then instead of deciding
+	}{
+		{0, 10, 10, -1},  // full
+		{100, 0, 0, -1},  // the limit falls to 0: read
+		{150, 0, 1, 0},   // a refund there writes the state
+		{200, 0, 0, -1},  // read again: 9 still held
+		{800, 0, 0, -1},  // still 9: nothing drains at 0
+		{900, 10, 0, -1}, // the limit comes back: 100 ms of drain, 8 held
+		{900, 10, 3, -1}, // room for 2, not 3
+		{900, 10, 2, -1},
+	} {
+		p.Limit = step.limit
+		r := algorithm.Request{Key: "zero", Params: p, Cost: step.cost}
+		if step.refundAt >= 0 {
+			if err := s.Refund(context.Background(), at(step.refundAt), at(step.at), []algorithm.Request{r}); err != nil {
+				t.Fatalf("step %d: Refund: %v", i, err)
+			}
+			st = algorithm.Refund(p, st, at(step.refundAt), at(step.at), step.cost)
+			continue
+		}
+		want, next := algorithm.Decide(p, st, at(step.at), step.cost)
+		st = next
+		got := decideOne(t, s, at(step.at), r)
+		got.ResetAt = want.ResetAt
+		if got != want {
+			t.Fatalf("step %d (t=%dms, limit %d, cost %d): got %+v, want %+v", i, step.at, step.limit, step.cost, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,8 +137,23 @@ func (s *Store) decide(r algorithm.Request, now time.Time, t int64) algorithm.De
 	// log's Decide compacts the log in place.
 	e.alg = r.Params.Algorithm
 	e.state = next
-	e.expiry = algorithm.Expiry(r.Params, next, now)
+	e.expiry = expiry(r.Params, next, now, e.expiry)
 	return d
+}
+
+// expiry returns when an entry whose expiry was prev may be forgotten
+// after it took state s under p: algorithm.Expiry, but for a bucket at a
+// limit of 0 still holding some fill, which never drains there, prev —
+// when it would have drained at its last positive rate, as the Redis
+// script keeps the key's TTL (storetest's "fill kept at a limit of
+// zero"). Forgetting it at once let a DC that gave its share up and got
+// it back admit its whole capacity again.
+func expiry(p algorithm.Params, s algorithm.State, now time.Time, prev int64) int64 {
+	e := algorithm.Expiry(p, s, now)
+	if e == math.MaxInt64 {
+		e = max(prev, now.UnixMilli())
+	}
+	return e
 }
 
 // insert adds a new entry for key, making room first if the shard is full,
@@ -194,7 +210,7 @@ func (s *Store) Refund(_ context.Context, at, now time.Time, reqs []algorithm.Re
 		sh.mu.Lock()
 		if e := sh.m[r.Key]; e != nil && e.alg == r.Params.Algorithm && e.expiry > t {
 			e.state = algorithm.Refund(r.Params, e.state, at, now, r.Cost)
-			e.expiry = algorithm.Expiry(r.Params, e.state, now)
+			e.expiry = expiry(r.Params, e.state, now, e.expiry)
 		}
 		sh.mu.Unlock()
 	}

@@ -3,9 +3,11 @@
 -- key      string "<fill in 1/window-ms tokens>:<Unix ms of last update>"
 -- argv     from first: window ms, limit, capacity, cost
 -- Writes   allowed, fill, last
--- Commands: GET, then SET ... PX (or DEL, for an empty bucket) only when
+-- Commands: GET, then SET ... PX (or DEL, for an empty bucket; SET ...
+-- KEEPTTL at a limit of 0) only when
 -- the state changes: an admission, a refund, or an observation (cost 0)
--- of a bucket that drained since its last write. The observation settles
+-- of a bucket that drained since its last write (at a limit of 0, whose
+-- clock moved). The observation settles
 -- the drain at the rate in force, so that the bucket drains from the
 -- fill it read at the rate of later calls (a usage reading is then an
 -- upper bound of what the bucket holds until its next admission).
@@ -23,7 +25,7 @@ end
 if level == nil or last == nil then
   level, last = 0, 0
 end
-local stored = level
+local stored, storedLast = level, last
 if now > last then
   if limit == 0 then
     last = now
@@ -46,7 +48,10 @@ if mode == 'd' then
       write = true
     end
   end
-  if cost == 0 and v and level ~= stored then
+  if cost == 0 and v and (level ~= stored or last ~= storedLast) then
+    -- (At a limit of 0 only the time moves: it is written too, so that a
+    -- limit given back drains from this observation, as package
+    -- algorithm's state does, not from the last write.)
     write = true
   end
 else
@@ -67,9 +72,16 @@ else
 end
 
 if write then
-  if level == 0 or limit == 0 then
-    -- A drained bucket, or one that never drains, is as good as fresh.
+  if level == 0 then
+    -- A drained bucket is as good as fresh.
     if v then redis.call('DEL', key) end
+  elseif limit == 0 then
+    -- At a limit of 0 nothing drains: the fill stays until the key's TTL,
+    -- set under the last positive limit, when it would have drained at
+    -- that rate (algorithm.Expiry; storetest's "fill kept at a limit of
+    -- zero"). Deleting it let a DC that gave its share up and got it back
+    -- admit its whole capacity again.
+    redis.call('SET', key, string.format('%d:%d', level, last), 'KEEPTTL')
   else
     local ttl = last - now + math.ceil(level / limit) + 1000
     redis.call('SET', key, string.format('%d:%d', level, last), 'PX', string.format('%d', ttl))
