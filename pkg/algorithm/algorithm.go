@@ -302,7 +302,7 @@ func Refund(p Params, s State, at, now time.Time, cost int64) State {
 // a fresh one, and Expiry returns math.MaxInt64. (A store may keep the
 // expiry it had under the last positive limit instead: when the fill
 // would have drained at that rate, the rule's own bucket has drained what
-// was admitted; stores/memstore and the Redis script do.)
+// was admitted. Package memstore and the Redis store do.)
 func Expiry(p Params, s State, now time.Time) int64 {
 	t := now.UnixMilli()
 	w := p.Window.Milliseconds()

@@ -93,12 +93,12 @@ func (e *entry) forget(d int, v, floor, now int64) int64 {
 //     reading keepReading carried at its own, earlier time.
 //   - Carries released only by aging out (aging) fold into aligned slots
 //     of unreadSlot ms: a write released in the slot of the newest carry
-//     merges into it. The slots of one memory (now − since) number keep at most, and a
-//     write is held at most a slot past its own aging out, however many
-//     writes a memory holds (TestUnreadSlots). Merging by pairs instead kept a shrinking DC's
-//     old limits alive: the two oldest, for as long as it went on
-//     shrinking; the two released closest in time, up to 1.87 memories
-//     with 1,000 writes a memory.
+//     merges into it. The slots of one memory (now − since) number keep
+//     at most, and a write is held at most a slot past its own aging out,
+//     however many writes a memory holds (TestUnreadSlots). Merging by
+//     pairs instead kept a shrinking DC's old limits alive: the two
+//     oldest, for as long as it went on shrinking; the two released
+//     closest in time, up to 1.87 memories with 1,000 writes a memory.
 //
 // after is the planner's last hand-out before the release: a write to the
 // DC's documents handed out later witnesses it (witness.go). aging says
