@@ -215,9 +215,10 @@ func (p *Planner) held(rs *ruleState, e *entry, d int) int64 {
 	// then it counts until a reading taken after the release says how much
 	// of it was consumed (consumed.go).
 	//
-	// aging: d's pruned writes are carried instead, whatever d reports,
-	// until they age out a memory (and the skew) after their release — e
-	// is unread, or its limits follow the DCs' readings and d sends none
+	// aging: d's pruned writes are carried instead until they age out a
+	// memory (and the skew) after their release, or a reading of d's, if
+	// one comes, releases them — e is unread (no DC reads it), or its
+	// limits follow the DCs' readings and d sends none
 	// (a limiter of a version without them, or whose store did not answer
 	// them): the quarantine alone, capped below the memory, let another
 	// DC admit again what d had admitted under them (604 of 600,
