@@ -953,59 +953,17 @@ func TestUnreadDCQuotaComesBack(t *testing.T) {
 func TestUnreadEntryAfterTakeover(t *testing.T) {
 	r := logRule(600, 60)
 	r.KeyType = rule.Dimensions{"user"}
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetRules([]rule.Rule{r})
-	now := time.UnixMilli(1_700_000_000_000)
-	var docs []*weirv1.RuleAssignment
-	for _, d := range simDCs {
-		docs = append(docs, &weirv1.RuleAssignment{Dc: d, Domain: "api", RuleId: "r", Limit: 200, GlobalLimit: 600, Share: 1.0 / 3})
-	}
-	p.Load(now, docs, []int64{5, 5, 5}, nil)
-	e := p.rules[ruleRef{"api", "r"}].entry
+	w := newTakeover(t, r, []int64{200, 200, 200})
+	e := w.rs.entry
 	if !e.unread {
 		t.Fatal("the keyed rule's own entry is not unread")
 	}
-	seq := uint64(0)
-	held := func() []int64 {
-		out := make([]int64, len(simDCs))
-		for d := range simDCs {
-			out[d] = p.held(p.rules[ruleRef{"api", "r"}], e, d)
-		}
-		return out
-	}
-	// Demand only in a: the estimates want a's share to grow. Every DC
-	// applies each write at once.
-	ack := int64(5)
+	// Demand only in a: the estimates want a's share to grow.
 	for sec := range 70 {
-		now = now.Add(time.Second)
-		for _, d := range simDCs {
-			p.SetAck(d, ack, now)
-			seq++
-			n := uint64(0)
-			if d == "a" {
-				n = 900
-			}
-			rep := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: seq, IntervalStartMs: now.Add(-time.Second).UnixMilli() / 1000 * 1000,
-				IntervalMs: 1000, AppliedRevision: ack, Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: n, Admitted: n}}}
-			if err := p.Ingest(rep, now); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p.Tick(now)
-		if ws := p.Plan(now); len(ws) > 0 {
-			ack++
-			p.Written(ws, ack, true)
-			for _, d := range simDCs {
-				p.SetAck(d, ack, now)
-			}
-		}
-		p.Settle()
+		w.second("a", 900, 900)
 		switch {
 		case sec == 30:
-			if h := held(); h[0] != 600 || h[1] != 600 || h[2] != 600 {
+			if h := w.held(); h[0] != 600 || h[1] != 600 || h[2] != 600 {
 				t.Errorf("30 s after the takeover: held %v, want every DC at the whole limit", h)
 			}
 			if e.grant[0] > 200 {
@@ -1026,44 +984,10 @@ func TestUnreadEntryAfterTakeover(t *testing.T) {
 func TestBucketAfterTakeoverWithoutReadings(t *testing.T) {
 	r := logRule(600, 60)
 	r.Algorithm = algorithm.TokenBucket
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetRules([]rule.Rule{r})
-	now := time.UnixMilli(1_700_000_000_000)
-	var docs []*weirv1.RuleAssignment
-	for d, limit := range []int64{0, 300, 300} { // a drained
-		docs = append(docs, &weirv1.RuleAssignment{Dc: simDCs[d], Domain: "api", RuleId: "r", Limit: limit, GlobalLimit: 600, Share: float64(limit) / 600})
-	}
-	p.Load(now, docs, []int64{5, 5, 5}, nil)
-	rs := p.rules[ruleRef{"api", "r"}]
-	e := rs.entry
-	seq, ack := uint64(0), int64(5)
+	w := newTakeover(t, r, []int64{0, 300, 300}) // a drained
+	e := w.rs.entry
 	for sec := range 100 {
-		now = now.Add(time.Second)
-		for _, d := range simDCs {
-			p.SetAck(d, ack, now)
-			seq++
-			n := uint64(0)
-			if d == "b" {
-				n = 900
-			}
-			rep := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: seq, IntervalStartMs: now.Add(-time.Second).UnixMilli() / 1000 * 1000,
-				IntervalMs: 1000, AppliedRevision: ack, Rules: []*weirv1.RuleUsage{{Domain: "api", RuleId: "r", Offered: n, Admitted: min(n, 300)}}}
-			if err := p.Ingest(rep, now); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p.Tick(now)
-		if ws := p.Plan(now); len(ws) > 0 {
-			ack++
-			p.Written(ws, ack, true)
-			for _, d := range simDCs {
-				p.SetAck(d, ack, now)
-			}
-		}
-		p.Settle()
+		w.second("b", 900, 300)
 		if sum := e.grant[0] + e.grant[1] + e.grant[2]; sum > 600 {
 			t.Fatalf("%d s after the takeover: grants %v sum to %d, want ≤ 600", sec, e.grant, sum)
 		}
@@ -1071,11 +995,77 @@ func TestBucketAfterTakeoverWithoutReadings(t *testing.T) {
 			t.Errorf("30 s after the takeover: b's grant %d, want no growth above 300 within the memory", e.grant[1])
 		}
 	}
-	held := []int64{p.held(rs, e, 0), p.held(rs, e, 1), p.held(rs, e, 2)}
-	t.Logf("100 s after the takeover: grants %v, held %v", e.grant, held)
+	t.Logf("100 s after the takeover: grants %v, held %v", e.grant, w.held())
 	if e.grant[1] <= 300 {
-		t.Errorf("100 s after the takeover: b's grant %d (held %v), want it grown with its demand", e.grant[1], held)
+		t.Errorf("100 s after the takeover: b's grant %d (held %v), want it grown with its demand", e.grant[1], w.held())
 	}
+}
+
+// takeover is a leader that has just loaded rule r's documents (the DCs'
+// local limits, in simDCs' order, acknowledged at revision 5), driven a
+// second at a time by reports without readings from DCs that apply every
+// write at once.
+type takeover struct {
+	t   *testing.T
+	p   *Planner
+	rs  *ruleState
+	now time.Time
+	seq uint64
+	ack int64
+}
+
+func newTakeover(t *testing.T, r rule.Rule, limits []int64) *takeover {
+	p, err := New(Config{DCs: simDCs, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRules([]rule.Rule{r})
+	now := time.UnixMilli(1_700_000_000_000)
+	var docs []*weirv1.RuleAssignment
+	for d, limit := range limits {
+		docs = append(docs, &weirv1.RuleAssignment{Dc: simDCs[d], Domain: r.Domain, RuleId: r.ID, Limit: limit, GlobalLimit: r.Limit,
+			Share: float64(limit) / float64(r.Limit)})
+	}
+	p.Load(now, docs, []int64{5, 5, 5}, nil)
+	return &takeover{t: t, p: p, rs: p.rules[ruleRef{r.Domain, r.ID}], now: now, ack: 5}
+}
+
+// second reports a second in which DC hot was offered offered requests
+// and admitted admitted (the others nothing), then plans, writes and has
+// every DC acknowledge.
+func (w *takeover) second(hot string, offered, admitted uint64) {
+	w.now = w.now.Add(time.Second)
+	for _, d := range simDCs {
+		w.p.SetAck(d, w.ack, w.now)
+		w.seq++
+		ru := &weirv1.RuleUsage{Domain: w.rs.ref.domain, RuleId: w.rs.ref.id}
+		if d == hot {
+			ru.Offered, ru.Admitted = offered, admitted
+		}
+		rep := &weirv1.UsageReport{Dc: d, Instance: d + "-1", Sequence: w.seq, IntervalStartMs: w.now.Add(-time.Second).UnixMilli() / 1000 * 1000,
+			IntervalMs: 1000, AppliedRevision: w.ack, Rules: []*weirv1.RuleUsage{ru}}
+		if err := w.p.Ingest(rep, w.now); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	w.p.Tick(w.now)
+	if ws := w.p.Plan(w.now); len(ws) > 0 {
+		w.ack++
+		w.p.Written(ws, w.ack, true)
+		for _, d := range simDCs {
+			w.p.SetAck(d, w.ack, w.now)
+		}
+	}
+	w.p.Settle()
+}
+
+// held is what every DC may hold of the rule's own entry.
+func (w *takeover) held() []int64 {
+	out := make([]int64, len(simDCs))
+	for d := range simDCs {
+		out[d] = w.p.held(w.rs, w.rs.entry, d)
+	}
+	return out
 }
 
 // TestUnreadCarriesFollowARamp shifts a keyed rule's traffic from a to b
