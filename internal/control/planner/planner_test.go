@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -493,45 +494,62 @@ func TestPlannerPartition(t *testing.T) {
 }
 
 // Quota a DC released is reusable only once the release has been in force
-// for the rule's window: until then the DC may have admitted up to its old
-// limit within the window.
+// for the rule's memory: until then the DC may have admitted up to its old
+// limit within it — the window, two for the sliding window counter, whose
+// previous window still weighs, a full bucket's drain. (The quarantine was
+// the window: a sliding window counter reached weighted counts of 602 of
+// 601 summed over DCs, TestLongWindowPropertyReplays' seed 472.)
 func TestPlannerQuarantine(t *testing.T) {
-	p, err := New(Config{DCs: simDCs, Interval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := simRule()
-	r.WindowSeconds = 3
-	p.SetRules([]rule.Rule{r})
-	t0 := time.UnixMilli(1_700_000_000_000)
-	docs := []*weirv1.RuleAssignment{
-		{Dc: "a", Domain: "api", RuleId: "r", Share: 0.9}, {Dc: "b", Domain: "api", RuleId: "r", Share: 0.05}, {Dc: "c", Domain: "api", RuleId: "r", Share: 0.05},
-	}
-	p.Load(t0, docs, []int64{1, 1, 1}, nil)
-	for _, d := range simDCs {
-		p.SetAck(d, 1, t0.Add(-time.Hour))
-	}
-	e := p.rules[ruleRef{"api", "r"}].entry
-	copy(e.target, []int64{50, 50, 900})
-	plan := func(at time.Time) map[string]float64 {
-		ws := p.Plan(at)
-		got := map[string]float64{}
-		for _, w := range ws {
-			got[w.DC] = w.Doc.GetShare()
-		}
-		p.Written(ws, 2, true)
-		p.Settle()
-		return got
-	}
-	if got := plan(t0); got["a"] != 0.05 || got["c"] != 0 {
-		t.Fatalf("first round wrote %v: want a shrunk to 0.05 and c untouched", got)
-	}
-	p.SetAck("a", 2, t0.Add(100*time.Millisecond))
-	if got := plan(t0.Add(2 * time.Second)); got["c"] != 0 {
-		t.Fatalf("c grew to %v only 1.9 s after a's release (window 3 s)", got["c"])
-	}
-	if got := plan(t0.Add(3200 * time.Millisecond)); got["c"] < 0.89 {
-		t.Fatalf("3.1 s after a's release c's write is %v, want 0.9", got)
+	for _, tc := range []struct {
+		alg    algorithm.Algorithm
+		burst  int64
+		memory time.Duration
+	}{
+		{algorithm.SlidingWindowLog, 0, 3 * time.Second},
+		{algorithm.FixedWindow, 0, 3 * time.Second},
+		{algorithm.SlidingWindowCounter, 0, 6 * time.Second},
+		{algorithm.TokenBucket, 2000, 6 * time.Second}, // 2,000 drained at 1,000 per 3 s
+	} {
+		t.Run(tc.alg.String(), func(t *testing.T) {
+			p, err := New(Config{DCs: simDCs, Interval: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simRule()
+			r.WindowSeconds, r.Algorithm, r.Burst = 3, tc.alg, tc.burst
+			p.SetRules([]rule.Rule{r})
+			t0 := time.UnixMilli(1_700_000_000_000)
+			docs := []*weirv1.RuleAssignment{
+				{Dc: "a", Domain: "api", RuleId: "r", Share: 0.9}, {Dc: "b", Domain: "api", RuleId: "r", Share: 0.05}, {Dc: "c", Domain: "api", RuleId: "r", Share: 0.05},
+			}
+			p.Load(t0, docs, []int64{1, 1, 1}, nil)
+			for _, d := range simDCs {
+				p.SetAck(d, 1, t0.Add(-time.Hour))
+			}
+			e := p.rules[ruleRef{"api", "r"}].entry
+			copy(e.target, []int64{50, 50, 900})
+			plan := func(at time.Time) map[string]float64 {
+				ws := p.Plan(at)
+				got := map[string]float64{}
+				for _, w := range ws {
+					got[w.DC] = w.Doc.GetShare()
+				}
+				p.Written(ws, 2, true)
+				p.Settle()
+				return got
+			}
+			if got := plan(t0); got["a"] != 0.05 || got["c"] != 0 {
+				t.Fatalf("first round wrote %v: want a shrunk to 0.05 and c untouched", got)
+			}
+			released := t0.Add(100 * time.Millisecond)
+			p.SetAck("a", 2, released)
+			if got := plan(released.Add(tc.memory - 100*time.Millisecond)); got["c"] != 0 {
+				t.Fatalf("c grew to %v %v after a's release (memory %v)", got["c"], tc.memory-100*time.Millisecond, tc.memory)
+			}
+			if got := plan(released.Add(tc.memory + 100*time.Millisecond)); got["c"] < 0.89 {
+				t.Fatalf("%v after a's release c's write is %v, want 0.9", tc.memory+100*time.Millisecond, got)
+			}
+		})
 	}
 }
 
