@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/testkit/adminclienttest"
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/pkg/adminclient"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
@@ -217,10 +218,7 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func TestTransportErrorHidesToken(t *testing.T) {
-	hs := httptest.NewServer(http.NotFoundHandler())
-	url := hs.URL
-	hs.Close()
-	c, _ := adminclient.New(url, "secret-token", nil)
+	c, _ := adminclient.New(deadpeer.URL(t), "secret-token", nil)
 	_, err := c.ListRules(context.Background())
 	if err == nil || strings.Contains(err.Error(), "secret-token") {
 		t.Fatalf("got %v, want an error that does not show the token", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -222,16 +222,6 @@ func blackhole(t *testing.T) string {
 }
 
 // refused returns a loopback address nothing listens on.
-func refused(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestFailurePolicies(t *testing.T) {
 	local := limitertest.New(t, `
 domain: web
@@ -243,7 +233,7 @@ rules:
 `, fixed)
 	noRules, _ := serve(t, "")
 	targets := []struct{ name, addr string }{
-		{"unreachable", refused(t)},
+		{"unreachable", deadpeer.Addr(t)},
 		{"too slow", blackhole(t)},
 		{"unavailable (no rules)", noRules},
 	}
@@ -440,7 +430,7 @@ func TestRoundRobin(t *testing.T) {
 		t.Errorf("got %d and %d of 40 RPCs, want them alternate", da, db)
 	}
 	// A limiter that is down is skipped: no check takes the policy.
-	d := newClient(t, client.Config{Addrs: []string{refused(t), a}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
+	d := newClient(t, client.Config{Addrs: []string{deadpeer.Addr(t), a}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
 	for i := range 20 {
 		if _, err := d.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint(i))}}); err != nil {
 			t.Fatalf("check %d with one limiter down: %v", i, err)
@@ -483,7 +473,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCollector(t *testing.T) {
-	c := newClient(t, client.Config{Addrs: []string{refused(t)}, Timeout: 20 * time.Millisecond})
+	c := newClient(t, client.Config{Addrs: []string{deadpeer.Addr(t)}, Timeout: 20 * time.Millisecond})
 	for range 3 {
 		if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -69,15 +69,7 @@ var checkers = []struct {
 		new: func(t *testing.T, rules string) httplimit.Checker {
 			return newClient(t, limitertest.Serve(t, limitertest.New(t, rules, func() time.Time { return t0 })))
 		},
-		unreachable: func(t *testing.T) httplimit.Checker {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			return newClient(t, addr)
-		},
+		unreachable: func(t *testing.T) httplimit.Checker { return newClient(t, deadpeer.Addr(t)) },
 	},
 }
 

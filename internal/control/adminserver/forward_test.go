@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -30,8 +31,7 @@ func TestForwardToLeader(t *testing.T) {
 		leaderEnv.h.ServeHTTP(w, r)
 	}))
 	defer leader.Close()
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close() // a leader that does not answer
+	down := deadpeer.URL(t) // a leader that does not answer
 
 	tests := []struct {
 		name    string
@@ -46,7 +46,7 @@ func TestForwardToLeader(t *testing.T) {
 		{"no Forward: 503 naming the leader", false, leader.URL, nil, 503, "does not lead", 0},
 		{"already forwarded once", true, leader.URL, []string{adminserver.ForwardedHeader, "c0"}, 503, "does not lead", 0},
 		{"leader unknown", true, "", nil, 503, "does not lead", 0},
-		{"leader down", true, down.URL, nil, 502, "did not answer", 0},
+		{"leader down", true, down, nil, 502, "did not answer", 0},
 	}
 	paths := map[string]string{
 		"stats":  "/rate-limits/api-global-default/stats",

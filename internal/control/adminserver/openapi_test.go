@@ -2,12 +2,12 @@ package adminserver_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/internal/testkit/openapitest"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
@@ -54,9 +54,7 @@ func newOpenapiEnvs(t *testing.T) openapiEnvs {
 	main.create(dup, "domain=b")
 	withAuth(t, main)
 
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close() // a leader that does not answer
-	notLeader := &adminserver.NotLeaderError{Leader: down.URL}
+	notLeader := &adminserver.NotLeaderError{Leader: deadpeer.URL(t)} // a leader that does not answer
 	ssl := &seriesLive{memLive: newMemLive(), err: notLeader}
 	ssl.setErr(notLeader)
 	standby := newEnv(t, func(c *adminserver.Config) { c.Live, c.Forward = ssl, http.DefaultTransport })
