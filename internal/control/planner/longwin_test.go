@@ -790,29 +790,35 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 		wantWorst int64 // of 600
 		between   int
 	}{
-		// 95.2% and 489: a DC the demand left keeps nothing of its own
-		// (90.5% and 436 when it kept its reading, awareTargets). The
+		// 96.0% and 503: a DC the demand left keeps nothing of its own
+		// (90.5% and 436 when it kept its reading, awareTargets), and
+		// one that asks more than its grant renews keeps all it may hold
+		// (95.2% and 489 when a tick cut it to its last reading, older
+		// than the grants read between intervals had given it). The
 		// worst windows follow the quota's timing: 95.1% and 506 when no
 		// write witnessed releases (witness.go), whose mean over 12 seeds
 		// is 0.1 point lower and whose worst window 1.4 points higher.
-		{"skew of one interval", time.Second, 0.95, 480, 0},
+		{"skew of one interval", time.Second, 0.955, 495, 0},
 		// Every pruned write waits for a reading three intervals younger
 		// — or one at a witness's revision: the coordinator writes the
 		// DC's lease at once (WitnessLeases), so the skew no longer counts:
-		// 95.2% and 489, against 94.6% and 512 without witnesses. The
+		// 96.0% and 503 (95.2% and 489 before pressed DCs kept their
+		// limits), against 94.6% and 512 without witnesses. The
 		// carried writes must span the skew (carriedFor), or the oldest
 		// merge into one whose release keeps moving on.
-		{"skew of three intervals", 3 * time.Second, 0.95, 480, 0},
-		// 95.2% and 489; 88.8% and 478 without witnesses.
-		{"skew of ten intervals", 10 * time.Second, 0.95, 480, 0},
+		{"skew of three intervals", 3 * time.Second, 0.955, 495, 0},
+		// 96.0% and 503; 88.8% and 478 without witnesses.
+		{"skew of ten intervals", 10 * time.Second, 0.955, 495, 0},
 		// Each DC holding quota quietly also reads three times between
 		// interval reports, and what they free goes to the others at once
-		// (reread.go): 96.1% and 509. Fresher readings alone, with the
+		// (reread.go): 97.8% and 544 (96.1% and 509 while a tick cut the
+		// DC the demand went to back to its last reading, taken before the
+		// quota those grew it by). Fresher readings alone, with the
 		// targets left to the ticks, gave 96.5% and 524 here (its reports
 		// arrive half an interval late, after the tick), but in the
 		// simulator, whose reports arrive within the tick's grace,
 		// nothing (97.3% in long-window-60; 98.5% retargeted at once).
-		{"three readings between intervals", time.Second, 0.96, 500, 3},
+		{"three readings between intervals", time.Second, 0.97, 530, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := logRule(600, 60)
@@ -849,7 +855,7 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 			// reading later: taken at the interval's end, planned on 0.4
 			// interval after, watched.
 			if mean < tc.wantMean || worst < tc.wantWorst {
-				t.Errorf("admitted per window: mean %.1f%%, worst %d; want ≥ %.0f%% and ≥ %d", 100*mean, worst, 100*tc.wantMean, tc.wantWorst)
+				t.Errorf("admitted per window: mean %.1f%%, worst %d; want ≥ %.1f%% and ≥ %d", 100*mean, worst, 100*tc.wantMean, tc.wantWorst)
 			}
 		})
 	}

@@ -60,10 +60,7 @@ func (p *Planner) ingestReadings(r *weirv1.UsageReport, d int) {
 // is still d's, to admit again as its own admissions leave the window.
 func (p *Planner) observeBetween(rs *ruleState, e *entry, d int, v, rev, readAt int64) {
 	since := p.agedOut(rs)
-	limits := e.grant[d]
-	for _, w := range e.hist[d] {
-		limits = max(limits, w.limit)
-	}
+	limits := e.limits(d)
 	before := max(limits, e.consumed(d, since))
 	e.observe(d, v, rev, readAt, p.cfg.Skew, p.dc[d].witnesses)
 	freed := before - max(limits, e.consumed(d, since))
