@@ -95,7 +95,12 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 		// The demands are fractions of the limit's rate: together they
 		// ask for more than it renews when they pass 1.
 		e.congested = asked >= 1
-		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested)
+		// An estimate of 1 asks this many units of e an interval.
+		perInterval := 0.0
+		if w := rs.windowMs(p.now.UnixMilli()); w > 0 {
+			perInterval = float64(e.limit) * float64(p.intervalMs) / float64(w)
+		}
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested, p.dc, perInterval, p.closed)
 	}
 }
 
