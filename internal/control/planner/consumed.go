@@ -413,8 +413,10 @@ func (e *entry) limits(d int) int64 {
 //
 // While some DC that has asked for more than moveSpan intervals asks for
 // more than its grant renews with a grant below its share of the limit
-// (underserved), every DC that asks keeps at most its share of the
-// limit: else a DC that asked alone, and so consumed
+// (underserved), and has in every plan of the last moveSpan intervals,
+// every DC that has asked for more than moveSpan intervals keeps at most
+// its share of the limit (one that has just started asking, its share
+// still following its estimate up, is not cut): else a DC that asked alone, and so consumed
 // the whole limit, re-admitted under it all its own admissions freed as
 // they left the window, nothing ever came free, and a second DC asking
 // as much beside it got nothing for as long as the first asked
@@ -445,28 +447,43 @@ func (e *entry) awareTargets(bucket bool, since int64, congested bool, dcs []dcS
 	}
 	a := make([]int64, n)
 	allocate.Apportion(e.share, free, a)
-	contended := congested && e.underserved(closed)
+	contended := false
+	switch {
+	case !congested || !e.underserved(closed):
+		e.underservedSince = -1
+	case e.underservedSince < 0:
+		e.underservedSince = closed
+	default:
+		contended = closed-e.underservedSince > moveSpan
+	}
 	for d := range n {
 		own := keep[d]
 		if congested && !bucket && e.movedAway(d) {
 			own = 0
 		}
-		if contended && e.est[d].Estimate() > 0 {
+		if contended && e.asking(d, closed) {
 			own = min(own, int64(math.Ceil(e.share[d]*float64(e.limit))))
 		}
 		e.target[d] = min(e.limit, own+a[d])
 	}
 }
 
+// asking reports whether DC d asks and has for more than moveSpan
+// intervals up to interval closed.
+func (e *entry) asking(d int, closed int64) bool {
+	return e.est[d].Estimate() > 0 && e.startedAt[d] >= 0 && closed-e.startedAt[d] > moveSpan
+}
+
 // underserved reports whether some DC has asked, for more than moveSpan
 // intervals up to interval closed, and asks for more than its grant
 // renews while its grant is below its share of the limit. (A DC the
 // demand has just moved to is not: its share still follows its
-// estimate up, and holding the others to their shares would cut it.)
+// estimate up, and holding the others to their shares would cut it. Nor
+// is one the demand has just left, only while the plans go on seeing it
+// so: its estimate and share fall over an interval or two.)
 func (e *entry) underserved(closed int64) bool {
 	for d := range e.grant {
-		if e.startedAt[d] >= 0 && closed-e.startedAt[d] > moveSpan &&
-			e.est[d].Estimate() > e.frac(e.grant[d]) && float64(e.grant[d]) < e.share[d]*float64(e.limit)-1 {
+		if e.asking(d, closed) && e.est[d].Estimate() > e.frac(e.grant[d]) && float64(e.grant[d]) < e.share[d]*float64(e.limit)-1 {
 			return true
 		}
 	}

@@ -241,6 +241,9 @@ type entry struct {
 	// since, else -1; startedAt: the last interval its estimate rose from
 	// 0, or -1 (observeDemand, movedAway).
 	stoppedAt, startedAt []int64
+	// underservedSince: the first interval of the run of plans in which
+	// some DC was underserved, else -1 (awareTargets).
+	underservedSince int64
 	// unread marks the rule-wide entry of a keyed rule with a long memory
 	// (usage-aware, any algorithm): it stands for every key without a share
 	// of its own, whose consumption no DC reads, so its pruned writes stay
@@ -314,7 +317,7 @@ func (p *Planner) newEntry(rs *ruleState, key string, limit int64) *entry {
 		share: make([]float64, n), target: make([]int64, n), grant: make([]int64, n), static: make([]int64, n),
 		hist: make([][]write, n),
 		used: make([]reading, n), carry: make([][]carried, n), floor: make([]int64, n),
-		stoppedAt: make([]int64, n), startedAt: make([]int64, n),
+		stoppedAt: make([]int64, n), startedAt: make([]int64, n), underservedSince: -1,
 	}
 	for d := range e.floor {
 		e.floor[d], e.stoppedAt[d], e.startedAt[d] = -1, -1, -1
