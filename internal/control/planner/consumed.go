@@ -411,19 +411,17 @@ func (e *entry) limits(d int) int64 {
 // whose readings are absent or aged out, or whose lease expired (it must
 // come down to its static limit to renew it).
 //
-// While some DC that has asked for more than moveSpan intervals asks for
-// more than its grant renews with a grant below its share of the limit
-// (underserved), and has in every plan of the last moveSpan intervals,
-// every DC that has asked for more than moveSpan intervals keeps at most
-// its share of the limit (one that has just started asking, its share
-// still following its estimate up, is not cut): else a DC that asked alone, and so consumed
-// the whole limit, re-admitted under it all its own admissions freed as
-// they left the window, nothing ever came free, and a second DC asking
-// as much beside it got nothing for as long as the first asked
-// (TestTwoDCsAskingShareTheLimit, a sliding window log: 0 of 1,200
-// admitted in two minutes, now 596 of 1,198). A DC that does not ask right now (a batch's DC
-// between batches) keeps what it consumed, for its next batch
-// (TestOnlyDCsTheDemandLeftGiveUpTheirOwn).
+// While some DC is underserved (below) in every plan for more than moveSpan
+// intervals, every DC that has asked for more than moveSpan intervals keeps
+// at most its share of the limit (one that has just started asking, its
+// share still following its estimate up, is not cut). Else a DC that asked
+// alone, and so consumed the whole limit, re-admitted under it all its own
+// admissions freed as they left the window; nothing ever came free, and a
+// second DC asking as much beside it got nothing for as long as the first
+// asked (TestTwoDCsAskingShareTheLimit, a sliding window log: 0 of 1,200
+// admitted in two minutes, now 596 of 1,198). A DC that does not ask right
+// now (a batch's DC between batches) keeps what it consumed, for its next
+// batch (TestOnlyDCsTheDemandLeftGiveUpTheirOwn).
 func (e *entry) awareTargets(bucket bool, since int64, congested bool, dcs []dcState, perInterval float64, closed int64) {
 	n := len(e.target)
 	free := e.limit
@@ -474,13 +472,13 @@ func (e *entry) asking(d int, closed int64) bool {
 	return e.est[d].Estimate() > 0 && e.startedAt[d] >= 0 && closed-e.startedAt[d] > moveSpan
 }
 
-// underserved reports whether some DC has asked, for more than moveSpan
-// intervals up to interval closed, and asks for more than its grant
-// renews while its grant is below its share of the limit. (A DC the
-// demand has just moved to is not: its share still follows its
-// estimate up, and holding the others to their shares would cut it. Nor
-// is one the demand has just left, only while the plans go on seeing it
-// so: its estimate and share fall over an interval or two.)
+// underserved reports whether some DC has asked for more than moveSpan
+// intervals up to interval closed, asks for more than its grant renews, and
+// has a grant below its share of the limit. A DC the demand has just moved
+// to is not underserved yet: its share still follows its estimate up, and
+// holding the others to their shares would cut it. One the demand has just
+// left may still look underserved for an interval or two, as its estimate
+// falls; awareTargets waits for the condition to last.
 func (e *entry) underserved(closed int64) bool {
 	for d := range e.grant {
 		if e.asking(d, closed) && e.est[d].Estimate() > e.frac(e.grant[d]) && float64(e.grant[d]) < e.share[d]*float64(e.limit)-1 {

@@ -1345,11 +1345,13 @@ func TestForgetWhileWrittenAndRead(t *testing.T) {
 }
 
 // TestTwoDCsAskingShareTheLimit: a asks alone, then b asks as much beside
-// it. What a DC keeps of its grants at a tick (awareTargets) must not
-// freeze the split a had alone: over the last two minutes, b admits
-// about half of what is admitted, for every algorithm — a fixed window
-// included, whose DCs read 0 as each window turns while their grants
-// stay as they were.
+// it. a has consumed the whole limit and re-admits what its own
+// admissions free; held to its share while b is underserved
+// (awareTargets), it lets b in: over the last two minutes b admits about
+// half of what is admitted, for every algorithm (before, 0 for the
+// sliding window log and counter). A fixed window, whose DCs read 0 as
+// each window turns while their grants stay as they were, checks that
+// grants a reading has seen are not kept.
 func TestTwoDCsAskingShareTheLimit(t *testing.T) {
 	for _, alg := range algorithm.All {
 		t.Run(alg.String(), func(t *testing.T) {
