@@ -1348,27 +1348,39 @@ func TestForgetWhileWrittenAndRead(t *testing.T) {
 // it. a has consumed the whole limit and re-admits what its own
 // admissions free; held to its share while b is underserved
 // (awareTargets), it lets b in: over the last two minutes b admits about
-// half of what is admitted, for every algorithm (before, 0 for the
-// sliding window log and counter). A fixed window, whose DCs read 0 as
-// each window turns while their grants stay as they were, checks that
-// grants a reading has seen are not kept.
+// half of what is admitted, for every algorithm, on the rule and on a key
+// of its own (before, 0 for the sliding window log and counter, about 410
+// for the buckets). A fixed window, whose DCs read 0 as each window turns
+// while their grants stay as they were, checks that grants a reading has
+// seen are not kept: kept, b admitted 0 there too.
 func TestTwoDCsAskingShareTheLimit(t *testing.T) {
-	for _, alg := range algorithm.All {
-		t.Run(alg.String(), func(t *testing.T) {
-			r := minuteRule(alg)
-			w := newWorld(t, r, "", 300*time.Millisecond)
-			w.reportLag, w.between = 500*time.Millisecond, 3
-			w.run(60, 10, func(int) map[string]float64 { return map[string]float64{"a": 40} })
-			both := func(int) map[string]float64 { return map[string]float64{"a": 40, "b": 40} }
-			w.run(120, 10, both)
-			admitted := func(d string) int64 { return w.offered[d] - w.rejected[d] }
-			a0, b0 := admitted("a"), admitted("b")
-			w.run(120, 10, both)
-			a, b := admitted("a")-a0, admitted("b")-b0
-			t.Logf("last two minutes: a admitted %d, b %d", a, b)
-			if b*10 < (a+b)*4 {
-				t.Errorf("last two minutes: b admitted %d of %d, want about half", b, a+b)
-			}
-		})
+	for _, tc := range []struct{ name, key string }{{"rule", ""}, {"key", "k"}} {
+		for _, alg := range algorithm.All {
+			t.Run(tc.name+"/"+alg.String(), func(t *testing.T) {
+				testTwoDCsAsking(t, alg, tc.key)
+			})
+		}
+	}
+}
+
+// testTwoDCsAsking plays TestTwoDCsAskingShareTheLimit for alg, on the
+// rule or (key not "") on a key of it.
+func testTwoDCsAsking(t *testing.T, alg algorithm.Algorithm, key string) {
+	r := minuteRule(alg)
+	if key != "" {
+		r.KeyType = rule.Dimensions{"user"}
+	}
+	w := newWorld(t, r, key, 300*time.Millisecond)
+	w.reportLag, w.between = 500*time.Millisecond, 3
+	w.run(60, 10, func(int) map[string]float64 { return map[string]float64{"a": 40} })
+	both := func(int) map[string]float64 { return map[string]float64{"a": 40, "b": 40} }
+	w.run(120, 10, both)
+	admitted := func(d string) int64 { return w.offered[d] - w.rejected[d] }
+	a0, b0 := admitted("a"), admitted("b")
+	w.run(120, 10, both)
+	a, b := admitted("a")-a0, admitted("b")-b0
+	t.Logf("last two minutes: a admitted %d, b %d", a, b)
+	if b*10 < (a+b)*4 {
+		t.Errorf("last two minutes: b admitted %d of %d, want about half", b, a+b)
 	}
 }
