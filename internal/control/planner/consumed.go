@@ -251,10 +251,15 @@ func (e *entry) consumed(d int, since int64) int64 {
 // read returns DC d's latest reading of e, or 0 if it was taken at or
 // before since, or if the DC sent none.
 func (e *entry) read(d int, since int64) int64 {
-	if !e.used[d].ok || e.used[d].at <= since {
+	if !e.fresh(d, since) {
 		return 0
 	}
 	return e.used[d].v
+}
+
+// fresh reports whether DC d sent a reading of e taken after since.
+func (e *entry) fresh(d int, since int64) bool {
+	return e.used[d].ok && e.used[d].at > since
 }
 
 // own returns what DC d's own target keeps of what it consumed: its latest
@@ -430,7 +435,7 @@ func (e *entry) awareTargets(bucket bool, since int64, congested bool, dcs []dcS
 	for d := range n {
 		c[d] = e.consumed(d, since)
 		keep[d] = e.own(d, since)
-		if congested && !dcs[d].expired && e.used[d].ok && e.used[d].at > since {
+		if congested && !dcs[d].expired && e.fresh(d, since) {
 			// What its demand uses, in an interval, of the limits it got
 			// since it was read.
 			use := int64(math.Ceil(e.est[d].Estimate() * perInterval))
@@ -460,10 +465,15 @@ func (e *entry) awareTargets(bucket bool, since int64, congested bool, dcs []dcS
 			own = 0
 		}
 		if contended && e.asking(d, closed) {
-			own = min(own, int64(math.Ceil(e.share[d]*float64(e.limit))))
+			own = min(own, e.fair(d))
 		}
 		e.target[d] = min(e.limit, own+a[d])
 	}
+}
+
+// fair is DC d's share of e's limit, rounded up.
+func (e *entry) fair(d int) int64 {
+	return int64(math.Ceil(e.share[d] * float64(e.limit)))
 }
 
 // asking reports whether DC d asks and has for more than moveSpan
@@ -481,7 +491,7 @@ func (e *entry) asking(d int, closed int64) bool {
 // falls; awareTargets waits for the condition to last.
 func (e *entry) underserved(closed int64) bool {
 	for d := range e.grant {
-		if e.asking(d, closed) && e.est[d].Estimate() > e.frac(e.grant[d]) && float64(e.grant[d]) < e.share[d]*float64(e.limit)-1 {
+		if e.asking(d, closed) && e.est[d].Estimate() > e.frac(e.grant[d]) && e.grant[d] < e.fair(d)-1 {
 			return true
 		}
 	}

@@ -144,11 +144,21 @@ func (p *Planner) ingestKey(rs *ruleState, d int, idx int64, k *weirv1.KeyUsage,
 // fraction converts an offered count per interval into a fraction of what
 // limit renews per interval, over windows of windowMs (rs.windowMs).
 func (p *Planner) fraction(offered float64, limit, windowMs int64) float64 {
+	per := p.perInterval(limit, windowMs)
+	if per <= 0 {
+		return 0
+	}
+	return offered / per
+}
+
+// perInterval is what limit renews per interval over windows of windowMs:
+// the units an estimate of 1 asks an interval. 0 for a limit or window
+// that is not positive.
+func (p *Planner) perInterval(limit, windowMs int64) float64 {
 	if limit <= 0 || windowMs <= 0 {
 		return 0
 	}
-	perInterval := float64(limit) * float64(p.intervalMs) / float64(windowMs)
-	return offered / perInterval
+	return float64(limit) * float64(p.intervalMs) / float64(windowMs)
 }
 
 // windowMs is the length of rs's window that holds Unix ms t: its

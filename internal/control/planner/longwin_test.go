@@ -804,9 +804,8 @@ func TestLongWindowQuotaFollowsBack(t *testing.T) {
 		// DC's lease at once (WitnessLeases), so the skew no longer counts:
 		// 95.7% and 503 (95.2% and 489 before DCs kept the grants their
 		// readings had not seen), against 94.6% and 512 without
-		// witnesses. The
-		// carried writes must span the skew (carriedFor), or the oldest
-		// merge into one whose release keeps moving on.
+		// witnesses. The carried writes must span the skew (carriedFor),
+		// or the oldest merge into one whose release keeps moving on.
 		{"skew of three intervals", 3 * time.Second, 0.955, 495, 0},
 		// 95.7% and 503; 88.8% and 478 without witnesses.
 		{"skew of ten intervals", 10 * time.Second, 0.955, 495, 0},

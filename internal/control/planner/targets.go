@@ -95,12 +95,10 @@ func (p *Planner) allocate(rs *ruleState, e *entry, in []allocate.DC, out []floa
 		// The demands are fractions of the limit's rate: together they
 		// ask for more than it renews when they pass 1.
 		e.congested = asked >= 1
-		// An estimate of 1 asks this many units of e an interval.
-		perInterval := 0.0
-		if w := rs.windowMs(p.now.UnixMilli()); w > 0 {
-			perInterval = float64(e.limit) * float64(p.intervalMs) / float64(w)
-		}
-		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested, p.dc, perInterval, p.closed)
+		per := p.perInterval(e.limit, rs.windowMs(p.now.UnixMilli()))
+		e.awareTargets(rs.spec.Algorithm.IsBucket(), p.agedOut(rs), e.congested, p.dc, per, p.closed)
+	} else {
+		e.underservedSince = -1 // a run of underserved plans restarts
 	}
 }
 
