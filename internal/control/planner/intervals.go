@@ -53,18 +53,16 @@ func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardL
 // estimate decayed while it kept its demand: the lossy-reports scenario
 // missed its convergence goal in about one run of five. With 4 it takes
 // five in a row: once in a quarter of an hour.
+//
+// Blind intervals do not count: nobody was heard in them, so they say
+// nothing of d. When the pipeline comes back the DCs' writers reconnect
+// one by one, and a DC last heard before a blind spell is unseen, not
+// missing, until it has been silent for lostGrace intervals in which
+// another DC was heard (dcState.unheard). Counting the blind intervals
+// cut such a DC's estimate by a fifth an interval, too little for the
+// estimate to publish a change and then correct it soon: the DC stayed
+// underserved for 15–20 s (the broker-outage scenario's oscillation).
 const lostGrace = 4
-
-// heardWithin reports whether DC d was heard in one of the n intervals
-// before idx.
-func (p *Planner) heardWithin(d int, idx int64, n int64) bool {
-	for i := idx - n; i < idx; i++ {
-		if p.heard(d, i) {
-			return true
-		}
-	}
-	return false
-}
 
 // closing is an interval to close: each entry's estimates are fed the
 // interval's sums (closeEntry). An interval no DC was heard from is blind:
@@ -75,13 +73,17 @@ type closing struct {
 	idx   int64
 	blind bool
 	ready []int64 // per DC: the late interval standing in for it, or -1
+	// lost, per DC not heard in the interval: it was heard in one of the
+	// lostGrace intervals before that were not blind, so its report was
+	// lost and its estimate holds.
+	lost []bool
 }
 
 // prepareClose returns interval idx to close, and moves each DC's observed
 // interval past it. It needs nothing of the entries, so every interval
 // of a tick is prepared before the one pass over them.
 func (p *Planner) prepareClose(idx int64) closing {
-	c := closing{idx: idx, blind: true, ready: make([]int64, len(p.dcs))}
+	c := closing{idx: idx, blind: true, ready: make([]int64, len(p.dcs)), lost: make([]bool, len(p.dcs))}
 	for d := range p.dcs {
 		c.ready[d] = -1
 		if !p.heard(d, idx) {
@@ -95,11 +97,15 @@ func (p *Planner) prepareClose(idx int64) closing {
 		p.stats.BlindIntervals++
 	}
 	for d := range p.dc {
+		ds := &p.dc[d]
 		switch {
 		case p.heard(d, idx):
-			p.dc[d].observed = idx
+			ds.observed, ds.unheard = idx, 0
 		case c.ready[d] >= 0:
-			p.dc[d].observed = c.ready[d]
+			ds.observed, ds.unheard = c.ready[d], 0
+		case !c.blind:
+			c.lost[d] = ds.unheard < lostGrace
+			ds.unheard = min(ds.unheard+1, lostGrace)
 		}
 	}
 	return c
@@ -124,7 +130,7 @@ func (p *Planner) closeEntry(e *entry, c closing) {
 				sum = l.sum
 			}
 			p.observeDemand(e, d, idx, sum)
-		case blind || p.heardWithin(d, idx, lostGrace) || p.heardLateWithin(d, lostGrace):
+		case blind || c.lost[d] || p.heardLateWithin(d, lostGrace):
 			p.est.Hold(&e.est[d], idx)
 		default:
 			p.est.Advance(&e.est[d], idx)

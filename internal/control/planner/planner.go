@@ -173,7 +173,11 @@ type Stats struct {
 type ruleRef struct{ domain, id string }
 
 type dcState struct {
-	heard   [heardLen]int64 // interval indexes heard from, by idx % heardLen
+	heard [heardLen]int64 // interval indexes heard from, by idx % heardLen
+	// unheard counts the intervals closed since the DC was last heard (on
+	// time, or a late interval standing in), less the blind ones, up to
+	// lostGrace.
+	unheard int64
 	heardAt time.Time
 	// observed is the newest interval of the DC's the estimates have
 	// seen, on time or late; late reports of it or older are only counted.

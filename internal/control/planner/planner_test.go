@@ -791,3 +791,41 @@ func TestPlannerLostRunHolds(t *testing.T) {
 		}
 	}
 }
+
+// After a blind spell — the broker down, every report lost — the DCs'
+// writers reconnect one by one: a DC whose reports resume an interval or
+// two after the others' is unseen, not missing, and its estimate holds.
+// (Its estimate used to decay by a fifth per interval: under every
+// publication band and step threshold of a settled estimate, so the DC
+// stayed underserved for 15–20 s and the DC taking the rest of the limit
+// changed direction when it was corrected: broker-outage's oscillation.)
+func TestPlannerBlindThenStaggered(t *testing.T) {
+	for _, late := range []int{1, 2, 4} {
+		s := newSim(t, 100*time.Millisecond)
+		s.run(30, nil, phase(300, 300, 900))
+		c := s.p.rules[ruleRef{"api", "r"}].entry
+		before := c.est[0].Estimate()
+		s.lost = 1
+		s.run(10, nil, phase(300, 300, 900))
+		s.lost = 0
+		s.cut["a"] = true
+		s.run(late, nil, phase(300, 300, 900))
+		if after := c.est[0].Estimate(); after < before*0.95 {
+			t.Errorf("a back %d intervals after the others: estimate %.3f → %.3f, want it held", late, before, after)
+		}
+	}
+	// A DC silent for longer than lostGrace intervals in which others are
+	// heard still decays.
+	s := newSim(t, 100*time.Millisecond)
+	s.run(30, nil, phase(300, 300, 900))
+	c := s.p.rules[ruleRef{"api", "r"}].entry
+	before := c.est[0].Estimate()
+	s.lost = 1
+	s.run(10, nil, phase(300, 300, 900))
+	s.lost = 0
+	s.cut["a"] = true
+	s.run(7, nil, phase(300, 300, 900))
+	if after := c.est[0].Estimate(); after >= before*0.95 {
+		t.Errorf("a silent for 7 intervals after a blind spell: estimate %.3f → %.3f, want it decayed", before, after)
+	}
+}

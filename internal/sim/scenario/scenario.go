@@ -178,9 +178,9 @@ type Goals struct {
 	// quarantine of released quota (convergence_slack; default 2
 	// intervals).
 	ConvergenceSlack time.Duration
-	// MaxOscillation is the most direction changes (beyond a 1% band) any
-	// one DC's share may make in the steady periods of the run
-	// (max_oscillation; default 0).
+	// MaxOscillation is the most direction changes (beyond a 2% band,
+	// simreport.OscillationBand) any one DC's share may make in the steady
+	// periods of the run (max_oscillation; default 0).
 	MaxOscillation int
 	// MinFairness is the least mean Jain's index of the DCs' admitted
 	// traffic against their fair shares in congested steady seconds
