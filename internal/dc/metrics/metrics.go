@@ -120,9 +120,12 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 	return m, nil
 }
 
-// Checked implements limiter.Observer.
+// Checked implements limiter.Observer. A run of results with one child
+// (a batch's items of one rule, mostly) is counted with one lookup.
 func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Duration) {
 	m.latency.Observe(latency.Seconds())
+	var run decisionKey // the child of the run of results counting
+	var n float64       // how many results it has
 	for i := range resp.Items {
 		for j := range resp.Items[i].Results {
 			r := &resp.Items[i].Results[j]
@@ -139,9 +142,26 @@ func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Du
 			if r.Source == limiter.SourceCache {
 				m.cacheAbsorbed.Inc()
 			}
-			m.decision(k).Inc()
+			if n > 0 && k != run {
+				m.count(run, n)
+				n = 0
+			}
+			run = k
+			n++
 		}
 	}
+	if n > 0 {
+		m.count(run, n)
+	}
+}
+
+// count adds n decisions to k's child (Inc, cheaper than Add, for one).
+func (m *Limiter) count(k decisionKey, n float64) {
+	if n == 1 {
+		m.decision(k).Inc()
+		return
+	}
+	m.decision(k).Add(n)
 }
 
 // decision returns the child of decisions for k.

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/pkg/breaker"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/rule"
+	"github.com/weirhq/weir/pkg/ruleset"
 )
 
 // Decisions that went to failure modes are counted by node and reason,
@@ -30,7 +33,8 @@ func TestFallbacksByNodeAndReason(t *testing.T) {
 	m.NodeBreakerState("b:1", breaker.Open)
 	m.FellBack("gone:1", limiter.FallbackError, 2)
 	m.NodeForgotten("gone:1")
-	fallbacks, states := gather(t, reg)
+	fallbacks := series(t, reg, "weir_store_fallbacks_total", "node", "reason")
+	states := series(t, reg, "weir_store_breaker_state", "node")
 	wantFallbacks := map[string]float64{
 		"a:1/shed": 17, "a:1/timeout": 3, "a:1/error": 0, "a:1/breaker_open": 0,
 		"b:1/shed": 0, "b:1/timeout": 0, "b:1/error": 0, "b:1/breaker_open": 5,
@@ -56,30 +60,99 @@ func TestFallbacksByNodeAndReason(t *testing.T) {
 	}
 }
 
-// gather returns weir_store_fallbacks_total by "node/reason" and
-// weir_store_breaker_state by node.
-func gather(t *testing.T, reg *prometheus.Registry) (fallbacks, states map[string]float64) {
+// Every result of a Check is counted once under its domain, rule, result
+// and source, runs of one child (a batch's items of one rule) and results
+// alone alike.
+func TestDecisionsByRuleResultAndSource(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.NewLimiter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &ruleset.Rule{Spec: rule.Rule{ID: "a"}}
+	b := &ruleset.Rule{Spec: rule.Rule{ID: "b"}}
+	shadow := &ruleset.Rule{Spec: rule.Rule{ID: "s", Shadow: true}}
+	type res struct {
+		rule              *ruleset.Rule
+		allowed, refunded bool
+		source            limiter.Source
+	}
+	respOf := func(items ...[]res) *limiter.Response {
+		resp := &limiter.Response{}
+		for _, it := range items {
+			var rs []limiter.RuleResult
+			for _, r := range it {
+				rr := limiter.RuleResult{Source: r.source, Refunded: r.refunded}
+				rr.Match.Rule, rr.Allowed = r.rule, r.allowed
+				rs = append(rs, rr)
+			}
+			resp.Items = append(resp.Items, limiter.ItemResult{Results: rs})
+		}
+		return resp
+	}
+	store, cache := limiter.SourceStore, limiter.SourceCache
+	m.Checked("api", respOf(
+		[]res{{a, true, false, store}},
+		[]res{{a, true, false, store}, {b, true, false, cache}},
+		[]res{{a, true, false, store}},
+		[]res{{a, false, false, store}},
+		[]res{{a, true, true, store}, {shadow, false, false, store}},
+		[]res{{a, true, false, store}},
+	), time.Millisecond)
+	m.Checked("api", respOf([]res{{a, true, false, store}}), time.Millisecond)
+	m.Checked("other", respOf([]res{{a, false, false, cache}}), time.Millisecond)
+	got := series(t, reg, "weir_decisions_total", "domain", "rule", "result", "source")
+	want := map[string]float64{
+		"api/a/allowed/" + store.String():         5,
+		"api/a/rejected/" + store.String():        1,
+		"api/a/refunded/" + store.String():        1,
+		"api/b/allowed/" + cache.String():         1,
+		"api/s/shadow_rejected/" + store.String(): 1,
+		"other/a/rejected/" + cache.String():      1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s: got %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+	if got := series(t, reg, "weir_cache_absorbed_total")[""]; got != 2 {
+		t.Errorf("weir_cache_absorbed_total: got %v, want 2", got)
+	}
+}
+
+// series returns the values of metric name (a counter or a gauge) by its
+// labels' values, joined by "/".
+func series(t *testing.T, reg *prometheus.Registry, name string, labels ...string) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fallbacks, states = map[string]float64{}, map[string]float64{}
+	out := map[string]float64{}
 	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
 		for _, mt := range mf.GetMetric() {
-			labels := map[string]string{}
+			byName := map[string]string{}
 			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				byName[l.GetName()] = l.GetValue()
 			}
-			switch mf.GetName() {
-			case "weir_store_fallbacks_total":
-				fallbacks[labels["node"]+"/"+labels["reason"]] = mt.GetCounter().GetValue()
-			case "weir_store_breaker_state":
-				states[labels["node"]] = mt.GetGauge().GetValue()
+			var key []string
+			for _, l := range labels {
+				key = append(key, byName[l])
 			}
+			v := mt.GetCounter().GetValue()
+			if mt.GetGauge() != nil {
+				v = mt.GetGauge().GetValue()
+			}
+			out[strings.Join(key, "/")] = v
 		}
 	}
-	return fallbacks, states
+	return out
 }
 
 func TestStoreTimeoutGauge(t *testing.T) {

@@ -289,6 +289,12 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 // cost that grows with how many calls in flight a shorter bound
 // overtakes: meant for a bound that changes slowly (the limiter's
 // adaptive store timeout).
+//
+// A ctx already done fails the call at once. A ctx done during the wait
+// ends it at once when there is no bound, or when ctx's deadline comes
+// before the bound; otherwise the wait ends with the answer or at the
+// bound, with ctx's error if it is done by then rather than ErrTimeout.
+// (The common call then waits on its answer alone, not on ctx too.)
 func (c *Coalescer) DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	return c.DecideOn(ctx, "", within, now, reqs)
 }
@@ -311,6 +317,9 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 		}
 		return c.inner.Decide(ctx, now, reqs)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	j := jobs.Get().(*job)
 	j.now, j.reqs, j.res, j.err, j.watched = now, reqs, nil, nil, within > 0
 	j.state.Store(pending)
@@ -324,32 +333,62 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 	if within > 0 {
 		c.watch(j, within)
 	}
+	// The queue almost always has room: a send that cannot wait costs
+	// less than a select with the context.
 	select {
 	case queue <- j:
 		c.mu.RUnlock()
-	case <-ctx.Done():
-		c.mu.RUnlock()
-		// Unless the timer took the job, it stays pending: nothing will
-		// answer it, and it is dropped, not reused.
-		if j.answer(expired) {
-			c.unwatch(j)
+	default:
+		select {
+		case queue <- j:
+			c.mu.RUnlock()
+		case <-ctx.Done():
+			c.mu.RUnlock()
+			// Unless the timer took the job, it stays pending: nothing
+			// will answer it, and it is dropped, not reused.
+			if j.answer(expired) {
+				c.unwatch(j)
+			}
+			return nil, ctx.Err()
 		}
-		return nil, ctx.Err()
+	}
+	if j.watched && boundFirst(ctx, j.deadline) {
+		// The bound ends the wait before ctx's deadline could: wait for
+		// the answer alone (a cancelled ctx is seen at the bound).
+		<-j.done
+		return c.took(ctx, j)
 	}
 	select {
 	case <-j.done:
-		if j.state.Load() == expired {
-			// A worker may still hold the job: drop it, do not reuse it.
-			return nil, c.errBound
-		}
-		res, err := j.res, j.err
-		jobs.Put(j)
-		return res, err
+		return c.took(ctx, j)
 	case <-ctx.Done():
 		// The job completes later; its worker's send to the buffered done
 		// channel does not block, and the job is dropped, not reused.
 		return nil, ctx.Err()
 	}
+}
+
+// boundFirst reports whether deadline, a job's bound, comes no later
+// than ctx's deadline, if ctx has one.
+func boundFirst(ctx context.Context, deadline time.Time) bool {
+	d, ok := ctx.Deadline()
+	return !ok || !d.Before(deadline)
+}
+
+// took returns what answered j, and puts j back in the pool unless the
+// timer expired it. A job expired after its caller gave up returns ctx's
+// error: the caller's, not the store's.
+func (c *Coalescer) took(ctx context.Context, j *job) ([]algorithm.Result, error) {
+	if j.state.Load() == expired {
+		// A worker may still hold the job: drop it, do not reuse it.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, c.errBound
+	}
+	res, err := j.res, j.err
+	jobs.Put(j)
+	return res, err
 }
 
 // watch puts j, just called, under the bound within.

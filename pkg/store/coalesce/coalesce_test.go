@@ -178,19 +178,50 @@ func TestBoundAnswersStuckCalls(t *testing.T) {
 	if err := <-firstErr; !errors.Is(err, coalesce.ErrTimeout) {
 		t.Fatalf("call held by the store: got %v, want ErrTimeout", err)
 	}
+	// A caller that gives up while it waits under the bound gets its own
+	// error, not the store's timeout: at the bound when its context has
+	// no earlier deadline, before it when it has.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Millisecond, cancel)
+	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.Canceled) || errors.Is(err, coalesce.ErrTimeout) {
+		t.Fatalf("caller cancelled while waiting: got %v, want Canceled alone", err)
+	}
 	close(g.release)
 	res, err := c.Decide(context.Background(), storetest.T0, reqs)
 	if err != nil || len(res) != 1 || res[0].Err != nil || !res[0].Allowed {
 		t.Fatalf("worker free again: got %+v, %v; want allowed", res, err)
 	}
-	// A caller's own context still ends its wait first.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.Canceled) {
+	// A caller whose context is done is not queued.
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, err := c.Decide(cancelled, storetest.T0, reqs); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: got %v, want Canceled", err)
 	}
 	if _, err := coalesce.New(m, coalesce.Config{Bound: -time.Second}); err == nil {
 		t.Fatal("negative Bound: got nil error")
+	}
+}
+
+// A caller whose deadline comes before the bound stops waiting at its
+// deadline, with its own error.
+func TestCallerDeadlineBeforeBound(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	const bound = 10 * time.Second
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1, Bound: bound})
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	go func() { _, _ = c.Decide(context.Background(), storetest.T0, reqs) }()
+	<-g.first
+	defer close(g.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, coalesce.ErrTimeout) {
+		t.Fatalf("caller deadline before the bound: got %v, want its DeadlineExceeded", err)
+	}
+	if waited := time.Since(start); waited >= bound/2 {
+		t.Fatalf("caller deadline 10ms, bound %v: waited %v", bound, waited)
 	}
 }
 
