@@ -59,9 +59,12 @@ func (p *Planner) heard(d int, idx int64) bool { return p.dc[d].heard[idx%heardL
 // one by one, and a DC last heard before a blind spell is unseen, not
 // missing, until it has been silent for lostGrace intervals in which
 // another DC was heard (dcState.unheard). Counting the blind intervals
-// cut such a DC's estimate by a fifth an interval, too little for the
-// estimate to publish a change and then correct it soon: the DC stayed
-// underserved for 15–20 s (the broker-outage scenario's oscillation).
+// made such a DC missing: its estimate decayed for an interval or more,
+// and once its reports resumed the gap to its demand was under the
+// estimator's step threshold, so the estimate climbed back only at the
+// slow mean's pace: the DC stayed underserved for seconds, and the DC
+// taking the rest of the limit changed direction when it was corrected
+// (the broker-outage scenario's oscillation).
 const lostGrace = 4
 
 // closing is an interval to close: each entry's estimates are fed the

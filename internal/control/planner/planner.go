@@ -176,8 +176,8 @@ type dcState struct {
 	heard [heardLen]int64 // interval indexes heard from, by idx % heardLen
 	// unheard counts the intervals closed since the DC was last heard (on
 	// time, or a late interval standing in), less the blind ones, up to
-	// lostGrace.
-	unheard int64
+	// lostGrace; lostGrace for a DC never heard.
+	unheard int
 	heardAt time.Time
 	// observed is the newest interval of the DC's the estimates have
 	// seen, on time or late; late reports of it or older are only counted.
@@ -298,7 +298,7 @@ func New(cfg Config) (*Planner, error) {
 		for j := range p.dc[i].heard {
 			p.dc[i].heard[j] = -1
 		}
-		p.dc[i].observed = -1
+		p.dc[i].observed, p.dc[i].unheard = -1, lostGrace
 		p.dc[i].late = [2]lateInterval{{idx: -1}, {idx: -1}}
 	}
 	return p, nil

@@ -795,9 +795,9 @@ func TestPlannerLostRunHolds(t *testing.T) {
 // After a blind spell — the broker down, every report lost — the DCs'
 // writers reconnect one by one: a DC whose reports resume an interval or
 // two after the others' is unseen, not missing, and its estimate holds.
-// (Its estimate used to decay by a fifth per interval: under every
-// publication band and step threshold of a settled estimate, so the DC
-// stayed underserved for 15–20 s and the DC taking the rest of the limit
+// (Its estimate used to decay, and once its reports resumed the gap was
+// under the estimator's step threshold: the DC stayed underserved while
+// the slow mean climbed back, and the DC taking the rest of the limit
 // changed direction when it was corrected: broker-outage's oscillation.)
 func TestPlannerBlindThenStaggered(t *testing.T) {
 	for _, late := range []int{1, 2, 4} {

@@ -124,8 +124,8 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 // (a batch's items of one rule, mostly) is counted with one lookup.
 func (m *Limiter) Checked(domain string, resp *limiter.Response, latency time.Duration) {
 	m.latency.Observe(latency.Seconds())
-	var run decisionKey // the child of the run of results counting
-	var n float64       // how many results it has
+	var run decisionKey // the child of the results since the last count
+	var n float64       // how many results those are
 	for i := range resp.Items {
 		for j := range resp.Items[i].Results {
 			r := &resp.Items[i].Results[j]

@@ -2,6 +2,7 @@ package coalesce_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"github.com/weirhq/weir/pkg/store/memstore"
 )
 
-// BenchmarkDecideOn is the coalescer's own cost: 50 callers, each call
-// under the limiter's kind of bound and with a context of its own (as a
-// gRPC handler's), merged in front of the memory store.
+// BenchmarkDecideOn is the coalescer's cost in front of the memory store:
+// about 50 callers, each call under the limiter's kind of bound and with
+// a context of its own (as a gRPC handler's).
 func BenchmarkDecideOn(b *testing.B) {
 	m, err := memstore.New(memstore.Config{})
 	if err != nil {
@@ -21,7 +22,7 @@ func BenchmarkDecideOn(b *testing.B) {
 	}
 	c := newCoalescer(b, m, coalesce.Config{Workers: 1})
 	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 1 << 40, Window: time.Minute}
-	b.SetParallelism(25) // 50 callers on this 2-CPU machine
+	b.SetParallelism(max(1, 50/runtime.GOMAXPROCS(0))) // about 50 callers
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		reqs := make([]algorithm.Request, 1)

@@ -289,12 +289,6 @@ func (c *Coalescer) Decide(ctx context.Context, now time.Time, reqs []algorithm.
 // cost that grows with how many calls in flight a shorter bound
 // overtakes: meant for a bound that changes slowly (the limiter's
 // adaptive store timeout).
-//
-// A ctx already done fails the call at once. A ctx done during the wait
-// ends it at once when there is no bound, or when ctx's deadline comes
-// before the bound; otherwise the wait ends with the answer or at the
-// bound, with ctx's error if it is done by then rather than ErrTimeout.
-// (The common call then waits on its answer alone, not on ctx too.)
 func (c *Coalescer) DecideWithin(ctx context.Context, within time.Duration, now time.Time, reqs []algorithm.Request) ([]algorithm.Result, error) {
 	return c.DecideOn(ctx, "", within, now, reqs)
 }
@@ -334,7 +328,7 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 		c.watch(j, within)
 	}
 	// The queue almost always has room: a send that cannot wait costs
-	// less than a select with the context.
+	// less than a select.
 	select {
 	case queue <- j:
 		c.mu.RUnlock()
@@ -342,6 +336,11 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 		select {
 		case queue <- j:
 			c.mu.RUnlock()
+		case <-j.done:
+			// The bound expired it before the queue had room (its node
+			// does not answer, and the queue is full): never queued.
+			c.mu.RUnlock()
+			return c.took(ctx, j)
 		case <-ctx.Done():
 			c.mu.RUnlock()
 			// Unless the timer took the job, it stays pending: nothing
@@ -351,12 +350,6 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 			}
 			return nil, ctx.Err()
 		}
-	}
-	if j.watched && boundFirst(ctx, j.deadline) {
-		// The bound ends the wait before ctx's deadline could: wait for
-		// the answer alone (a cancelled ctx is seen at the bound).
-		<-j.done
-		return c.took(ctx, j)
 	}
 	select {
 	case <-j.done:
@@ -368,16 +361,9 @@ func (c *Coalescer) DecideOn(ctx context.Context, node string, within time.Durat
 	}
 }
 
-// boundFirst reports whether deadline, a job's bound, comes no later
-// than ctx's deadline, if ctx has one.
-func boundFirst(ctx context.Context, deadline time.Time) bool {
-	d, ok := ctx.Deadline()
-	return !ok || !d.Before(deadline)
-}
-
 // took returns what answered j, and puts j back in the pool unless the
-// timer expired it. A job expired after its caller gave up returns ctx's
-// error: the caller's, not the store's.
+// timer expired it. A job expired after its caller gave up (both ready at
+// once) returns ctx's error: the caller's, not the store's.
 func (c *Coalescer) took(ctx context.Context, j *job) ([]algorithm.Result, error) {
 	if j.state.Load() == expired {
 		// A worker may still hold the job: drop it, do not reuse it.

@@ -202,6 +202,40 @@ func TestBoundAnswersStuckCalls(t *testing.T) {
 	}
 }
 
+// A call whose node's queue is full (the node does not answer) is still
+// answered at its bound, though it was never queued.
+func TestBoundAnswersCallsBehindAFullQueue(t *testing.T) {
+	m, _ := memstore.New(memstore.Config{})
+	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
+	const bound = 20 * time.Millisecond
+	c := newCoalescer(t, g, coalesce.Config{Workers: 1, Bound: bound})
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 1 << 20, Window: time.Minute}
+	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
+	call := func() error {
+		_, err := c.DecideOn(context.Background(), "n", bound, storetest.T0, reqs)
+		return err
+	}
+	go func() { _ = call() }()
+	<-g.first // the node's only worker is held: what follows fills its queue
+	defer close(g.release)
+	const queued = 1024 // a node's queue (startLane)
+	var wg sync.WaitGroup
+	for range queued {
+		wg.Go(func() { _ = call() })
+	}
+	wg.Wait() // each answered at its bound; their jobs still fill the queue
+	last := make(chan error, 1)
+	go func() { last <- call() }()
+	select {
+	case err := <-last:
+		if !errors.Is(err, coalesce.ErrTimeout) {
+			t.Fatalf("call behind a full queue: got %v, want ErrTimeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("call behind a full queue not answered at its bound %v", bound)
+	}
+}
+
 // A caller whose deadline comes before the bound stops waiting at its
 // deadline, with its own error.
 func TestCallerDeadlineBeforeBound(t *testing.T) {
