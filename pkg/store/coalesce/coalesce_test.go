@@ -178,14 +178,6 @@ func TestBoundAnswersStuckCalls(t *testing.T) {
 	if err := <-firstErr; !errors.Is(err, coalesce.ErrTimeout) {
 		t.Fatalf("call held by the store: got %v, want ErrTimeout", err)
 	}
-	// A caller that gives up while it waits under the bound gets its own
-	// error, not the store's timeout: at the bound when its context has
-	// no earlier deadline, before it when it has.
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Millisecond, cancel)
-	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.Canceled) || errors.Is(err, coalesce.ErrTimeout) {
-		t.Fatalf("caller cancelled while waiting: got %v, want Canceled alone", err)
-	}
 	close(g.release)
 	res, err := c.Decide(context.Background(), storetest.T0, reqs)
 	if err != nil || len(res) != 1 || res[0].Err != nil || !res[0].Allowed {
@@ -236,9 +228,10 @@ func TestBoundAnswersCallsBehindAFullQueue(t *testing.T) {
 	}
 }
 
-// A caller whose deadline comes before the bound stops waiting at its
-// deadline, with its own error.
-func TestCallerDeadlineBeforeBound(t *testing.T) {
+// A caller that gives up before the bound — its deadline passes, or it
+// hangs up — stops waiting then, with its own error, not the store's
+// timeout.
+func TestCallerGivesUpBeforeBound(t *testing.T) {
 	m, _ := memstore.New(memstore.Config{})
 	g := &gate{Store: m, first: make(chan struct{}), release: make(chan struct{})}
 	const bound = 10 * time.Second
@@ -246,16 +239,33 @@ func TestCallerDeadlineBeforeBound(t *testing.T) {
 	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: time.Minute}
 	reqs := []algorithm.Request{{Key: "k", Params: p, Cost: 1}}
 	go func() { _, _ = c.Decide(context.Background(), storetest.T0, reqs) }()
-	<-g.first
+	<-g.first // the only worker is held: the calls below wait
 	defer close(g.release)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, coalesce.ErrTimeout) {
-		t.Fatalf("caller deadline before the bound: got %v, want its DeadlineExceeded", err)
-	}
-	if waited := time.Since(start); waited >= bound/2 {
-		t.Fatalf("caller deadline 10ms, bound %v: waited %v", bound, waited)
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 10*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"hung up", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(10*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			if _, err := c.Decide(ctx, storetest.T0, reqs); !errors.Is(err, tc.want) || errors.Is(err, coalesce.ErrTimeout) {
+				t.Fatalf("got %v, want %v alone", err, tc.want)
+			}
+			if waited := time.Since(start); waited >= bound/2 {
+				t.Fatalf("gave up after 10ms, bound %v: waited %v", bound, waited)
+			}
+		})
 	}
 }
 
