@@ -823,3 +823,43 @@ func TestPlannerBlindThenStaggered(t *testing.T) {
 		}
 	}
 }
+
+// Without blind intervals, a silent DC's report counts as lost exactly
+// when the DC was heard in one of the lostGrace intervals before: the
+// rule that held before blind intervals stopped counting (random heard
+// patterns, DC 0 always heard so that no interval is blind).
+func TestLostGraceWithoutBlindIntervals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for run := range 200 {
+		p, err := New(Config{DCs: simDCs, Interval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		heardAt := map[[2]int64]bool{}
+		silence := 0.2 + 0.7*rng.Float64() // each DC's chance of a silent interval
+		for idx := int64(100); idx < 160; idx++ {
+			for d := range simDCs {
+				if d == 0 || rng.Float64() >= silence {
+					p.dc[d].heard[idx%heardLen] = idx
+					heardAt[[2]int64{int64(d), idx}] = true
+				}
+			}
+			c := p.prepareClose(idx)
+			if c.blind {
+				t.Fatalf("run %d, interval %d: blind with DC 0 heard", run, idx)
+			}
+			for d := range simDCs {
+				if heardAt[[2]int64{int64(d), idx}] {
+					continue
+				}
+				want := false
+				for i := idx - lostGrace; i < idx; i++ {
+					want = want || heardAt[[2]int64{int64(d), i}]
+				}
+				if c.lost[d] != want {
+					t.Fatalf("run %d, interval %d, DC %d: lost %v, want %v (heard in one of the %d before)", run, idx, d, c.lost[d], want, lostGrace)
+				}
+			}
+		}
+	}
+}
