@@ -69,6 +69,8 @@ var (
 	logLua string
 	//go:embed lua/batch.lua
 	batchLoop string
+	//go:embed lua/packed.lua
+	packedLua string
 )
 
 // scriptParams are the parameters of every algorithm's script function
@@ -76,10 +78,11 @@ var (
 const scriptParams = "(key, mode, now, admittedAt, argv, first, out, o)"
 
 // scriptSource is the script that runs one request of an algorithm whose
-// script function has the body src: KEYS[1] the key, ARGV the mode, now
-// ms, admittedAt ms and the algorithm's own arguments.
-func scriptSource(src string) string {
-	return "local function run" + scriptParams + "\n" + src + "\nend\n" +
+// script function has the body src, after prelude (the functions it
+// calls, or ""): KEYS[1] the key, ARGV the mode, now ms, admittedAt ms
+// and the algorithm's own arguments.
+func scriptSource(prelude, src string) string {
+	return prelude + "local function run" + scriptParams + "\n" + src + "\nend\n" +
 		"local out = {}\n" +
 		"run(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV, 4, out, 1)\n" +
 		"return out\n"
@@ -90,6 +93,7 @@ func scriptSource(src string) string {
 // in the table scripts, then the loop over the keys.
 func batchSource() string {
 	var b strings.Builder
+	b.WriteString(packedLua)
 	b.WriteString("local scripts = {}\n")
 	for _, sc := range []struct{ letter, src string }{{"b", bucketLua}, {"f", fixedLua}, {"c", counterLua}, {"l", logLua}} {
 		fmt.Fprintf(&b, "scripts['%s'] = function%s\n%s\nend\n", sc.letter, scriptParams, sc.src)
@@ -178,24 +182,26 @@ func New(c Client, cfg Config) (*Store, error) {
 	_, single := c.(singleClient)
 	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), "")}
 	s.batching.Store(single && !cfg.ScriptPerRequest)
-	bucket := newScript(scriptSource(bucketLua), "b")
+	bucket := newScript(scriptSource(packedLua, bucketLua), "b")
 	s.scripts[algorithm.TokenBucket] = bucket
 	s.scripts[algorithm.LeakyBucket] = bucket
-	s.scripts[algorithm.FixedWindow] = newScript(scriptSource(fixedLua), "f")
-	s.scripts[algorithm.SlidingWindowCounter] = newScript(scriptSource(counterLua), "c")
-	s.scripts[algorithm.SlidingWindowLog] = newScript(scriptSource(logLua), "l")
+	s.scripts[algorithm.FixedWindow] = newScript(scriptSource(packedLua, fixedLua), "f")
+	s.scripts[algorithm.SlidingWindowCounter] = newScript(scriptSource(packedLua, counterLua), "c")
+	s.scripts[algorithm.SlidingWindowLog] = newScript(scriptSource("", logLua), "l")
 	// The tags of the counter algorithms end in a layout version: their
-	// states were hashes under "tb", "lb", "fw" and "sc", and are packed
-	// strings since version 2. A new name rather than reading both
-	// layouts keeps limiters of both versions working side by side during
-	// a rolling upgrade (each on its own keys); the old keys expire
-	// through their TTLs.
+	// states were hashes under "tb", "lb", "fw" and "sc", decimal strings
+	// under "tb2", "lb2", "fw2" and "sc2", and are packed doubles since
+	// version 3 (lua/packed.lua). A new name rather than one key in either
+	// layout keeps limiters of both versions working side by side during
+	// a rolling upgrade (each on its own keys). A version-3 key of a long
+	// window that has no state yet starts from its version-2 key's, which
+	// has the same hash slot; the old keys expire through their TTLs.
 	s.tags = [...]string{
-		algorithm.TokenBucket:          "tb2",
-		algorithm.LeakyBucket:          "lb2",
-		algorithm.FixedWindow:          "fw2",
+		algorithm.TokenBucket:          "tb3",
+		algorithm.LeakyBucket:          "lb3",
+		algorithm.FixedWindow:          "fw3",
 		algorithm.SlidingWindowLog:     "sl",
-		algorithm.SlidingWindowCounter: "sc2",
+		algorithm.SlidingWindowCounter: "sc3",
 	}
 	return s, nil
 }

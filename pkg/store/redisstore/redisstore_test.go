@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,48 +173,32 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 		t.Errorf("other key in the batch: got %+v, want allowed", res[1])
 	}
 	// A value of the wrong shape inside the right type reads as fresh,
-	// never panics.
+	// never panics: of another length than the state's packed doubles
+	// (a version-2 decimal state among them), or of the right length with
+	// a number that is not an integer, which would otherwise reject.
+	t0 := float64(storetest.T0.UnixMilli())
 	for _, a := range []algorithm.Algorithm{algorithm.TokenBucket, algorithm.FixedWindow, algorithm.SlidingWindowCounter} {
 		r := r
 		r.Params.Algorithm = a
-		for _, v := range []string{"garbage", "1:x", "1:2:3:4", ":", "12"} {
+		values := []string{"garbage", "1:x", "1:2:3:4", ":", "12", strconv.FormatInt(int64(t0), 10) + ":1", packed(t0, 0, 0, 0)}
+		for _, n := range []float64{math.NaN(), math.Inf(1), 2.5} {
+			switch a {
+			case algorithm.TokenBucket:
+				values = append(values, packed(n*60_000+0.5, t0)) // the fill, in 1/W units
+			case algorithm.FixedWindow:
+				values = append(values, packed(t0, n))
+			default:
+				values = append(values, packed(t0, n, 0))
+			}
+		}
+		for _, v := range values {
 			if err := c.Set(ctx, s.RedisKey(r), v, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r})
 			if err != nil || res[0].Err != nil || res[0].Remaining != 2 {
-				t.Errorf("%s over %q: got %+v %v, want allowed with 2 remaining", a, v, res, err)
+				t.Errorf("%s over %x: got %+v %v, want allowed with 2 remaining", a, v, res, err)
 			}
-		}
-	}
-}
-
-// TestOldLayoutIsIgnored checks that keys in the layout before version 2
-// (hashes under the tags "tb", "lb", "fw" and "sc"), which a running
-// deployment leaves behind, neither break nor sway a decision: the packed
-// states live under new tags, and the old keys expire.
-func TestOldLayoutIsIgnored(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t)
-	ctx := context.Background()
-	s := newStore(t, c, "weir")
-	now := storetest.T0
-	start := now.UnixMilli() - now.UnixMilli()%time.Minute.Milliseconds()
-	old := map[algorithm.Algorithm][]any{
-		algorithm.TokenBucket:          {"tb", "l", 3 * 60_000, "t", now.UnixMilli()},
-		algorithm.LeakyBucket:          {"lb", "l", 3 * 60_000, "t", now.UnixMilli()},
-		algorithm.FixedWindow:          {"fw", "w", start, "c", 3},
-		algorithm.SlidingWindowCounter: {"sc", "w", start, "c", 3, "p", 0},
-	}
-	for a, fields := range old {
-		p := algorithm.Params{Algorithm: a, Limit: 3, Burst: 3, Window: time.Minute}
-		r := algorithm.Request{Key: "user", Params: p, Cost: 1}
-		if err := c.HSet(ctx, "weir:{user}:"+fields[0].(string), fields[1:]...).Err(); err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Decide(ctx, now, []algorithm.Request{r})
-		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != 2 {
-			t.Errorf("%s next to a full old-layout key: got %+v %v, want allowed with 2 remaining", a, res, err)
 		}
 	}
 }

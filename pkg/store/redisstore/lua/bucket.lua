@@ -1,6 +1,7 @@
 -- Token bucket and leaky bucket: one meter (see pkg/algorithm/bucket.go),
 -- the body of a script function (see batch.lua).
--- key      string "<fill in 1/window-ms tokens>:<Unix ms of last update>"
+-- key      packed (packed.lua): the fill in 1/window-ms tokens, the Unix ms
+--          of its last update
 -- argv     from first: window ms, limit, capacity, cost
 -- Writes   allowed, fill, last
 -- Commands: GET, then SET ... PX (or DEL, for an empty bucket; SET ...
@@ -16,12 +17,7 @@ local limit = tonumber(argv[first + 1])
 local capacity = tonumber(argv[first + 2])
 local cost = tonumber(argv[first + 3])
 
-local level, last
-local v = redis.call('GET', key)
-if v then
-  local x, y = string.match(v, '^(-?%d+):(-?%d+)$')
-  level, last = tonumber(x), tonumber(y)
-end
+local v, level, last = load(key, 2, w >= carryMs)
 if level == nil or last == nil then
   level, last = 0, 0
 end
@@ -81,10 +77,10 @@ if write then
     -- that rate (algorithm.Expiry; storetest's "fill kept at a limit of
     -- zero"). Deleting it let a DC that gave its share up and got it back
     -- admit its whole capacity again.
-    redis.call('SET', key, string.format('%d:%d', level, last), 'KEEPTTL')
+    redis.call('SET', key, pack(level, last), 'KEEPTTL')
   else
     local ttl = last - now + math.ceil(level / limit) + 1000
-    redis.call('SET', key, string.format('%d:%d', level, last), 'PX', string.format('%d', ttl))
+    redis.call('SET', key, pack(level, last), 'PX', string.format('%d', ttl))
   end
 end
 out[o], out[o + 1], out[o + 2] = allowed, level, last

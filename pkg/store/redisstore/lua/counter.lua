@@ -1,7 +1,7 @@
 -- Sliding window counter (see pkg/algorithm/window.go), the body of a
 -- script function (see batch.lua).
--- key      string "<current window start in Unix ms>:<its count>:<the
---          previous window's count>"
+-- key      packed (packed.lua): the current window start in Unix ms, its
+--          count, the previous window's count
 -- argv     from first: window ms, limit, cost
 -- Writes   allowed, window start, count, previous count
 -- Commands: GET, then SET ... PX only when the state changes. The TTL
@@ -13,12 +13,7 @@ local limit = tonumber(argv[first + 1])
 local cost = tonumber(argv[first + 2])
 
 local start = now - (now % w)
-local sw, count, prev
-local v = redis.call('GET', key)
-if v then
-  local x, y, z = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
-  sw, count, prev = tonumber(x), tonumber(y), tonumber(z)
-end
+local _, sw, count, prev = load(key, 3, w >= carryMs)
 if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
@@ -64,7 +59,7 @@ if write then
   -- Keys last written across a window expire across as long a span (at
   -- most an hour), not all at the instant the window stops weighing.
   local spread = (now - sw) % math.min(w, 3600000)
-  redis.call('SET', key, string.format('%d:%d:%d', sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
+  redis.call('SET', key, pack(sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
 end
 out[o], out[o + 1], out[o + 2], out[o + 3] = allowed, sw, count, prev
 return 4

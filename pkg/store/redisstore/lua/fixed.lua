@@ -1,6 +1,7 @@
 -- Fixed window counter (see pkg/algorithm/window.go), the body of a
 -- script function (see batch.lua).
--- key      string "<window start in Unix ms>:<cost admitted in it>"
+-- key      packed (packed.lua): the window start in Unix ms, the cost
+--          admitted in it
 -- argv     from first: window ms, limit, cost, count rejected ("1": a
 --          rejected cost is counted too); for a window of 0 (calendar
 --          months, placed by the caller): the start and end ms of the
@@ -25,12 +26,7 @@ else
   start = now - (now % w)
   keep = w
 end
-local sw, count
-local v = redis.call('GET', key)
-if v then
-  local x, y = string.match(v, '^(-?%d+):(-?%d+)$')
-  sw, count = tonumber(x), tonumber(y)
-end
+local _, sw, count = load(key, 2, w == 0 or w >= carryMs)
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
@@ -65,7 +61,7 @@ if write then
   local span = keep
   if span > 3600000 then span = 3600000 end
   local spread = (now - sw) % span
-  redis.call('SET', key, string.format('%d:%d', sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
+  redis.call('SET', key, pack(sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
 end
 out[o], out[o + 1], out[o + 2] = allowed, sw, count
 return 3

@@ -1,0 +1,198 @@
+package redisstore_test
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/storetest"
+	"github.com/weirhq/weir/pkg/algorithm"
+)
+
+// Tests of the keys' layouts (docs/algorithms.md, "Redis: one key and one
+// script per decision"): the packed doubles of version 3, and what a key
+// of an earlier layout does to a decision.
+
+// packed returns a layout-3 state: each number a little-endian double.
+func packed(nums ...float64) string {
+	b := make([]byte, 0, 8*len(nums))
+	for _, f := range nums {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	return string(b)
+}
+
+// TestPackedLayout checks the bytes a decision leaves in Redis: the
+// state's numbers as little-endian doubles, under the tags of version 3.
+func TestPackedLayout(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := storetest.T0.Add(1500 * time.Millisecond)
+	ms := float64(now.UnixMilli())
+	start := float64(storetest.T0.Add(time.Second).UnixMilli())
+	for _, tc := range []struct {
+		a    algorithm.Algorithm
+		tag  string
+		want string
+	}{
+		{algorithm.TokenBucket, "tb3", packed(1000, ms)}, // one token is W (1000) units of fill
+		{algorithm.LeakyBucket, "lb3", packed(1000, ms)},
+		{algorithm.FixedWindow, "fw3", packed(start, 1)},
+		{algorithm.SlidingWindowCounter, "sc3", packed(start, 1, 0)},
+	} {
+		r := algorithm.Request{Key: "user", Params: algorithm.Params{Algorithm: tc.a, Limit: 3, Burst: 3, Window: time.Second}, Cost: 1}
+		if res, err := s.Decide(ctx, now, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
+			t.Fatalf("%s: got %+v %v, want allowed", tc.a, res, err)
+		}
+		key := "weir:{user}:" + tc.tag
+		if s.RedisKey(r) != key {
+			t.Errorf("%s: key %q, want %q", tc.a, s.RedisKey(r), key)
+		}
+		if got, err := c.Get(ctx, key).Result(); err != nil || got != tc.want {
+			t.Errorf("%s: value %x %v, want %x", tc.a, got, err, tc.want)
+		}
+	}
+}
+
+// TestLayout2CarriedForLongWindows checks how a key moves from the
+// decimal strings of version 2 to version 3: a key with no state of
+// version 3 starts from its version-2 state when its window (a bucket's
+// refill period) is a minute or more, or a calendar month — an upgrade
+// gives no long-window key its limit afresh — and starts fresh when it
+// is shorter. Once the version-3 key is written, the old one is not read.
+func TestLayout2CarriedForLongWindows(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := storetest.T0.Add(90 * time.Second)
+	ms := now.UnixMilli()
+	month := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: algorithm.MonthWindow, Calendar: algorithm.Month}
+	monthStart, _ := month.WindowBounds(now)
+	n := 0
+	for _, tc := range []struct {
+		p algorithm.Params
+		// v2 is the version-2 state holding one unit of cost.
+		v2    func(w int64) string
+		carry bool
+	}{
+		{p: algorithm.Params{Algorithm: algorithm.TokenBucket, Window: time.Minute}, carry: true},
+		{p: algorithm.Params{Algorithm: algorithm.TokenBucket, Window: 59 * time.Second}},
+		{p: algorithm.Params{Algorithm: algorithm.LeakyBucket, Window: time.Hour}, carry: true},
+		{p: algorithm.Params{Algorithm: algorithm.LeakyBucket, Window: time.Second}},
+		{p: algorithm.Params{Algorithm: algorithm.FixedWindow, Window: time.Minute}, carry: true},
+		{p: algorithm.Params{Algorithm: algorithm.FixedWindow, Window: 30 * time.Second}},
+		{p: month, carry: true, v2: func(int64) string { return strconv.FormatInt(monthStart.UnixMilli(), 10) + ":1" }},
+		{p: algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Window: 24 * time.Hour}, carry: true},
+		{p: algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Window: 10 * time.Second}},
+	} {
+		n++
+		p := tc.p
+		p.Limit, p.Burst = 3, 3
+		w := p.Window.Milliseconds()
+		v2 := tc.v2
+		if v2 == nil {
+			v2 = func(w int64) string {
+				start := strconv.FormatInt(ms-ms%w, 10)
+				switch p.Algorithm {
+				case algorithm.FixedWindow:
+					return start + ":1"
+				case algorithm.SlidingWindowCounter:
+					return start + ":1:0"
+				}
+				return strconv.FormatInt(w, 10) + ":" + strconv.FormatInt(ms, 10) // a token's fill, last at now
+			}
+		}
+		r := algorithm.Request{Key: "user" + strconv.Itoa(n), Params: p, Cost: 1}
+		key := s.RedisKey(r)
+		old := key[:len(key)-1] + "2"
+		if err := c.Set(ctx, old, v2(w), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		name := p.Algorithm.String() + " " + p.Window.String()
+		want := int64(2) // fresh: 3 less this request
+		if tc.carry {
+			want = 1 // and less the unit the old key holds
+		}
+		res, err := s.Decide(ctx, now, []algorithm.Request{r})
+		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != want {
+			t.Errorf("%s: got %+v %v, want allowed with %d remaining", name, res, err, want)
+		}
+		// The version-3 key holds the state now: the old key no longer
+		// counts, whether it is gone or full.
+		if err := c.Set(ctx, old, "garbage", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err = s.Decide(ctx, now, []algorithm.Request{r})
+		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != want-1 {
+			t.Errorf("%s, second request: got %+v %v, want allowed with %d remaining", name, res, err, want-1)
+		}
+	}
+}
+
+// TestLayout2OfAnotherShapeReadsFresh checks that a version-2 key a long
+// window would start from, holding something else than a version-2
+// state (a string of another shape, or another type), neither fails the
+// decision nor sways it.
+func TestLayout2OfAnotherShapeReadsFresh(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	n := 0
+	for _, a := range []algorithm.Algorithm{algorithm.TokenBucket, algorithm.FixedWindow, algorithm.SlidingWindowCounter} {
+		for _, set := range []func(key string) error{
+			func(key string) error { return c.Set(ctx, key, "1:x", 0).Err() },
+			func(key string) error { return c.Set(ctx, key, packed(0, 0, 0), 0).Err() },
+			func(key string) error { return c.HSet(ctx, key, "w", "0", "c", "3").Err() },
+			func(key string) error { return c.RPush(ctx, key, "3").Err() },
+		} {
+			n++
+			r := algorithm.Request{Key: "user" + strconv.Itoa(n), Params: algorithm.Params{Algorithm: a, Limit: 3, Burst: 3, Window: time.Hour}, Cost: 1}
+			key := s.RedisKey(r)
+			if err := set(key[:len(key)-1] + "2"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r})
+			if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != 2 {
+				t.Errorf("%s, case %d: got %+v %v, want allowed with 2 remaining", a, n, res, err)
+			}
+		}
+	}
+}
+
+// TestOldLayoutIsIgnored checks that keys in the layout before version 2
+// (hashes under the tags "tb", "lb", "fw" and "sc"), which a running
+// deployment leaves behind, neither break nor sway a decision: the packed
+// states live under new tags, and the old keys expire.
+func TestOldLayoutIsIgnored(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := storetest.T0
+	start := now.UnixMilli() - now.UnixMilli()%time.Minute.Milliseconds()
+	old := map[algorithm.Algorithm][]any{
+		algorithm.TokenBucket:          {"tb", "l", 3 * 60_000, "t", now.UnixMilli()},
+		algorithm.LeakyBucket:          {"lb", "l", 3 * 60_000, "t", now.UnixMilli()},
+		algorithm.FixedWindow:          {"fw", "w", start, "c", 3},
+		algorithm.SlidingWindowCounter: {"sc", "w", start, "c", 3, "p", 0},
+	}
+	for a, fields := range old {
+		p := algorithm.Params{Algorithm: a, Limit: 3, Burst: 3, Window: time.Minute}
+		r := algorithm.Request{Key: "user", Params: p, Cost: 1}
+		if err := c.HSet(ctx, "weir:{user}:"+fields[0].(string), fields[1:]...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Decide(ctx, now, []algorithm.Request{r})
+		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != 2 {
+			t.Errorf("%s next to a full old-layout key: got %+v %v, want allowed with 2 remaining", a, res, err)
+		}
+	}
+}
