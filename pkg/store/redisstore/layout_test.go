@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -66,9 +68,14 @@ func TestPackedLayout(t *testing.T) {
 // refill period) is a minute or more, or a calendar month — an upgrade
 // gives no long-window key its limit afresh — and starts fresh when it
 // is shorter. Once the version-3 key is written, the old one is not read.
+// On Redis Cluster too: the two keys share their hash tag, so their slot.
 func TestLayout2CarriedForLongWindows(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t)
+	for name, c := range map[string]redis.UniversalClient{"node": redistest.Start(t).Client(t), "cluster": cluster.Get(t).Client(t)} {
+		t.Run(name, func(t *testing.T) { testLayout2Carried(t, c) })
+	}
+}
+
+func testLayout2Carried(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
 	s := newStore(t, c, "weir")
 	now := storetest.T0.Add(90 * time.Second)
