@@ -143,6 +143,38 @@ func testLayout2Carried(t *testing.T, c redis.UniversalClient) {
 	}
 }
 
+// TestLayout2CarriedLeavesNoKeyWithoutTTL checks a bucket's state carried
+// from version 2 at a limit of 0, where a write keeps the key's TTL
+// (KEEPTTL): a refund there must not create a version-3 key that has no
+// TTL to keep, which would never expire. The fill stays in the old key,
+// without the refund.
+func TestLayout2CarriedLeavesNoKeyWithoutTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	now := storetest.T0
+	r := algorithm.Request{Key: "user", Params: algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 0, Burst: 3, Window: time.Hour}, Cost: 1}
+	key := s.RedisKey(r)
+	old := key[:len(key)-1] + "2"
+	fill := 2 * time.Hour.Milliseconds() // two tokens
+	if err := c.Set(ctx, old, strconv.FormatInt(fill, 10)+":"+strconv.FormatInt(now.UnixMilli(), 10), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refund(ctx, now, now.Add(time.Second), []algorithm.Request{r}); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl != -2*time.Nanosecond {
+		t.Errorf("PTTL of the version-3 key after the refund: %v %v, want -2 (no key)", ttl, err)
+	}
+	// The carried fill still counts, whole: the refund is not applied
+	// (it errs towards admitting less).
+	res, err := s.Decide(ctx, now.Add(time.Second), []algorithm.Request{{Key: "user", Params: r.Params, Cost: 0}})
+	if err != nil || res[0].Err != nil || res[0].Used != 2 {
+		t.Errorf("peek after the refund: got %+v %v, want 2 used", res, err)
+	}
+}
+
 // TestLayout2OfAnotherShapeReadsFresh checks that a version-2 key a long
 // window would start from, holding something else than a version-2
 // state (a string of another shape, or another type), neither fails the

@@ -76,8 +76,9 @@ if write then
     -- set under the last positive limit, when it would have drained at
     -- that rate (algorithm.Expiry; storetest's "fill kept at a limit of
     -- zero"). Deleting it let a DC that gave its share up and got it back
-    -- admit its whole capacity again.
-    redis.call('SET', key, pack(level, last), 'KEEPTTL')
+    -- admit its whole capacity again. A fill read from the layout
+    -- before (v false: key has no TTL to keep) stays there instead.
+    if v then redis.call('SET', key, pack(level, last), 'KEEPTTL') end
   else
     local ttl = last - now + math.ceil(level / limit) + 1000
     redis.call('SET', key, pack(level, last), 'PX', string.format('%d', ttl))

@@ -14,11 +14,12 @@
 -- counts once, and spares Redis a second GET for every new key.
 local carryMs = 60000
 
--- load reads the state of key, n numbers (2 or 3): it returns whether a
--- state was found, then the numbers, or no numbers for a state of
--- another shape (which reads as fresh). carry (a long window): a key with
--- no state reads its layout-2 key (same name, tag ending in 2, same hash
--- slot) instead.
+-- load reads the state of key, n numbers (2 or 3): it returns whether key
+-- holds a value, then the state's numbers, or no numbers for a value of
+-- another shape (which reads as fresh). carry (a long window): when key
+-- holds nothing, the numbers come from its layout-2 key (same name, tag
+-- ending in 2, same hash slot) if that holds a state, and the first value
+-- is still false: key itself has no value and no TTL yet.
 local function load(key, n, carry)
   local v = redis.call('GET', key)
   if v then
@@ -47,10 +48,10 @@ local function load(key, n, carry)
   end
   if n == 2 then
     local x, y = string.match(v, '^(-?%d+):(-?%d+)$')
-    return true, tonumber(x), tonumber(y)
+    return false, tonumber(x), tonumber(y)
   end
   local x, y, z = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
-  return true, tonumber(x), tonumber(y), tonumber(z)
+  return false, tonumber(x), tonumber(y), tonumber(z)
 end
 
 -- pack returns the layout-3 value of a state's numbers (two or three).
