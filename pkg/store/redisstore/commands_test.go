@@ -55,7 +55,8 @@ func TestCommandsPerDecision(t *testing.T) {
 	}
 	const (
 		admitFresh = "admit fresh key"
-		// Of a window under a minute: the counter algorithms read no
+		// Of a state that lasts less than a minute (a window of 29 s,
+		// a bucket that drains in 29 s): the counter algorithms read no
 		// key of the layout before (lua/packed.lua's carryMs).
 		admitFreshShort = "admit fresh key of a short window"
 		admit           = "admit"
@@ -72,7 +73,7 @@ func TestCommandsPerDecision(t *testing.T) {
 		window time.Duration
 	}{
 		admitFresh:      {nil, step{at: 0, cost: 1}, 0},
-		admitFreshShort: {nil, step{at: 0, cost: 1}, 59 * time.Second},
+		admitFreshShort: {nil, step{at: 0, cost: 1}, 29 * time.Second},
 		admit:           {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 1}, 0},
 		admitSame:       {[]step{{at: 0, cost: 1}}, step{at: 0, cost: 1}, 0},
 		reject:          {[]step{{at: 0, cost: 2}}, step{at: ms, cost: 1}, 0},
@@ -80,8 +81,8 @@ func TestCommandsPerDecision(t *testing.T) {
 		refund:          {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 1, refund: true}, 0},
 	}
 	counter := map[string]map[string]int64{
-		// A key of a window of a minute or more with no state looks for
-		// its state in the layout before: a second GET.
+		// A key with no state that would last a minute or more looks
+		// for its state in the layout before: a second GET.
 		admitFresh:      {"evalsha": 1, "get": 2, "set": 1},
 		admitFreshShort: {"evalsha": 1, "get": 1, "set": 1},
 		admit:           {"evalsha": 1, "get": 1, "set": 1},

@@ -64,76 +64,84 @@ func TestPackedLayout(t *testing.T) {
 
 // TestLayout2CarriedForLongWindows checks how a key moves from the
 // decimal strings of version 2 to version 3: a key with no state of
-// version 3 starts from its version-2 state when its window (a bucket's
-// refill period) is a minute or more, or a calendar month — an upgrade
-// gives no long-window key its limit afresh — and starts fresh when it
-// is shorter. Once the version-3 key is written, the old one is not read.
-// On Redis Cluster too: the two keys share their hash tag, so their slot.
+// version 3 starts from its version-2 state when that state lasts a
+// minute or more — a fixed window of a minute or a calendar month, a
+// sliding window of 30 s (its state weighs for two), a bucket that takes
+// that long to drain when full — so that an upgrade gives no long-window
+// key its limit afresh; a shorter-lived state starts fresh. Once the
+// version-3 key is written, the old one no longer counts, even full. On
+// Redis Cluster too: the two keys share their hash tag, so their slot.
 func TestLayout2CarriedForLongWindows(t *testing.T) {
-	for name, c := range map[string]redis.UniversalClient{"node": redistest.Start(t).Client(t), "cluster": cluster.Get(t).Client(t)} {
-		t.Run(name, func(t *testing.T) { testLayout2Carried(t, c) })
-	}
+	t.Run("node", func(t *testing.T) { testLayout2Carried(t, redistest.Start(t).Client(t)) })
+	t.Run("cluster", func(t *testing.T) { testLayout2Carried(t, cluster.Get(t).Client(t)) })
 }
 
 func testLayout2Carried(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
-	s := newStore(t, c, "weir")
+	// Its own prefix: the cluster is shared, and a run must not meet the
+	// keys of the one before (-count).
+	s := newStore(t, c, "carry"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	now := storetest.T0.Add(90 * time.Second)
 	ms := now.UnixMilli()
 	month := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 3, Window: algorithm.MonthWindow, Calendar: algorithm.Month}
 	monthStart, _ := month.WindowBounds(now)
-	n := 0
-	for _, tc := range []struct {
-		p algorithm.Params
-		// v2 is the version-2 state holding one unit of cost.
-		v2    func(w int64) string
+	bucket := func(a algorithm.Algorithm, w time.Duration, limit, burst int64) algorithm.Params {
+		return algorithm.Params{Algorithm: a, Window: w, Limit: limit, Burst: burst}
+	}
+	window := func(a algorithm.Algorithm, w time.Duration) algorithm.Params {
+		return algorithm.Params{Algorithm: a, Window: w, Limit: 3}
+	}
+	for n, tc := range []struct {
+		p     algorithm.Params
 		carry bool
 	}{
-		{p: algorithm.Params{Algorithm: algorithm.TokenBucket, Window: time.Minute}, carry: true},
-		{p: algorithm.Params{Algorithm: algorithm.TokenBucket, Window: 59 * time.Second}},
-		{p: algorithm.Params{Algorithm: algorithm.LeakyBucket, Window: time.Hour}, carry: true},
-		{p: algorithm.Params{Algorithm: algorithm.LeakyBucket, Window: time.Second}},
-		{p: algorithm.Params{Algorithm: algorithm.FixedWindow, Window: time.Minute}, carry: true},
-		{p: algorithm.Params{Algorithm: algorithm.FixedWindow, Window: 30 * time.Second}},
-		{p: month, carry: true, v2: func(int64) string { return strconv.FormatInt(monthStart.UnixMilli(), 10) + ":1" }},
-		{p: algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Window: 24 * time.Hour}, carry: true},
-		{p: algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Window: 10 * time.Second}},
+		{bucket(algorithm.TokenBucket, time.Minute, 3, 3), true},
+		{bucket(algorithm.TokenBucket, 59*time.Second, 2, 2), false},
+		// A minute's refill period is not needed: 120 tokens at 1 a
+		// second take two minutes to drain.
+		{bucket(algorithm.TokenBucket, time.Second, 1, 120), true},
+		{bucket(algorithm.LeakyBucket, time.Hour, 3, 3), true},
+		{bucket(algorithm.LeakyBucket, time.Second, 3, 3), false},
+		{window(algorithm.FixedWindow, time.Minute), true},
+		{window(algorithm.FixedWindow, 59*time.Second), false},
+		{month, true},
+		{window(algorithm.SlidingWindowCounter, 24*time.Hour), true},
+		{window(algorithm.SlidingWindowCounter, 30*time.Second), true},
+		{window(algorithm.SlidingWindowCounter, 29*time.Second), false},
 	} {
-		n++
 		p := tc.p
-		p.Limit, p.Burst = 3, 3
 		w := p.Window.Milliseconds()
-		v2 := tc.v2
-		if v2 == nil {
-			v2 = func(w int64) string {
-				start := strconv.FormatInt(ms-ms%w, 10)
-				switch p.Algorithm {
-				case algorithm.FixedWindow:
-					return start + ":1"
-				case algorithm.SlidingWindowCounter:
-					return start + ":1:0"
-				}
-				return strconv.FormatInt(w, 10) + ":" + strconv.FormatInt(ms, 10) // a token's fill, last at now
+		// v2 is a version-2 state holding count units of cost.
+		v2 := func(count int64) string {
+			itoa := func(i int64) string { return strconv.FormatInt(i, 10) }
+			switch {
+			case p.Calendar == algorithm.Month:
+				return itoa(monthStart.UnixMilli()) + ":" + itoa(count)
+			case p.Algorithm == algorithm.FixedWindow:
+				return itoa(ms-ms%w) + ":" + itoa(count)
+			case p.Algorithm == algorithm.SlidingWindowCounter:
+				return itoa(ms-ms%w) + ":" + itoa(count) + ":0"
 			}
+			return itoa(count*w) + ":" + itoa(ms) // a fill of count tokens, last at now
 		}
 		r := algorithm.Request{Key: "user" + strconv.Itoa(n), Params: p, Cost: 1}
 		key := s.RedisKey(r)
 		old := key[:len(key)-1] + "2"
-		if err := c.Set(ctx, old, v2(w), 0).Err(); err != nil {
+		if err := c.Set(ctx, old, v2(1), time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
 		name := p.Algorithm.String() + " " + p.Window.String()
-		want := int64(2) // fresh: 3 less this request
+		want := p.Capacity() - 1 // fresh: less this request
 		if tc.carry {
-			want = 1 // and less the unit the old key holds
+			want-- // and less the unit the old key holds
 		}
 		res, err := s.Decide(ctx, now, []algorithm.Request{r})
 		if err != nil || res[0].Err != nil || !res[0].Allowed || res[0].Remaining != want {
 			t.Errorf("%s: got %+v %v, want allowed with %d remaining", name, res, err, want)
 		}
 		// The version-3 key holds the state now: the old key no longer
-		// counts, whether it is gone or full.
-		if err := c.Set(ctx, old, "garbage", 0).Err(); err != nil {
+		// counts, even full.
+		if err := c.Set(ctx, old, v2(p.Capacity()), time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
 		res, err = s.Decide(ctx, now, []algorithm.Request{r})
@@ -143,35 +151,49 @@ func testLayout2Carried(t *testing.T, c redis.UniversalClient) {
 	}
 }
 
-// TestLayout2CarriedLeavesNoKeyWithoutTTL checks a bucket's state carried
-// from version 2 at a limit of 0, where a write keeps the key's TTL
-// (KEEPTTL): a refund there must not create a version-3 key that has no
-// TTL to keep, which would never expire. The fill stays in the old key,
-// without the refund.
-func TestLayout2CarriedLeavesNoKeyWithoutTTL(t *testing.T) {
+// TestLayout2CarriedAtLimitZero checks a bucket's state carried from
+// version 2 at a limit of 0, where nothing drains and a write keeps the
+// key's TTL (KEEPTTL, set under the last positive limit): the version-3
+// key a refund or a peek writes takes the old key's TTL, rather than
+// none (it would never expire) or a new one.
+func TestLayout2CarriedAtLimitZero(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
 	s := newStore(t, c, "weir")
 	now := storetest.T0
-	r := algorithm.Request{Key: "user", Params: algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 0, Burst: 3, Window: time.Hour}, Cost: 1}
-	key := s.RedisKey(r)
-	old := key[:len(key)-1] + "2"
-	fill := 2 * time.Hour.Milliseconds() // two tokens
-	if err := c.Set(ctx, old, strconv.FormatInt(fill, 10)+":"+strconv.FormatInt(now.UnixMilli(), 10), time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Refund(ctx, now, now.Add(time.Second), []algorithm.Request{r}); err != nil {
-		t.Fatal(err)
-	}
-	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl != -2*time.Nanosecond {
-		t.Errorf("PTTL of the version-3 key after the refund: %v %v, want -2 (no key)", ttl, err)
-	}
-	// The carried fill still counts, whole: the refund is not applied
-	// (it errs towards admitting less).
-	res, err := s.Decide(ctx, now.Add(time.Second), []algorithm.Request{{Key: "user", Params: r.Params, Cost: 0}})
-	if err != nil || res[0].Err != nil || res[0].Used != 2 {
-		t.Errorf("peek after the refund: got %+v %v, want 2 used", res, err)
+	zero := algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 0, Burst: 3, Window: time.Hour}
+	for _, tc := range []struct {
+		name     string
+		step     func(r algorithm.Request) error
+		wantUsed int64
+	}{
+		{"refund", func(r algorithm.Request) error {
+			return s.Refund(ctx, now, now.Add(time.Second), []algorithm.Request{r})
+		}, 1},
+		{"peek", func(r algorithm.Request) error {
+			r.Cost = 0
+			_, err := s.Decide(ctx, now.Add(time.Second), []algorithm.Request{r})
+			return err
+		}, 2},
+	} {
+		r := algorithm.Request{Key: tc.name, Params: zero, Cost: 1}
+		key := s.RedisKey(r)
+		old := key[:len(key)-1] + "2"
+		fill := 2 * time.Hour.Milliseconds() // two tokens
+		if err := c.Set(ctx, old, strconv.FormatInt(fill, 10)+":"+strconv.FormatInt(now.UnixMilli(), 10), 40*time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.step(r); err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl <= 39*time.Minute || ttl > 40*time.Minute {
+			t.Errorf("%s: PTTL of the version-3 key: %v %v, want the old key's, about 40m", tc.name, ttl, err)
+		}
+		res, err := s.Decide(ctx, now.Add(2*time.Second), []algorithm.Request{{Key: tc.name, Params: zero, Cost: 0}})
+		if err != nil || res[0].Err != nil || res[0].Used != tc.wantUsed {
+			t.Errorf("%s: a peek after: got %+v %v, want %d used", tc.name, res, err, tc.wantUsed)
+		}
 	}
 }
 

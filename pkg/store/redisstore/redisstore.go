@@ -206,9 +206,15 @@ func New(c Client, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Load loads every script into Redis ahead of use. Optional: a NOSCRIPT
-// reply loads the script on demand.
+// Load loads every script into Redis ahead of use, after checking that
+// the server's Lua has the struct library the counter algorithms' states
+// are packed with (lua/packed.lua; Redis has it since 2.6), so that a
+// server without it is reported once, by name, rather than by the error
+// of every decision. Optional: a NOSCRIPT reply loads a script on demand.
 func (s *Store) Load(ctx context.Context) error {
+	if err := s.c.Process(ctx, redis.NewCmd(ctx, "eval", "return struct.pack('<d', 1)", 0)); err != nil {
+		return fmt.Errorf("redisstore: the server's Lua lacks the struct library the counter algorithms need: %w", err)
+	}
 	for _, a := range algorithm.All {
 		sc := s.scripts[a]
 		if err := s.c.ScriptLoad(ctx, sc.src).Err(); err != nil {

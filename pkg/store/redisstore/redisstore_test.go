@@ -42,8 +42,11 @@ func TestConformance(t *testing.T) {
 func TestClusterConformance(t *testing.T) {
 	c := cluster.Get(t).Client(t)
 	var n atomic.Int64
+	// The cluster is shared: a run must not meet the keys of the one
+	// before (-count).
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	storetest.Run(t, "redis-cluster", func(t *testing.T) storetest.Store {
-		return newStore(t, c, fmt.Sprintf("c%d", n.Add(1)))
+		return newStore(t, c, fmt.Sprintf("c%s-%d", run, n.Add(1)))
 	})
 }
 

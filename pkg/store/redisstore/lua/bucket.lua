@@ -4,8 +4,10 @@
 --          of its last update
 -- argv     from first: window ms, limit, capacity, cost
 -- Writes   allowed, fill, last
--- Commands: GET, then SET ... PX (or DEL, for an empty bucket; SET ...
--- KEEPTTL at a limit of 0) only when
+-- Commands: GET (and GET of the layout-2 key, for a long-lived bucket
+-- with no state: packed.lua), then SET ... PX (or DEL, for an empty
+-- bucket; SET ... KEEPTTL at a limit of 0, or PTTL of the layout-2 key and
+-- SET ... PX for a fill read from it) only when
 -- the state changes: an admission, a refund, or an observation (cost 0)
 -- of a bucket that drained since its last write (at a limit of 0, whose
 -- clock moved). The observation settles
@@ -17,7 +19,10 @@ local limit = tonumber(argv[first + 1])
 local capacity = tonumber(argv[first + 2])
 local cost = tonumber(argv[first + 3])
 
-local v, level, last = load(key, 2, w >= carryMs)
+-- (A full bucket drains in capacity * w / limit ms: that long-lived a
+-- state starts from its layout-2 key; at a limit of 0, which drains
+-- nothing, always.)
+local from, level, last = loadState(key, 2, capacity * w >= carryMs * limit)
 if level == nil or last == nil then
   level, last = 0, 0
 end
@@ -44,7 +49,7 @@ if mode == 'd' then
       write = true
     end
   end
-  if cost == 0 and v and (level ~= stored or last ~= storedLast) then
+  if cost == 0 and from and (level ~= stored or last ~= storedLast) then
     -- (At a limit of 0 only the time moves: it is written too, so that a
     -- limit given back drains from this observation, as package
     -- algorithm's state does, not from the last write.)
@@ -70,18 +75,25 @@ end
 if write then
   if level == 0 then
     -- A drained bucket is as good as fresh.
-    if v then redis.call('DEL', key) end
+    if from == 'key' then redis.call('DEL', key) end
   elseif limit == 0 then
     -- At a limit of 0 nothing drains: the fill stays until the key's TTL,
     -- set under the last positive limit, when it would have drained at
     -- that rate (algorithm.Expiry; storetest's "fill kept at a limit of
     -- zero"). Deleting it let a DC that gave its share up and got it back
     -- admit its whole capacity again. A fill read from the layout
-    -- before (v false: key has no TTL to keep) stays there instead.
-    if v then redis.call('SET', key, pack(level, last), 'KEEPTTL') end
+    -- before takes the old key's TTL, which is the one to keep.
+    if from == 'key' then
+      redis.call('SET', key, packState(level, last), 'KEEPTTL')
+    else
+      local ttl = redis.call('PTTL', oldKey(key))
+      if ttl > 0 then
+        redis.call('SET', key, packState(level, last), 'PX', ttl)
+      end
+    end
   else
     local ttl = last - now + math.ceil(level / limit) + 1000
-    redis.call('SET', key, pack(level, last), 'PX', string.format('%d', ttl))
+    redis.call('SET', key, packState(level, last), 'PX', string.format('%d', ttl))
   end
 end
 out[o], out[o + 1], out[o + 2] = allowed, level, last

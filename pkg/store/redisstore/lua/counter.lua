@@ -13,7 +13,7 @@ local limit = tonumber(argv[first + 1])
 local cost = tonumber(argv[first + 2])
 
 local start = now - (now % w)
-local _, sw, count, prev = load(key, 3, w >= carryMs)
+local _, sw, count, prev = loadState(key, 3, 2 * w >= carryMs)
 if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
@@ -59,7 +59,7 @@ if write then
   -- Keys last written across a window expire across as long a span (at
   -- most an hour), not all at the instant the window stops weighing.
   local spread = (now - sw) % math.min(w, 3600000)
-  redis.call('SET', key, pack(sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
+  redis.call('SET', key, packState(sw, count, prev), 'PX', string.format('%d', sw + 2 * w - now + 1000 + spread))
 end
 out[o], out[o + 1], out[o + 2], out[o + 3] = allowed, sw, count, prev
 return 4

@@ -26,7 +26,7 @@ else
   start = now - (now % w)
   keep = w
 end
-local _, sw, count = load(key, 2, w == 0 or w >= carryMs)
+local _, sw, count = loadState(key, 2, w == 0 or w >= carryMs)
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
@@ -61,7 +61,7 @@ if write then
   local span = keep
   if span > 3600000 then span = 3600000 end
   local spread = (now - sw) % span
-  redis.call('SET', key, pack(sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
+  redis.call('SET', key, packState(sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
 end
 out[o], out[o + 1], out[o + 2] = allowed, sw, count
 return 3
