@@ -115,15 +115,21 @@ type Config struct {
 	Store Store
 	// StoreTimeout is the least bound on each store call. Default 20ms.
 	// The bound in force adapts to the latencies the store answers with
-	// (twice the slowest call of the last 5–10 seconds, a call that timed
-	// out counting as one that took its bound), between StoreTimeout and
-	// StoreTimeoutMax: a store that is slow because it is busy is waited
-	// for, one that stopped answering is not. See
+	// (twice the slowest call of the last 5–10 seconds plus StorePause, a
+	// call that timed out counting as one that took its bound), between
+	// StoreTimeout and StoreTimeoutMax: a store that is slow because it is
+	// busy is waited for, one that stopped answering is not. See
 	// docs/operations.md, "Overload".
 	StoreTimeout time.Duration
 	// StoreTimeoutMax is the most the bound may adapt to. Default 10 ×
 	// StoreTimeout; at most StoreTimeout disables the adaptation.
 	StoreTimeoutMax time.Duration
+	// StorePause is how long a healthy store node may stop answering of
+	// its own accord: Redis deleting many expired keys at once runs up to
+	// a quarter of each 1/hz tick, 25ms at its default hz of 10. The
+	// adaptive bound adds it to twice the slowest recent call, so that a
+	// call queued behind such a pause is waited for. Default 0.
+	StorePause time.Duration
 	// MaxInFlight bounds the store requests (one per rule decision) in
 	// flight at once. A call that finds no room waits up to AdmitWait for
 	// it; if it still finds none, its decisions are shed to their rules'
@@ -169,8 +175,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("limiter: Config.Store is required")
-	case c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.AdmitWait < 0:
-		return fmt.Errorf("limiter: negative StoreTimeout %v, StoreTimeoutMax %v or AdmitWait %v", c.StoreTimeout, c.StoreTimeoutMax, c.AdmitWait)
+	case c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.StorePause < 0 || c.AdmitWait < 0:
+		return fmt.Errorf("limiter: negative StoreTimeout %v, StoreTimeoutMax %v, StorePause %v or AdmitWait %v", c.StoreTimeout, c.StoreTimeoutMax, c.StorePause, c.AdmitWait)
 	case c.LocalKeys < 0:
 		return fmt.Errorf("limiter: negative LocalKeys %d", c.LocalKeys)
 	}

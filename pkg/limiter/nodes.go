@@ -228,7 +228,7 @@ func (l *Limiter) newNode(name string) *node {
 			l.obs.BreakerState(s)
 		}
 	})
-	return &node{name: name, breaker: b, timeout: newAdaptiveTimeout(l.cfg.StoreTimeout, l.cfg.StoreTimeoutMax)}
+	return &node{name: name, breaker: b, timeout: newAdaptiveTimeout(l.cfg.StoreTimeout, l.cfg.StoreTimeoutMax, l.cfg.StorePause)}
 }
 
 // nodeCreated tells the observer of a node first met, its breaker closed,

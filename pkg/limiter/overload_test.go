@@ -45,6 +45,12 @@ func (f *fallbackCounter) total() (n int64) {
 // call by the limiter's adaptive timeout, default overload settings.
 func coalescedLimiter(t *testing.T, srv *redistest.Server, obs limiter.Observer) *limiter.Limiter {
 	t.Helper()
+	return coalescedLimiterPausing(t, srv, obs, 0)
+}
+
+// coalescedLimiterPausing is coalescedLimiter with Config.StorePause set.
+func coalescedLimiterPausing(t *testing.T, srv *redistest.Server, obs limiter.Observer, pause time.Duration) *limiter.Limiter {
+	t.Helper()
 	const ceiling = 200 * time.Millisecond // the default: 10 × 20ms
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: ceiling, WriteTimeout: ceiling, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rc.Close() })
@@ -61,7 +67,7 @@ func coalescedLimiter(t *testing.T, srv *redistest.Server, obs limiter.Observer)
 		t.Fatal(err)
 	}
 	t.Cleanup(co.Close)
-	l, err := limiter.New(limiter.Config{Store: co, CacheKeys: -1, Observer: obs})
+	l, err := limiter.New(limiter.Config{Store: co, CacheKeys: -1, Observer: obs, StorePause: pause})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +152,53 @@ func TestOverloadStaysOnTheStore(t *testing.T) {
 		t.Errorf("Redis slow but answering: the breaker opened %d times, want 0", n)
 	}
 	t.Logf("store timeout in force: %v", l.StoreTimeout())
+}
+
+// TestStorePauseIsWaitedOut makes Redis pause once, 100ms (DEBUG SLEEP,
+// as its expiry of many keys would at a low hz), after the adaptive bound
+// has learned from light load: with Config.StorePause of 150ms the bound
+// covers the pause on top of twice the slowest call, and no decision
+// goes to a failure mode. Without it (logged, not asserted: a noisy
+// machine may have seen a slow call while learning) the bound is twice
+// the few milliseconds of light load, and the calls caught by the pause
+// are cut.
+func TestStorePauseIsWaitedOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learns a bound for about six seconds")
+	}
+	for _, pause := range []time.Duration{0, 150 * time.Millisecond} {
+		t.Run("pause "+pause.String(), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t, "--enable-debug-command", "yes")
+			obs := &fallbackCounter{}
+			l := coalescedLimiterPausing(t, srv, obs, pause)
+			// A whole window of light calls: the bound has learned.
+			for start := time.Now(); time.Since(start) < 5500*time.Millisecond; time.Sleep(10 * time.Millisecond) {
+				drive(t, l, 1, 1, "local")
+			}
+			bound := l.StoreTimeout()
+			if pause > 0 && bound < pause {
+				t.Fatalf("bound after light load: %v, want at least the pause %v", bound, pause)
+			}
+			side := srv.Client(t)
+			slept := make(chan error, 1)
+			go func() { slept <- side.Do(context.Background(), "DEBUG", "SLEEP", "0.1").Err() }()
+			time.Sleep(5 * time.Millisecond) // Redis is asleep
+			before := obs.total()
+			got := drive(t, l, 8, 4, "local")
+			if err := <-slept; err != nil {
+				t.Fatalf("DEBUG SLEEP: %v", err)
+			}
+			cut := obs.total() - before
+			t.Logf("bound %v, decisions by source across a 100ms pause: %v", bound, got)
+			if pause > 0 && cut != 0 {
+				t.Errorf("a 100ms pause under a bound of %v: %d decisions went to failure modes, want 0", bound, cut)
+			}
+			if pause == 0 {
+				t.Logf("without StorePause: %d decisions went to failure modes", cut)
+			}
+		})
+	}
 }
 
 // TestStoppedRedisTripsTheBreaker stops redis-server (SIGSTOP) under

@@ -12,9 +12,14 @@ import (
 // core) is waited for, and one that stopped answering is not.
 //
 // The bound is twice the slowest successful call of the last one to two
-// windows of five seconds (the current window and the one before), at least floor and at
-// most ceiling: a call that outlasts it took more than twice as long as
-// any the store answered lately, which is failure, not queueing. A mean
+// windows of five seconds (the current window and the one before), plus
+// pause, at least floor and at most ceiling: a call that outlasts it took
+// more than twice as long as any the store answered lately, and more than
+// a pause the store takes of itself while healthy (Redis deleting many
+// expired keys at once: Config.StorePause), which is failure, not
+// queueing. The pause is added, not folded into the slowest call: such a
+// pause comes seldom, so the last windows need not have seen one, and a
+// call may meet one on top of the queueing they did see. A mean
 // and deviation (TCP's RTO) would not do: under load most calls are fast
 // and a few wait behind a stall, and it is the few that must not time out.
 // The slowest call is a tail estimate that costs one atomic compare per
@@ -25,8 +30,8 @@ import (
 // A call that timed out took at least its bound: it counts as a call that
 // slow, so the bound doubles for the next window or two. The calls
 // of one stall, all made under the same bound, double it once; a store
-// that stopped answering meets bounds of floor, 2·floor, 4·floor... up to
-// ceiling. Safe for concurrent use; the bound in force is read without a
+// that stopped answering meets bounds of floor, 2·floor + pause,
+// 4·floor + 3·pause... up to ceiling. Safe for concurrent use; the bound in force is read without a
 // lock, and a call no slower than the slowest of its window costs one
 // atomic load.
 //
@@ -36,6 +41,7 @@ import (
 // life is not cut at twice the few fast calls before it.
 type adaptiveTimeout struct {
 	floor, ceiling time.Duration
+	pause          time.Duration
 	window         time.Duration
 
 	curMax  atomic.Int64 // ns, slowest call of the current window
@@ -52,8 +58,8 @@ type adaptiveTimeout struct {
 // windows.
 const timeoutWindow = 5 * time.Second
 
-func newAdaptiveTimeout(floor, ceiling time.Duration) *adaptiveTimeout {
-	a := &adaptiveTimeout{floor: floor, ceiling: max(floor, ceiling), window: timeoutWindow, learning: true}
+func newAdaptiveTimeout(floor, ceiling, pause time.Duration) *adaptiveTimeout {
+	a := &adaptiveTimeout{floor: floor, ceiling: max(floor, ceiling), pause: pause, window: timeoutWindow, learning: true}
 	a.cur.Store(int64(a.ceiling))
 	return a
 }
@@ -101,5 +107,5 @@ func (a *adaptiveTimeout) set() {
 		return
 	}
 	slowest := max(a.prevMax, time.Duration(a.curMax.Load()))
-	a.cur.Store(int64(min(max(2*slowest, a.floor), a.ceiling)))
+	a.cur.Store(int64(min(max(2*slowest+a.pause, a.floor), a.ceiling)))
 }

@@ -260,7 +260,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
-	store, closeStore, err := openStore(cfg)
+	store, storePause, closeStore, err := openStore(cfg)
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg Config) error {
 		obs = limiter.Observers{met, glob.observer}
 	}
 	lim, err := limiter.New(limiter.Config{
-		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, StoreTimeoutMax: cfg.StoreTimeoutMax,
+		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, StoreTimeoutMax: cfg.StoreTimeoutMax, StorePause: storePause,
 		MaxInFlight: cfg.MaxInFlight, AdmitWait: cfg.AdmitWait, CacheKeys: cfg.CacheKeys,
 		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
 		Quotas: glob.quotas, Instances: glob.instances,
@@ -484,14 +484,16 @@ func clusterURL(s string) bool {
 	return err == nil && u.Query().Has("addr")
 }
 
-// openStore returns the DC's store and a function that releases it.
-func openStore(cfg Config) (limiter.Store, func(), error) {
+// openStore returns the DC's store, how long it may pause of itself while
+// healthy (limiter.Config.StorePause: Redis's expiry at its hz), and a
+// function that releases it.
+func openStore(cfg Config) (store limiter.Store, pause time.Duration, release func(), err error) {
 	if cfg.Redis == "" {
 		s, err := memstore.New(memstore.Config{MaxKeys: cfg.MemoryKeys})
 		if err != nil {
-			return nil, nil, fmt.Errorf("limiterd: %w", err)
+			return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
 		}
-		return s, func() {}, nil
+		return s, 0, func() {}, nil
 	}
 	var c redisstore.Client
 	var closeFn func() error
@@ -502,7 +504,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	case strings.Contains(cfg.Redis, "://") && clusterURL(cfg.Redis):
 		opt, err := redis.ParseClusterURL(cfg.Redis)
 		if err != nil {
-			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+			return nil, 0, nil, fmt.Errorf("limiterd: --redis: %w", err)
 		}
 		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClusterClient(opt)
@@ -510,7 +512,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	case strings.Contains(cfg.Redis, "://"):
 		opt, err := redis.ParseURL(cfg.Redis)
 		if err != nil {
-			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+			return nil, 0, nil, fmt.Errorf("limiterd: --redis: %w", err)
 		}
 		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClient(opt)
@@ -529,7 +531,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {
 		_ = closeFn()
-		return nil, nil, fmt.Errorf("limiterd: %w", err)
+		return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
 	}
 	// Load the scripts now, so the first decisions need not; a Redis that
 	// is down at start is not fatal (the failure modes cover it).
@@ -537,7 +539,7 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	if err := s.Load(lctx); err != nil {
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
 	}
-	adviseHz(lctx, c, cfg.Logger)
+	pause = expiryPause(lctx, c, cfg.Logger)
 	cancel()
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
@@ -547,9 +549,9 @@ func openStore(cfg Config) (limiter.Store, func(), error) {
 	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})
 	if err != nil {
 		_ = closeFn()
-		return nil, nil, fmt.Errorf("limiterd: %w", err)
+		return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
 	}
-	return co, func() { co.Close(); _ = closeFn() }, nil
+	return co, pause, func() { co.Close(); _ = closeFn() }, nil
 }
 
 // tune sets go-redis timeouts for a limiter: short, no retries (a retry

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,21 +16,33 @@ import (
 // many keys expire together.
 const advisedHz = 100
 
-// adviseHz logs, at info, each node of c (a Redis Cluster's primaries and
-// replicas) whose hz is below advisedHz. It
-// says nothing when the node does not answer CONFIG GET (managed services
-// often rename or refuse CONFIG): the advice is only advice.
-func adviseHz(ctx context.Context, c any, log *slog.Logger) {
+// defaultHz is Redis's hz when it is not configured.
+const defaultHz = 10
+
+// expiryPause reads the hz of each node of c (a Redis Cluster's primaries
+// and replicas), logs at info each node below advisedHz, and returns how
+// long a node may pause of itself to delete expired keys at the lowest hz
+// read: a quarter of 1/hz (limiter.Config.StorePause). A node that does
+// not answer CONFIG GET (managed services often rename or refuse CONFIG)
+// is taken to run at Redis's default hz, and logged at debug: the advice
+// is only advice.
+func expiryPause(ctx context.Context, c any, log *slog.Logger) time.Duration {
+	var mu sync.Mutex // ForEachShard reads the nodes concurrently
+	lowest := 0
 	check := func(ctx context.Context, n *redis.Client) error {
+		hz := defaultHz
 		m, err := n.ConfigGet(ctx, "hz").Result()
-		if err != nil {
-			log.Debug("could not read Redis's hz", "node", n.Options().Addr, "err", err)
-			return nil
-		}
-		if hz, err := strconv.Atoi(m["hz"]); err == nil && hz > 0 && hz < advisedHz {
+		if v, perr := strconv.Atoi(m["hz"]); err != nil || perr != nil || v <= 0 {
+			log.Debug("could not read Redis's hz; taking its default", "node", n.Options().Addr, "default", defaultHz, "err", err)
+		} else if hz = v; hz < advisedHz {
 			log.Info("Redis runs at a low hz: when many keys expire together it may stall every call for about a quarter of 1/hz; hz 100 makes that about 2.5 ms (docs/operations.md)",
 				"node", n.Options().Addr, "hz", hz, "stall_ms", 250/hz)
 		}
+		mu.Lock()
+		if lowest == 0 || hz < lowest {
+			lowest = hz
+		}
+		mu.Unlock()
 		return nil
 	}
 	switch c := c.(type) {
@@ -40,4 +54,8 @@ func adviseHz(ctx context.Context, c any, log *slog.Logger) {
 			log.Debug("could not read Redis Cluster's nodes for their hz", "err", err)
 		}
 	}
+	if lowest == 0 {
+		lowest = defaultHz
+	}
+	return time.Second / time.Duration(4*lowest)
 }

@@ -15,30 +15,35 @@ import (
 )
 
 // A Redis node below hz 100 is named in an info line; one at 100, or one
-// that does not answer, gives no line at info.
-func TestAdviseHz(t *testing.T) {
+// that does not answer, gives no line at info. The pause is a quarter of
+// 1/hz, at Redis's default hz of 10 for a node that does not answer.
+func TestExpiryPause(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client func(t *testing.T) *redis.Client
 		advice bool
+		pause  time.Duration
 	}{
-		{"default hz", func(t *testing.T) *redis.Client { return redistest.Start(t).Client(t) }, true},
-		{"hz 100", func(t *testing.T) *redis.Client { return redistest.Start(t, "--hz", "100").Client(t) }, false},
+		{"default hz", func(t *testing.T) *redis.Client { return redistest.Start(t).Client(t) }, true, 25 * time.Millisecond},
+		{"hz 100", func(t *testing.T) *redis.Client { return redistest.Start(t, "--hz", "100").Client(t) }, false, 2500 * time.Microsecond},
+		{"hz 40", func(t *testing.T) *redis.Client { return redistest.Start(t, "--hz", "40").Client(t) }, true, 6250 * time.Microsecond},
 		{"no answer", func(t *testing.T) *redis.Client {
 			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 			t.Cleanup(func() { _ = c.Close() })
 			return c
-		}, false},
+		}, false, 25 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			adviseHz(ctx, tc.client(t), log)
+			if got := expiryPause(ctx, tc.client(t), log); got != tc.pause {
+				t.Errorf("pause %v, want %v", got, tc.pause)
+			}
 			switch got := out.String(); {
-			case tc.advice && !(strings.Contains(got, "low hz") && strings.Contains(got, "hz=10 ")):
-				t.Fatalf("no advice for hz 10; log: %q", got)
+			case tc.advice && !strings.Contains(got, "low hz"):
+				t.Fatalf("no advice for a low hz; log: %q", got)
 			case !tc.advice && got != "":
 				t.Fatalf("logged at info: %q, want nothing", got)
 			}
@@ -49,7 +54,7 @@ func TestAdviseHz(t *testing.T) {
 // On Redis Cluster every node is read, replicas too (a failover makes one
 // a primary): three primaries and three replicas at the default hz give
 // six lines, one a node.
-func TestAdviseHzCluster(t *testing.T) {
+func TestExpiryPauseCluster(t *testing.T) {
 	redistest.RequireCluster(t)
 	cl := redistest.StartCluster(t).Client(t)
 	// A new cluster's replicas join, and then answer, a little after it
@@ -61,7 +66,9 @@ func TestAdviseHzCluster(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		adviseHz(ctx, cl, log)
+		if got := expiryPause(ctx, cl, log); got != 25*time.Millisecond {
+			t.Errorf("pause %v, want 25ms", got)
+		}
 		nodes := map[string]bool{}
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 			if _, rest, ok := strings.Cut(line, "node="); ok && strings.Contains(line, "hz=10 ") {
