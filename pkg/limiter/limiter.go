@@ -128,7 +128,8 @@ type Config struct {
 	// its own accord: Redis deleting many expired keys at once runs up to
 	// a quarter of each 1/hz tick, 25ms at its default hz of 10. The
 	// adaptive bound adds it to twice the slowest recent call, so that a
-	// call queued behind such a pause is waited for. Default 0.
+	// call queued behind such a pause is waited for. One value for every
+	// node (limiterd takes the lowest hz of a cluster's nodes). Default 0.
 	StorePause time.Duration
 	// MaxInFlight bounds the store requests (one per rule decision) in
 	// flight at once. A call that finds no room waits up to AdmitWait for

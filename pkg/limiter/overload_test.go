@@ -181,13 +181,21 @@ func TestStorePauseIsWaitedOut(t *testing.T) {
 				t.Fatalf("bound after light load: %v, want at least the pause %v", bound, pause)
 			}
 			side := srv.Client(t)
+			if err := side.Ping(context.Background()).Err(); err != nil { // dialled before the sleep
+				t.Fatal(err)
+			}
 			slept := make(chan error, 1)
 			go func() { slept <- side.Do(context.Background(), "DEBUG", "SLEEP", "0.1").Err() }()
 			time.Sleep(5 * time.Millisecond) // Redis is asleep
 			before := obs.total()
+			start := time.Now()
 			got := drive(t, l, 8, 4, "local")
+			took := time.Since(start)
 			if err := <-slept; err != nil {
 				t.Fatalf("DEBUG SLEEP: %v", err)
+			}
+			if took < 50*time.Millisecond {
+				t.Fatalf("the calls took %v: they did not meet the 100ms sleep", took)
 			}
 			cut := obs.total() - before
 			t.Logf("bound %v, decisions by source across a 100ms pause: %v", bound, got)

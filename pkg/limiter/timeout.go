@@ -30,8 +30,8 @@ import (
 // A call that timed out took at least its bound: it counts as a call that
 // slow, so the bound doubles for the next window or two. The calls
 // of one stall, all made under the same bound, double it once; a store
-// that stopped answering meets bounds of floor, 2·floor + pause,
-// 4·floor + 3·pause... up to ceiling. Safe for concurrent use; the bound in force is read without a
+// that stopped answering meets bounds of b, 2b + pause, 4b + 3·pause...
+// up to ceiling, from a bound b. Safe for concurrent use; the bound in force is read without a
 // lock, and a call no slower than the slowest of its window costs one
 // atomic load.
 //

@@ -2,6 +2,7 @@ package limiterd
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -33,7 +34,7 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) time.Duration {
 		hz := defaultHz
 		m, err := n.ConfigGet(ctx, "hz").Result()
 		if v, perr := strconv.Atoi(m["hz"]); err != nil || perr != nil || v <= 0 {
-			log.Debug("could not read Redis's hz; taking its default", "node", n.Options().Addr, "default", defaultHz, "err", err)
+			log.Debug("could not read Redis's hz; taking its default", "node", n.Options().Addr, "default", defaultHz, "err", errors.Join(err, perr))
 		} else if hz = v; hz < advisedHz {
 			log.Info("Redis runs at a low hz: when many keys expire together it may stall every call for about a quarter of 1/hz; hz 100 makes that about 2.5 ms (docs/operations.md)",
 				"node", n.Options().Addr, "hz", hz, "stall_ms", 250/hz)
@@ -57,5 +58,8 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) time.Duration {
 	if lowest == 0 {
 		lowest = defaultHz
 	}
-	return time.Second / time.Duration(4*lowest)
+	pause := time.Second / time.Duration(4*lowest)
+	log.Info("store calls are bounded by twice the slowest recent call plus the pause Redis's expiry may take at the lowest hz of its nodes; read at start",
+		"hz", lowest, "pause", pause)
+	return pause
 }
