@@ -76,6 +76,10 @@ type Config struct {
 	// StoreTimeoutMax is the most the bound may adapt to. Default 10 ×
 	// StoreTimeout.
 	StoreTimeoutMax time.Duration
+	// StorePause, if set, is the pause a healthy Redis may take of itself
+	// that the bound adds (limiter.Config.StorePause). Default (nil): a
+	// quarter of 1/hz, read from Redis's nodes at start (redishz.go).
+	StorePause *time.Duration
 	// MaxInFlight bounds the store requests in flight; AdmitWait is how
 	// long a call waits for room before its decisions are shed to their
 	// failure modes (limiter.Config). Defaults 4096 and StoreTimeout.
@@ -539,8 +543,15 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	if err := s.Load(lctx); err != nil {
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
 	}
-	pause = expiryPause(lctx, c, cfg.Logger)
+	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	cancel()
+	if cfg.StorePause != nil {
+		pause = *cfg.StorePause
+		cfg.Logger.Info("store calls are bounded by twice the slowest recent call plus the pause set by --store-pause", "pause", pause)
+	} else {
+		cfg.Logger.Info("store calls are bounded by twice the slowest recent call plus the pause Redis's expiry may take at the lowest hz of its nodes, read at start (--store-pause sets it)",
+			"hz", hz, "pause", pause)
+	}
 	// Concurrent decisions share pipelines: one round trip, and one pair of
 	// syscalls, per batch instead of per decision.
 	// The coalescer bounds each decision's wait by the limiter's adaptive

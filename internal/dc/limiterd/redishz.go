@@ -21,13 +21,13 @@ const advisedHz = 100
 const defaultHz = 10
 
 // expiryPause reads the hz of each node of c (a Redis Cluster's primaries
-// and replicas), logs at info each node below advisedHz, and returns how
-// long a node may pause of itself to delete expired keys at the lowest hz
-// read: a quarter of 1/hz (limiter.Config.StorePause). A node that does
-// not answer CONFIG GET (managed services often rename or refuse CONFIG)
-// is taken to run at Redis's default hz, and logged at debug: the advice
-// is only advice.
-func expiryPause(ctx context.Context, c any, log *slog.Logger) time.Duration {
+// and replicas), logs at info each node below advisedHz, and returns the
+// lowest hz read and how long a node may pause of itself at it to delete
+// expired keys: a quarter of 1/hz (limiter.Config.StorePause). A node
+// that does not answer CONFIG GET (managed services often rename or
+// refuse CONFIG) is taken to run at Redis's default hz, and logged at
+// debug: the advice is only advice.
+func expiryPause(ctx context.Context, c any, log *slog.Logger) (pause time.Duration, hz int) {
 	var mu sync.Mutex // ForEachShard reads the nodes concurrently
 	lowest := 0
 	check := func(ctx context.Context, n *redis.Client) error {
@@ -58,8 +58,5 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) time.Duration {
 	if lowest == 0 {
 		lowest = defaultHz
 	}
-	pause := time.Second / time.Duration(4*lowest)
-	log.Info("store calls are bounded by twice the slowest recent call plus the pause Redis's expiry may take at the lowest hz of its nodes; read at start",
-		"hz", lowest, "pause", pause)
-	return pause
+	return time.Second / time.Duration(4*lowest), lowest
 }
