@@ -13,6 +13,7 @@ import (
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
 // Tests of the keys' layouts (docs/algorithms.md, "Redis: one key and one
@@ -26,6 +27,12 @@ func packed(nums ...float64) string {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
 	return string(b)
+}
+
+// layout2Key returns the version-2 name of r's key: its tag's version 2.
+func layout2Key(s *redisstore.Store, r algorithm.Request) string {
+	key := s.RedisKey(r)
+	return key[:len(key)-1] + "2"
 }
 
 // TestPackedLayout checks the bytes a decision leaves in Redis: the
@@ -125,8 +132,7 @@ func testLayout2Carried(t *testing.T, c redis.UniversalClient) {
 			return itoa(count*w) + ":" + itoa(ms) // a fill of count tokens, last at now
 		}
 		r := algorithm.Request{Key: "user" + strconv.Itoa(n), Params: p, Cost: 1}
-		key := s.RedisKey(r)
-		old := key[:len(key)-1] + "2"
+		old := layout2Key(s, r)
 		if err := c.Set(ctx, old, v2(1), time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -178,8 +184,7 @@ func TestLayout2CarriedAtLimitZero(t *testing.T) {
 		}, 2},
 	} {
 		r := algorithm.Request{Key: tc.name, Params: zero, Cost: 1}
-		key := s.RedisKey(r)
-		old := key[:len(key)-1] + "2"
+		key, old := s.RedisKey(r), layout2Key(s, r)
 		fill := 2 * time.Hour.Milliseconds() // two tokens
 		if err := c.Set(ctx, old, strconv.FormatInt(fill, 10)+":"+strconv.FormatInt(now.UnixMilli(), 10), 40*time.Minute).Err(); err != nil {
 			t.Fatal(err)
@@ -216,8 +221,7 @@ func TestLayout2OfAnotherShapeReadsFresh(t *testing.T) {
 		} {
 			n++
 			r := algorithm.Request{Key: "user" + strconv.Itoa(n), Params: algorithm.Params{Algorithm: a, Limit: 3, Burst: 3, Window: time.Hour}, Cost: 1}
-			key := s.RedisKey(r)
-			if err := set(key[:len(key)-1] + "2"); err != nil {
+			if err := set(layout2Key(s, r)); err != nil {
 				t.Fatal(err)
 			}
 			res, err := s.Decide(ctx, storetest.T0, []algorithm.Request{r})
