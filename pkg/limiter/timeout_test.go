@@ -76,6 +76,11 @@ func TestAdaptiveTimeout(t *testing.T) {
 			{observe: 90 * ms, want: 200 * ms},
 		}},
 		{"a pause under the floor: the floor", 10 * ms, []step{{observe: 2 * ms, want: 20 * ms}}},
+		{"a stopped store from idle, with Redis's pause at hz 100: 20, 42.5, 87.5ms", 2500 * time.Microsecond, []step{
+			{observe: 1 * ms, want: 20 * ms},
+			{advance: 20 * ms, timedOut: 20 * ms, want: 42500 * time.Microsecond},
+			{advance: 43 * ms, timedOut: 42500 * time.Microsecond, want: 87500 * time.Microsecond},
+		}},
 		{"a stopped store from idle, with a pause of 25ms: 27, 79, 183ms", 25 * ms, []step{
 			{observe: 1 * ms, want: 27 * ms},
 			{advance: 27 * ms, timedOut: 27 * ms, want: 79 * ms},

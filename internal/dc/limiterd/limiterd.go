@@ -540,7 +540,10 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	// Load the scripts now, so the first decisions need not; a Redis that
 	// is down at start is not fatal (the failure modes cover it).
 	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	if err := s.Load(lctx); err != nil {
+	switch err := s.Load(lctx); {
+	case errors.Is(err, redisstore.ErrNoStruct):
+		cfg.Logger.Error("Redis cannot run Weir's scripts: every decision of a counter algorithm will go to its rule's failure mode", "err", err)
+	case err != nil:
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)

@@ -36,6 +36,10 @@ var (
 // ErrReply is wrapped by errors about a Redis reply of an unexpected shape.
 var ErrReply = errors.New("redisstore: unexpected reply")
 
+// ErrNoStruct is Load's error for a server whose Lua lacks the struct
+// library the counter algorithms pack their states with.
+var ErrNoStruct = errors.New("redisstore: the server's Lua lacks the struct library the counter algorithms need")
+
 // Config configures a Store. The zero value is usable.
 type Config struct {
 	// Prefix starts every key. Default "weir".
@@ -193,9 +197,10 @@ func New(c Client, cfg Config) (*Store, error) {
 	// under "tb2", "lb2", "fw2" and "sc2", and are packed doubles since
 	// version 3 (lua/packed.lua). A new name rather than one key in either
 	// layout keeps limiters of both versions working side by side during
-	// a rolling upgrade (each on its own keys). A version-3 key of a long
-	// window that has no state yet starts from its version-2 key's, which
-	// has the same hash slot; the old keys expire through their TTLs.
+	// a rolling upgrade (each on its own keys). A version-3 key with no
+	// state yet, whose state would last a minute or more, starts from its
+	// version-2 key's, which has the same hash slot (lua/packed.lua); the
+	// old keys expire through their TTLs.
 	s.tags = [...]string{
 		algorithm.TokenBucket:          "tb3",
 		algorithm.LeakyBucket:          "lb3",
@@ -212,8 +217,12 @@ func New(c Client, cfg Config) (*Store, error) {
 // server without it is reported once, by name, rather than by the error
 // of every decision. Optional: a NOSCRIPT reply loads a script on demand.
 func (s *Store) Load(ctx context.Context) error {
-	if err := s.c.Process(ctx, redis.NewCmd(ctx, "eval", "return struct.pack('<d', 1)", 0)); err != nil {
-		return fmt.Errorf("redisstore: the server's Lua lacks the struct library the counter algorithms need: %w", err)
+	has := redis.NewIntCmd(ctx, "eval", "return type(struct) == 'table' and 1 or 0", 0)
+	if err := s.c.Process(ctx, has); err != nil {
+		return fmt.Errorf("redisstore: look for Lua's struct library: %w", err)
+	}
+	if has.Val() != 1 {
+		return ErrNoStruct
 	}
 	for _, a := range algorithm.All {
 		sc := s.scripts[a]

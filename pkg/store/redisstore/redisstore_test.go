@@ -2,9 +2,11 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,6 +205,22 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 				t.Errorf("%s over %x: got %+v %v, want allowed with 2 remaining", a, v, res, err)
 			}
 		}
+	}
+}
+
+// Load finds the struct library in a real Redis, and a Redis it cannot
+// reach is reported as that, not as a server lacking the library.
+func TestLoadLooksForStruct(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	defer c.Close()
+	s := newStore(t, c, "weir")
+	if err := s.Load(context.Background()); err != nil {
+		t.Fatalf("Load on redis-server: %v", err)
+	}
+	srv.Stop()
+	if err := s.Load(context.Background()); err == nil || errors.Is(err, redisstore.ErrNoStruct) || strings.Contains(err.Error(), "lacks") {
+		t.Fatalf("Load on a stopped redis-server: got %v, want a connection error", err)
 	}
 }
 
