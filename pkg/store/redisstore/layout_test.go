@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +18,24 @@ import (
 )
 
 // Tests of the keys' layouts (docs/algorithms.md, "Redis: one key and one
-// script per decision"): the packed doubles of version 3, and what a key
+// script per decision"): the packed doubles of version 3, a window
+// counter's window tag and the TTL it keeps, and what a key
 // of an earlier layout does to a decision.
 
-// packed returns a layout-3 state: each number a little-endian double.
+// packed returns a bucket's layout-3 state (and, followed by a tag, a
+// window counter's): each number a little-endian double.
 func packed(nums ...float64) string {
 	b := make([]byte, 0, 8*len(nums))
 	for _, f := range nums {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
 	return string(b)
+}
+
+// packedWindow returns a window counter's packed state: its numbers, then
+// the tag of its window w (its length in ms modulo 2^32, as uint32).
+func packedWindow(w time.Duration, nums ...float64) string {
+	return string(binary.LittleEndian.AppendUint32([]byte(packed(nums...)), uint32(w.Milliseconds())))
 }
 
 // layout2Key returns the version-2 name of r's key: its tag's version 2.
@@ -36,7 +45,8 @@ func layout2Key(s *redisstore.Store, r algorithm.Request) string {
 }
 
 // TestPackedLayout checks the bytes a decision leaves in Redis: the
-// state's numbers as little-endian doubles, under the tags of version 3.
+// state's numbers as little-endian doubles, then a window counter's
+// window tag, under the tags of version 3.
 func TestPackedLayout(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
@@ -52,8 +62,8 @@ func TestPackedLayout(t *testing.T) {
 	}{
 		{algorithm.TokenBucket, "tb3", packed(1000, ms)}, // one token is W (1000) units of fill
 		{algorithm.LeakyBucket, "lb3", packed(1000, ms)},
-		{algorithm.FixedWindow, "fw3", packed(start, 1)},
-		{algorithm.SlidingWindowCounter, "sc3", packed(start, 1, 0)},
+		{algorithm.FixedWindow, "fw3", packedWindow(time.Second, start, 1)},
+		{algorithm.SlidingWindowCounter, "sc3", packedWindow(time.Second, start, 1, 0)},
 	} {
 		r := algorithm.Request{Key: "user", Params: algorithm.Params{Algorithm: tc.a, Limit: 3, Burst: 3, Window: time.Second}, Cost: 1}
 		if res, err := s.Decide(ctx, now, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
@@ -67,6 +77,78 @@ func TestPackedLayout(t *testing.T) {
 			t.Errorf("%s: value %x %v, want %x", tc.a, got, err, tc.want)
 		}
 	}
+}
+
+// TestWindowTTLKeptWithinAWindow checks when a window counter's write
+// keeps its key's TTL (SET ... KEEPTTL) rather than setting it afresh:
+// only in the window the key holds, under the same window length, so
+// that the TTL kept is the one that window's first write set for it. The
+// key's TTL is first made 2,000 h, longer than any of these writes would
+// set (a calendar month's, the longest, is at most 31 days and an hour).
+func TestWindowTTLKeptWithinAWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, c, "weir")
+	month := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: algorithm.MonthWindow, Calendar: algorithm.Month}
+	type step struct {
+		p      algorithm.Params
+		at     time.Duration // after storetest.T0, a midnight (not a month's first)
+		refund bool          // a refund of a decision at the first step's time
+	}
+	for _, tc := range []struct {
+		name string
+		then step
+		kept bool
+	}{
+		{"fixed, same window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 5 * time.Second}, true},
+		{"fixed, refund in the same window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 5 * time.Second, refund: true}, true},
+		{"fixed, next window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 11 * time.Second}, false},
+		{"fixed, the window made longer", step{p: windowParams(algorithm.FixedWindow, time.Minute), at: 5 * time.Second}, false},
+		{"sliding, same window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 5 * time.Second}, true},
+		{"sliding, refund in the same window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 5 * time.Second, refund: true}, true},
+		{"sliding, next window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 11 * time.Second}, false},
+		{"sliding, the window made longer", step{p: windowParams(algorithm.SlidingWindowCounter, time.Minute), at: 5 * time.Second}, false},
+		{"calendar month, same month", step{p: month, at: 24 * time.Hour}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The first decision, at T0 + 1 s: under a window of 10 s or a
+			// month, in the window that starts at T0 (a minute's too).
+			first := tc.then.p
+			if first.Calendar == algorithm.Rolling {
+				first.Window = 10 * time.Second
+			}
+			r := algorithm.Request{Key: strings.ReplaceAll(tc.name, " ", "-"), Params: first, Cost: 1}
+			t1 := storetest.T0.Add(time.Second)
+			if res, err := s.Decide(ctx, t1, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
+				t.Fatalf("first decision: got %+v %v", res, err)
+			}
+			key := s.RedisKey(r)
+			if err := c.PExpire(ctx, key, 2000*time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r.Params = tc.then.p
+			now := storetest.T0.Add(tc.then.at)
+			if tc.then.refund {
+				if err := s.Refund(ctx, t1, now, []algorithm.Request{r}); err != nil {
+					t.Fatal(err)
+				}
+			} else if res, err := s.Decide(ctx, now, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
+				t.Fatalf("second decision: got %+v %v", res, err)
+			}
+			ttl, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := ttl > 1999*time.Hour; kept != tc.kept {
+				t.Errorf("TTL %v after the second write: kept %v, want %v", ttl, kept, tc.kept)
+			}
+		})
+	}
+}
+
+func windowParams(a algorithm.Algorithm, w time.Duration) algorithm.Params {
+	return algorithm.Params{Algorithm: a, Limit: 100, Window: w}
 }
 
 // TestLayout2CarriedForLongWindows checks how a key moves from the

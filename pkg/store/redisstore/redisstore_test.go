@@ -191,9 +191,9 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 			case algorithm.TokenBucket:
 				values = append(values, packed(n*60_000+0.5, t0)) // the fill, in 1/W units
 			case algorithm.FixedWindow:
-				values = append(values, packed(t0, n))
+				values = append(values, packedWindow(time.Minute, t0, n))
 			default:
-				values = append(values, packed(t0, n, 0))
+				values = append(values, packedWindow(time.Minute, t0, n, 0))
 			}
 		}
 		for _, v := range values {

@@ -22,7 +22,7 @@ local cost = tonumber(argv[first + 3])
 -- (A full bucket drains in capacity * w / limit ms: that long-lived a
 -- state starts from its layout-2 key; at a limit of 0, which drains
 -- nothing, always.)
-local from, level, last = loadState(key, 2, capacity * w >= carryMs * limit)
+local from, level, last = loadState(key, bucketFormat, capacity * w >= carryMs * limit)
 if level == nil or last == nil then
   level, last = 0, 0
 end
@@ -84,16 +84,16 @@ if write then
     -- admit its whole capacity again. A fill read from the layout
     -- before takes the old key's TTL, which is the one to keep.
     if from == 'key' then
-      redis.call('SET', key, packState(level, last), 'KEEPTTL')
+      redis.call('SET', key, struct.pack(bucketFormat, level, last), 'KEEPTTL')
     else
       local ttl = redis.call('PTTL', oldKey(key))
       if ttl > 0 then
-        redis.call('SET', key, packState(level, last), 'PX', ttl)
+        redis.call('SET', key, struct.pack(bucketFormat, level, last), 'PX', ttl)
       end
     end
   else
     local ttl = last - now + math.ceil(level / limit) + 1000
-    redis.call('SET', key, packState(level, last), 'PX', string.format('%d', ttl))
+    redis.call('SET', key, struct.pack(bucketFormat, level, last), 'PX', string.format('%d', ttl))
   end
 end
 out[o], out[o + 1], out[o + 2] = allowed, level, last

@@ -1,13 +1,14 @@
 -- Fixed window counter (see pkg/algorithm/window.go), the body of a
 -- script function (see batch.lua).
 -- key      packed (packed.lua): the window start in Unix ms, the cost
---          admitted in it
+--          admitted in it, the window tag
 -- argv     from first: window ms, limit, cost, count rejected ("1": a
 --          rejected cost is counted too); for a window of 0 (calendar
 --          months, placed by the caller): the start and end ms of the
 --          window holding now, the start of the one holding admittedAt
 -- Writes   allowed, window start, count
--- Commands: GET, then SET ... PX only when the state changes. The TTL
+-- Commands: GET, then SET ... PX only when the state changes (SET ...
+-- KEEPTTL when the key held this window under the same tag). The TTL
 -- lasts until the window ends plus a second, plus how long into the window
 -- the write came (modulo an hour): W + 1 s after the write, for W <= 1 h.
 local w = tonumber(argv[first])
@@ -26,10 +27,14 @@ else
   start = now - (now % w)
   keep = w
 end
-local _, sw, count = loadState(key, 2, w == 0 or w >= carryMs)
+local from, sw, count, tag = loadState(key, fixedFormat, w == 0 or w >= carryMs)
+-- A write in the window the key holds, for the same window length, keeps
+-- the TTL the window's first write set (packed.lua).
+local keepTTL = from == 'key' and tag == windowTag(w)
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0
+  keepTTL = false
 end
 
 local allowed = 0
@@ -53,7 +58,9 @@ else
   end
 end
 
-if write then
+if write and keepTTL then
+  redis.call('SET', key, struct.pack(fixedFormat, sw, count, windowTag(w)), 'KEEPTTL')
+elseif write then
   local ends = sw + keep
   if sw == start and finish then ends = finish end
   -- Keys last written across a window expire across as long a span (at
@@ -61,7 +68,7 @@ if write then
   local span = keep
   if span > 3600000 then span = 3600000 end
   local spread = (now - sw) % span
-  redis.call('SET', key, packState(sw, count), 'PX', string.format('%d', ends - now + 1000 + spread))
+  redis.call('SET', key, struct.pack(fixedFormat, sw, count, windowTag(w)), 'PX', string.format('%d', ends - now + 1000 + spread))
 end
 out[o], out[o + 1], out[o + 2] = allowed, sw, count
 return 3

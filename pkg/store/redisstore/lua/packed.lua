@@ -2,11 +2,32 @@
 -- functions (see scriptSource and batchSource in redisstore.go).
 --
 -- Layout 3 (tags tb3, lb3, fw3, sc3) keeps a state's two or three
--- numbers as little-endian IEEE doubles, struct.pack('<dd') or ('<ddd'):
--- 16 or 24 bytes that Redis's Lua reads and writes without parsing or
--- printing decimals. Layout 2 (tags tb2, lb2, fw2, sc2) held the same
--- numbers as decimals, "<a>:<b>" or "<a>:<b>:<c>".
+-- numbers as little-endian IEEE doubles, which Redis's Lua reads and
+-- writes without parsing or printing decimals: a bucket's as
+-- struct.pack('<dd'), 16 bytes; a window counter's followed by the
+-- length of its window in ms modulo 2^32 as an unsigned 32-bit integer
+-- (windowTag), '<ddI4' or '<dddI4', 20 or 28 bytes. Layout 2 (tags tb2,
+-- lb2, fw2, sc2) held the same numbers as decimals, "<a>:<b>" or
+-- "<a>:<b>:<c>".
 --
+-- The window tag says which window the key's TTL was set for: a write
+-- that keeps a window counter in the window it read, under the same
+-- window length, keeps the key's TTL (SET ... KEEPTTL), which the write
+-- that began that window set long enough for it. That spares Redis the
+-- TTL's removal and setting again (a hash lookup each in its table of
+-- expiries) on every decision but a window's first. A rule whose window
+-- changed reads a tag of another length and sets the TTL afresh: kept,
+-- a TTL set for a shorter window would let the state expire while it
+-- still counts.
+local bucketFormat, fixedFormat, slidingFormat = '<dd', '<ddI4', '<dddI4'
+local stateSize = {[bucketFormat] = 16, [fixedFormat] = 20, [slidingFormat] = 28}
+
+-- windowTag returns the tag of a window of w ms (0 for calendar months).
+-- Two windows of whole seconds up to a year never share one.
+local function windowTag(w)
+  return w % 4294967296
+end
+
 -- carryMs: from how long a state lasts — a window, or the time a bucket
 -- takes to drain when full — a key with no layout-3 state starts from its
 -- layout-2 state, if it has one, so that moving to this layout gives no
@@ -21,27 +42,36 @@ local function oldKey(key)
   return string.sub(key, 1, -2) .. '2'
 end
 
--- loadState reads the state of key, n numbers (2 or 3). It returns where
--- the state came from, then its numbers: 'key' when key holds a value
--- (with no numbers for a value of another shape, which reads as fresh);
--- 'old' when key holds nothing, carry is true (a long-lived state) and
--- the layout-2 key holds a state; false when there is none.
-local function loadState(key, n, carry)
+-- loadState reads the state of key, packed with format (one of the
+-- three above). It returns where the state came from, then its numbers:
+-- 'key' when key holds a value (with no numbers for a value of another
+-- shape, which reads as fresh); 'old' when key holds nothing, carry is
+-- true (a long-lived state) and the layout-2 key holds a state, with no
+-- window tag; false when there is none.
+local function loadState(key, format, carry)
   local v = redis.call('GET', key)
   if v then
-    if #v ~= 8 * n then
+    if #v ~= stateSize[format] then
       return 'key'
     end
-    -- Each number must be an integer: x % 1 is NaN for an infinity or a
-    -- NaN, and never 0.
-    local a, b, c = struct.unpack(n == 2 and '<dd' or '<ddd', v)
-    if a % 1 ~= 0 or b % 1 ~= 0 or (n == 3 and c % 1 ~= 0) then
+    -- Each double must be an integer: x % 1 is NaN for an infinity or a
+    -- NaN, and never 0. (A tag of another window needs no check.)
+    if format == slidingFormat then
+      local a, b, c, tag = struct.unpack(format, v)
+      if a % 1 ~= 0 or b % 1 ~= 0 or c % 1 ~= 0 then
+        return 'key'
+      end
+      return 'key', a, b, c, tag
+    end
+    -- (For a bucket, the third value is where unpacking stopped.)
+    local a, b, tag = struct.unpack(format, v)
+    if a % 1 ~= 0 or b % 1 ~= 0 then
       return 'key'
     end
-    if n == 2 then
-      return 'key', a, b
+    if format == fixedFormat then
+      return 'key', a, b, tag
     end
-    return 'key', a, b, c
+    return 'key', a, b
   end
   if not carry then
     return false
@@ -53,22 +83,13 @@ local function loadState(key, n, carry)
     return false
   end
   local x, y, z
-  if n == 2 then
-    x, y = string.match(v, '^(-?%d+):(-?%d+)$')
-  else
+  if format == slidingFormat then
     x, y, z = string.match(v, '^(-?%d+):(-?%d+):(-?%d+)$')
+  else
+    x, y = string.match(v, '^(-?%d+):(-?%d+)$')
   end
   if x == nil then
     return false
   end
   return 'old', tonumber(x), tonumber(y), tonumber(z)
-end
-
--- packState returns the layout-3 value of a state's numbers (two or
--- three).
-local function packState(a, b, c)
-  if c == nil then
-    return struct.pack('<dd', a, b)
-  end
-  return struct.pack('<ddd', a, b, c)
 end
