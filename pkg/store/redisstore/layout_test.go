@@ -33,9 +33,10 @@ func packed(nums ...float64) string {
 }
 
 // packedWindow returns a window counter's packed state: its numbers, then
-// the tag of its window w (its length in ms modulo 2^32, as uint32).
+// the tag of its window w (its length in ms, at most 2^32 - 1, as
+// uint32).
 func packedWindow(w time.Duration, nums ...float64) string {
-	return string(binary.LittleEndian.AppendUint32([]byte(packed(nums...)), uint32(w.Milliseconds())))
+	return string(binary.LittleEndian.AppendUint32([]byte(packed(nums...)), uint32(min(w.Milliseconds(), math.MaxUint32))))
 }
 
 // layout2Key returns the version-2 name of r's key: its tag's version 2.
@@ -82,44 +83,57 @@ func TestPackedLayout(t *testing.T) {
 // TestWindowTTLKeptWithinAWindow checks when a window counter's write
 // keeps its key's TTL (SET ... KEEPTTL) rather than setting it afresh:
 // only in the window the key holds, under the same window length, so
-// that the TTL kept is the one that window's first write set for it. The
-// key's TTL is first made 2,000 h, longer than any of these writes would
-// set (a calendar month's, the longest, is at most 31 days and an hour).
+// that the TTL kept is the one that window's first write set for it.
+// After the first write the key's TTL is made 2,000 h, longer than any
+// of these writes would set (a calendar month's, the longest, is at most
+// 31 days and an hour), so that a TTL set afresh shows.
 func TestWindowTTLKeptWithinAWindow(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
 	s := newStore(t, c, "weir")
+	fixed := func(w time.Duration) algorithm.Params {
+		return algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: w}
+	}
+	sliding := func(w time.Duration) algorithm.Params {
+		return algorithm.Params{Algorithm: algorithm.SlidingWindowCounter, Limit: 100, Window: w}
+	}
 	month := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 100, Window: algorithm.MonthWindow, Calendar: algorithm.Month}
+	rejectsCounted := fixed(10 * time.Second)
+	rejectsCounted.Limit, rejectsCounted.CountRejected = 1, true
+	const day = 24 * time.Hour
+	long := 50 * day // over 2^32 ms
 	type step struct {
-		p      algorithm.Params
-		at     time.Duration // after storetest.T0, a midnight (not a month's first)
-		refund bool          // a refund of a decision at the first step's time
+		p  algorithm.Params
+		at time.Duration // after storetest.T0, a midnight (not a month's first)
 	}
 	for _, tc := range []struct {
-		name string
-		then step
-		kept bool
+		name        string
+		first, then step
+		refund      bool // then refunds the first decision
+		kept        bool
 	}{
-		{"fixed, same window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 5 * time.Second}, true},
-		{"fixed, refund in the same window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 5 * time.Second, refund: true}, true},
-		{"fixed, next window", step{p: windowParams(algorithm.FixedWindow, 10*time.Second), at: 11 * time.Second}, false},
-		{"fixed, the window made longer", step{p: windowParams(algorithm.FixedWindow, time.Minute), at: 5 * time.Second}, false},
-		{"sliding, same window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 5 * time.Second}, true},
-		{"sliding, refund in the same window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 5 * time.Second, refund: true}, true},
-		{"sliding, next window", step{p: windowParams(algorithm.SlidingWindowCounter, 10*time.Second), at: 11 * time.Second}, false},
-		{"sliding, the window made longer", step{p: windowParams(algorithm.SlidingWindowCounter, time.Minute), at: 5 * time.Second}, false},
-		{"calendar month, same month", step{p: month, at: 24 * time.Hour}, true},
+		{"fixed, same window", step{fixed(10 * time.Second), time.Second}, step{fixed(10 * time.Second), 5 * time.Second}, false, true},
+		{"fixed, refund in the same window", step{fixed(10 * time.Second), time.Second}, step{fixed(10 * time.Second), 5 * time.Second}, true, true},
+		{"fixed, a rejection counted", step{rejectsCounted, time.Second}, step{rejectsCounted, 5 * time.Second}, false, true},
+		{"fixed, next window", step{fixed(10 * time.Second), time.Second}, step{fixed(10 * time.Second), 11 * time.Second}, false, false},
+		{"fixed, the window made longer", step{fixed(10 * time.Second), time.Second}, step{fixed(time.Minute), 5 * time.Second}, false, false},
+		{"fixed, the window made shorter", step{fixed(time.Minute), time.Second}, step{fixed(10 * time.Second), 5 * time.Second}, false, false},
+		{"fixed, a clock behind the stored window", step{fixed(10 * time.Second), 11 * time.Second}, step{fixed(10 * time.Second), 9 * time.Second}, false, true},
+		{"fixed, a window of 50 days", step{fixed(long), time.Second}, step{fixed(long), 5 * time.Second}, false, false},
+		{"sliding, same window", step{sliding(10 * time.Second), time.Second}, step{sliding(10 * time.Second), 5 * time.Second}, false, true},
+		{"sliding, refund in the same window", step{sliding(10 * time.Second), time.Second}, step{sliding(10 * time.Second), 5 * time.Second}, true, true},
+		{"sliding, next window", step{sliding(10 * time.Second), time.Second}, step{sliding(10 * time.Second), 11 * time.Second}, false, false},
+		{"sliding, the window made longer", step{sliding(10 * time.Second), time.Second}, step{sliding(time.Minute), 5 * time.Second}, false, false},
+		{"sliding, the window made shorter", step{sliding(time.Minute), time.Second}, step{sliding(10 * time.Second), 5 * time.Second}, false, false},
+		{"sliding, a clock behind the stored window", step{sliding(10 * time.Second), 11 * time.Second}, step{sliding(10 * time.Second), 9 * time.Second}, false, true},
+		{"sliding, a window of 50 days", step{sliding(long), time.Second}, step{sliding(long), 5 * time.Second}, false, false},
+		{"calendar month, same month", step{month, time.Second}, step{month, day}, false, true},
+		{"calendar month, next month", step{month, time.Second}, step{month, 9 * day}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The first decision, at T0 + 1 s: under a window of 10 s or a
-			// month, in the window that starts at T0 (a minute's too).
-			first := tc.then.p
-			if first.Calendar == algorithm.Rolling {
-				first.Window = 10 * time.Second
-			}
-			r := algorithm.Request{Key: strings.ReplaceAll(tc.name, " ", "-"), Params: first, Cost: 1}
-			t1 := storetest.T0.Add(time.Second)
+			r := algorithm.Request{Key: strings.ReplaceAll(tc.name, " ", "-"), Params: tc.first.p, Cost: 1}
+			t1 := storetest.T0.Add(tc.first.at)
 			if res, err := s.Decide(ctx, t1, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
 				t.Fatalf("first decision: got %+v %v", res, err)
 			}
@@ -129,13 +143,14 @@ func TestWindowTTLKeptWithinAWindow(t *testing.T) {
 			}
 			r.Params = tc.then.p
 			now := storetest.T0.Add(tc.then.at)
-			if tc.then.refund {
+			if tc.refund {
 				if err := s.Refund(ctx, t1, now, []algorithm.Request{r}); err != nil {
 					t.Fatal(err)
 				}
-			} else if res, err := s.Decide(ctx, now, []algorithm.Request{r}); err != nil || res[0].Err != nil || !res[0].Allowed {
-				t.Fatalf("second decision: got %+v %v", res, err)
+			} else if _, err := s.Decide(ctx, now, []algorithm.Request{r}); err != nil {
+				t.Fatalf("second decision: %v", err)
 			}
+			// Every second step writes: the TTL set afresh shows that.
 			ttl, err := c.PTTL(ctx, key).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -145,10 +160,24 @@ func TestWindowTTLKeptWithinAWindow(t *testing.T) {
 			}
 		})
 	}
-}
-
-func windowParams(a algorithm.Algorithm, w time.Duration) algorithm.Params {
-	return algorithm.Params{Algorithm: a, Limit: 100, Window: w}
+	// A window counter that starts from its version-2 key's state
+	// (packed.lua's carry-over) sets its own TTL.
+	for _, p := range []algorithm.Params{fixed(time.Hour), sliding(time.Hour)} {
+		r := algorithm.Request{Key: "carried-" + p.Algorithm.String(), Params: p, Cost: 1}
+		old := strconv.FormatInt(storetest.T0.UnixMilli(), 10) + ":1"
+		if p.Algorithm == algorithm.SlidingWindowCounter {
+			old += ":0"
+		}
+		if err := c.Set(ctx, layout2Key(s, r), old, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := s.Decide(ctx, storetest.T0.Add(time.Second), []algorithm.Request{r}); err != nil || res[0].Err != nil || res[0].Remaining != 98 {
+			t.Fatalf("%s carried: got %+v %v, want 98 remaining", p.Algorithm, res, err)
+		}
+		if ttl, err := c.PTTL(ctx, s.RedisKey(r)).Result(); err != nil || ttl <= 0 || ttl > 3*time.Hour {
+			t.Errorf("%s carried: TTL %v %v, want one of at most 2W + 1 s", p.Algorithm, ttl, err)
+		}
+	}
 }
 
 // TestLayout2CarriedForLongWindows checks how a key moves from the

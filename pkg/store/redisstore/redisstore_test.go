@@ -90,7 +90,8 @@ func TestKeysHaveHashTagAndTTL(t *testing.T) {
 // second, plus how long into the window the write came (modulo an hour):
 // keys written across a window expire across as long a span, not all at
 // the instant the window ends. For windows up to an hour that is a fixed
-// TTL from each write.
+// TTL from the write that sets it, each window's first
+// (TestWindowTTLKeptWithinAWindow: later writes in the window keep it).
 func TestWindowTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)

@@ -7,8 +7,8 @@
 -- Commands: GET, then SET ... PX only when the state changes (SET ...
 -- KEEPTTL when the key held this window under the same tag). The TTL
 -- lasts until the next window ends plus a second, plus how long into the
--- window the write came (modulo an hour): 2W + 1 s after the write, for
--- W <= 1 h.
+-- window the write came (modulo an hour): 2W + 1 s after the window's
+-- first write, for W <= 1 h.
 local w = tonumber(argv[first])
 local limit = tonumber(argv[first + 1])
 local cost = tonumber(argv[first + 2])
@@ -22,7 +22,7 @@ if sw == nil or count == nil or prev == nil then
   sw, count, prev = start, 0, 0
 elseif sw >= start then
   -- current window (or a clock ahead of ours): keep
-  keepTTL = from == 'key' and tag == windowTag(w)
+  keepTTL = keepsTTL(from, tag, w)
 elseif sw == start - w then
   sw, prev, count = start, count, 0
 else

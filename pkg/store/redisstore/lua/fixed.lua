@@ -10,7 +10,8 @@
 -- Commands: GET, then SET ... PX only when the state changes (SET ...
 -- KEEPTTL when the key held this window under the same tag). The TTL
 -- lasts until the window ends plus a second, plus how long into the window
--- the write came (modulo an hour): W + 1 s after the write, for W <= 1 h.
+-- the write came (modulo an hour): W + 1 s after the window's first
+-- write, for W <= 1 h.
 local w = tonumber(argv[first])
 local limit = tonumber(argv[first + 1])
 local cost = tonumber(argv[first + 2])
@@ -30,7 +31,7 @@ end
 local from, sw, count, tag = loadState(key, fixedFormat, w == 0 or w >= carryMs)
 -- A write in the window the key holds, for the same window length, keeps
 -- the TTL the window's first write set (packed.lua).
-local keepTTL = from == 'key' and tag == windowTag(w)
+local keepTTL = keepsTTL(from, tag, w)
 if sw == nil or count == nil or sw < start then
   sw = start
   count = 0

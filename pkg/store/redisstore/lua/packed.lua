@@ -4,28 +4,42 @@
 -- Layout 3 (tags tb3, lb3, fw3, sc3) keeps a state's two or three
 -- numbers as little-endian IEEE doubles, which Redis's Lua reads and
 -- writes without parsing or printing decimals: a bucket's as
--- struct.pack('<dd'), 16 bytes; a window counter's followed by the
--- length of its window in ms modulo 2^32 as an unsigned 32-bit integer
--- (windowTag), '<ddI4' or '<dddI4', 20 or 28 bytes. Layout 2 (tags tb2,
--- lb2, fw2, sc2) held the same numbers as decimals, "<a>:<b>" or
--- "<a>:<b>:<c>".
+-- struct.pack('<dd'), 16 bytes; a window counter's followed by its
+-- window tag (windowTag) as an unsigned 32-bit integer, '<ddI4' or
+-- '<dddI4', 20 or 28 bytes. Layout 2 (tags tb2, lb2, fw2, sc2) held the
+-- same numbers as decimals, "<a>:<b>" or "<a>:<b>:<c>".
 --
--- The window tag says which window the key's TTL was set for: a write
--- that keeps a window counter in the window it read, under the same
--- window length, keeps the key's TTL (SET ... KEEPTTL), which the write
--- that began that window set long enough for it. That spares Redis the
--- TTL's removal and setting again (a hash lookup each in its table of
--- expiries) on every decision but a window's first. A rule whose window
--- changed reads a tag of another length and sets the TTL afresh: kept,
--- a TTL set for a shorter window would let the state expire while it
--- still counts.
+-- The window tag says which window length the key's TTL was set for. A
+-- write that keeps a window counter in the window it read, under the
+-- same tag, keeps the key's TTL (SET ... KEEPTTL), which the write that
+-- began that window set long enough for it: for limiters whose clocks
+-- lag that write's by up to the TTL's second of slack. That spares Redis
+-- the TTL's removal and setting again (a hash lookup each in its table
+-- of expiries) on every decision but a window's first. A rule whose
+-- window changed reads another tag and sets the TTL afresh: kept, a TTL
+-- set for a shorter window would let the state expire while it still
+-- counts.
 local bucketFormat, fixedFormat, slidingFormat = '<dd', '<ddI4', '<dddI4'
 local stateSize = {[bucketFormat] = 16, [fixedFormat] = 20, [slidingFormat] = 28}
 
--- windowTag returns the tag of a window of w ms (0 for calendar months).
--- Two windows of whole seconds up to a year never share one.
+-- windowTag returns the tag of a window of w ms: w itself (0 for
+-- calendar months, 1 ms and up for rolling windows), or longTag for a
+-- window of 2^32 - 1 ms (49.7 days) or more, which no write keeps a TTL
+-- under: so no two windows share a tag that keeps one.
+local longTag = 4294967295
 local function windowTag(w)
-  return w % 4294967296
+  if w >= longTag then
+    return longTag
+  end
+  return w
+end
+
+-- keepsTTL says whether a write of a window counter's state, in the
+-- window it read from the key (from, as loadState returns it) under
+-- tag, keeps the key's TTL: the key held a state of this layout, under
+-- the tag of w, a window shorter than longTag.
+local function keepsTTL(from, tag, w)
+  return from == 'key' and tag == windowTag(w) and tag ~= longTag
 end
 
 -- carryMs: from how long a state lasts — a window, or the time a bucket
