@@ -541,7 +541,7 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	// is down at start is not fatal (the failure modes cover it).
 	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	switch err := s.Load(lctx); {
-	case errors.Is(err, redisstore.ErrNoStruct):
+	case errors.Is(err, redisstore.ErrNoStruct), errors.Is(err, redisstore.ErrRedisTooOld):
 		cfg.Logger.Error("Redis cannot run Weir's scripts: every decision of a counter algorithm will go to its rule's failure mode", "err", err)
 	case err != nil:
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)

@@ -40,6 +40,10 @@ var ErrReply = errors.New("redisstore: unexpected reply")
 // library the counter algorithms pack their states with.
 var ErrNoStruct = errors.New("redisstore: the server's Lua lacks the struct library the counter algorithms need")
 
+// ErrRedisTooOld is Load's error for a server older than Redis 6.0, which
+// lacks the SET ... KEEPTTL the counter algorithms' writes use.
+var ErrRedisTooOld = errors.New("redisstore: the server is older than Redis 6.0, and lacks the SET ... KEEPTTL the counter algorithms need")
+
 // Config configures a Store. The zero value is usable.
 type Config struct {
 	// Prefix starts every key. Default "weir".
@@ -211,18 +215,30 @@ func New(c Client, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// serverCheck is the script Load runs first: 0 for a server whose Lua
+// lacks the struct library, 2 for one older than Redis 6.0 (its Lua has
+// no redis.setresp, which came with 6.0 as SET's KEEPTTL did), 1 else.
+const serverCheck = `if type(struct) ~= 'table' then return 0 end
+if type(redis.setresp) ~= 'function' then return 2 end
+return 1`
+
 // Load loads every script into Redis ahead of use, after checking that
-// the server's Lua has the struct library the counter algorithms' states
-// are packed with (lua/packed.lua; Redis has it since 2.6), so that a
-// server without it is reported once, by name, rather than by the error
-// of every decision. Optional: a NOSCRIPT reply loads a script on demand.
+// the server can run them: that its Lua has the struct library the
+// counter algorithms' states are packed with (lua/packed.lua; Redis has
+// it since 2.6), and that it is Redis 6.0 or later, whose SET ... KEEPTTL
+// the window counters' writes within a window use. So a server that
+// cannot is reported once, by name, rather than by the error of every
+// decision. Optional: a NOSCRIPT reply loads a script on demand.
 func (s *Store) Load(ctx context.Context) error {
-	has := redis.NewIntCmd(ctx, "eval", "return type(struct) == 'table' and 1 or 0", 0)
-	if err := s.c.Process(ctx, has); err != nil {
-		return fmt.Errorf("redisstore: look for Lua's struct library: %w", err)
+	check := redis.NewIntCmd(ctx, "eval", serverCheck, 0)
+	if err := s.c.Process(ctx, check); err != nil {
+		return fmt.Errorf("redisstore: check what the server's Lua offers: %w", err)
 	}
-	if has.Val() != 1 {
+	switch check.Val() {
+	case 0:
 		return ErrNoStruct
+	case 2:
+		return ErrRedisTooOld
 	}
 	for _, a := range algorithm.All {
 		sc := s.scripts[a]
