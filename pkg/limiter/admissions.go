@@ -15,7 +15,8 @@ import (
 // admission passes through it: keys by 64-bit hash (a collision only
 // over-counts), values without pointers (the GC does not scan them), and
 // a key's count in its set of admWays slots (or the next set), so that a
-// count costs two cache lines (the set's hashes, then the entry). The
+// count costs two cache lines (the set's hashes and the entry), loaded
+// together when the key sits in its home slot, as most do. The
 // keys are spread over admShards tables, each with its own lock, that
 // start small and double when half full, dropping on the way the counts
 // that no longer matter, and when a key's set and the next are full of
@@ -96,6 +97,15 @@ func (sh *admShard) first(tag uint64) int {
 	return int((tag/admShards)&(sets-1)) * admWays
 }
 
+// home returns tag's own slot in its set (chosen by the tag's top bits,
+// which neither the shard nor the set uses): the slot a new key takes when
+// it can, so that add can load the entry there alongside the tags, both
+// cache misses at once, before it knows the key is there. The caller
+// holds sh.mu.
+func (sh *admShard) home(tag uint64) int {
+	return sh.first(tag) + int(tag>>61)
+}
+
 // find returns the slot of tag, or -1. A key is in its set, or in the
 // next one when its set was full as it came (a full set stays full until
 // the table is resized). The caller holds sh.mu.
@@ -129,6 +139,12 @@ func (sh *admShard) next(f int) int { return (f + admWays) % len(sh.tags) }
 // counts still matter (live is then true). The caller holds sh.mu and
 // sets the slot.
 func (sh *admShard) take(tag uint64, now int64) (slot int, live bool) {
+	if h := sh.home(tag); sh.tags[h] == 0 {
+		sh.used++
+		return h, false
+	} else if !sh.entries[h].matters(now) {
+		return h, false
+	}
 	f := sh.first(tag)
 	oldest := f
 	for _, first := range [2]int{f, sh.next(f)} {
@@ -183,6 +199,15 @@ func (a *admissions) add(key string, now, mem, cost int64) {
 	sh, tag := a.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// Most keys sit in their home slot: its entry is read before its tag
+	// is compared, so that the two loads overlap.
+	h := sh.home(tag)
+	if e := sh.entries[h]; sh.tags[h] == tag {
+		e = e.roll(now, mem)
+		e.cur = max(0, e.cur+cost)
+		sh.entries[h] = e
+		return
+	}
 	i := sh.find(tag)
 	if i < 0 {
 		if cost <= 0 {

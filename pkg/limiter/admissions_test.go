@@ -133,6 +133,42 @@ func TestAdmissionsEvicts(t *testing.T) {
 	}
 }
 
+// TestAdmissionsHome checks that a new key takes its home slot when it
+// is free, and that two keys with one home keep their own counts: the
+// second takes another slot, and neither's count goes to the other.
+func TestAdmissionsHome(t *testing.T) {
+	const mem = 1000
+	a := newAdmissions(1) // one set a shard
+	var first, second string
+	homes := map[int]string{}
+	for _, k := range sameShard(a, 64) {
+		sh, tag := a.shard(k)
+		h := sh.home(tag)
+		if other, ok := homes[h]; ok {
+			first, second = other, k
+			break
+		}
+		homes[h] = k
+	}
+	if second == "" {
+		t.Fatal("no two keys of one shard with one home among 64")
+	}
+	sh, tag := a.shard(first)
+	a.add(first, 100, mem, 2)
+	if h := sh.home(tag); sh.tags[h] != tag {
+		t.Fatalf("%s is not in its home slot %d: tags %x", first, h, sh.tags)
+	}
+	for range 3 {
+		a.add(second, 200, mem, 5)
+	}
+	a.add(first, 300, mem, 1)
+	for k, want := range map[string]int64{first: 3, second: 15} {
+		if got := a.used(k, 400, mem); got != want {
+			t.Errorf("used(%s) = %d, want %d", k, got, want)
+		}
+	}
+}
+
 // TestAdmissionsGrow counts keys into tables that start small: below the
 // cap they grow rather than forget any count, and they do not keep growing
 // for keys whose counts no longer matter; at the cap they stay within
