@@ -16,7 +16,8 @@ import (
 // over-counts), values without pointers (the GC does not scan them), and
 // a key's count in its set of admWays slots (or the next set), so that a
 // count costs two cache lines (the set's hashes and the entry), loaded
-// together when the key sits in its home slot, as most do. The
+// together when the key sits in its home slot, as most do
+// (BenchmarkAdmissionsAdd reports how many). The
 // keys are spread over admShards tables, each with its own lock, that
 // start small and double when half full, dropping on the way the counts
 // that no longer matter, and when a key's set and the next are full of
@@ -33,7 +34,11 @@ type admissions struct {
 
 // admWays is the number of slots of a set: its hashes fill a cache line.
 // A key takes a slot of its set, or of the next set when its own is full.
-const admWays = 8
+const admWays = 1 << admWaysLog
+
+// admWaysLog is log2(admWays): a key's home slot in its set is its
+// hash's top admWaysLog bits.
+const admWaysLog = 3
 
 // admShards is the number of tables, each with its own lock.
 const admShards = 64
@@ -103,7 +108,7 @@ func (sh *admShard) first(tag uint64) int {
 // cache misses at once, before it knows the key is there. The caller
 // holds sh.mu.
 func (sh *admShard) home(tag uint64) int {
-	return sh.first(tag) + int(tag>>61)
+	return sh.first(tag) + int(tag>>(64-admWaysLog))
 }
 
 // find returns the slot of tag, or -1. A key is in its set, or in the
@@ -133,11 +138,11 @@ func (sh *admShard) find(tag uint64) int {
 // next returns the first slot of the set after the one starting at f.
 func (sh *admShard) next(f int) int { return (f + admWays) % len(sh.tags) }
 
-// take returns the slot a new key of tag takes at now: a free one in its
-// set, else one there whose counts no longer matter, else the same in the
-// next set, else the one of the two whose bucket started first, whose
-// counts still matter (live is then true). The caller holds sh.mu and
-// sets the slot.
+// take returns the slot a new key of tag takes at now: its home slot if
+// that is free or its counts no longer matter; else the first slot of its
+// set that is either, else the same in the next set, else the one of the
+// two whose bucket started first, whose counts still matter (live is then
+// true). The caller holds sh.mu and sets the slot.
 func (sh *admShard) take(tag uint64, now int64) (slot int, live bool) {
 	if h := sh.home(tag); sh.tags[h] == 0 {
 		sh.used++

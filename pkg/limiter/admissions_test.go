@@ -134,38 +134,66 @@ func TestAdmissionsEvicts(t *testing.T) {
 }
 
 // TestAdmissionsHome checks that a new key takes its home slot when it
-// is free, and that two keys with one home keep their own counts: the
-// second takes another slot, and neither's count goes to the other.
+// is free, or when the count there no longer matters (which frees no slot:
+// the table's count of used slots stays), and that two keys with one home
+// keep their own counts: the second takes another slot, and neither's
+// count goes to the other. The keys are in a set other than a table's
+// first, and their home is not their set's first slot, which a new key
+// would take were homes ignored.
 func TestAdmissionsHome(t *testing.T) {
 	const mem = 1000
-	a := newAdmissions(1) // one set a shard
-	var first, second string
-	homes := map[int]string{}
-	for _, k := range sameShard(a, 64) {
+	a := newAdmissions(100_000)
+	sh0, _ := a.shard("k0")
+	for i := range a.shards {
+		a.shards[i].rebuild(16, a.maxSets, 0) // 16 sets a shard
+	}
+	type placed struct{ set, home int }
+	byPlace := map[placed][]string{}
+	var keys []string
+	for i := 0; keys == nil; i++ {
+		k := "k" + strconv.Itoa(i)
 		sh, tag := a.shard(k)
-		h := sh.home(tag)
-		if other, ok := homes[h]; ok {
-			first, second = other, k
-			break
+		if sh != sh0 {
+			continue
 		}
-		homes[h] = k
+		f, h := sh.first(tag), sh.home(tag)
+		if f == 0 || h == f {
+			continue
+		}
+		p := placed{f, h}
+		if byPlace[p] = append(byPlace[p], k); len(byPlace[p]) == 3 {
+			keys = byPlace[p]
+		}
 	}
-	if second == "" {
-		t.Fatal("no two keys of one shard with one home among 64")
-	}
-	sh, tag := a.shard(first)
-	a.add(first, 100, mem, 2)
-	if h := sh.home(tag); sh.tags[h] != tag {
-		t.Fatalf("%s is not in its home slot %d: tags %x", first, h, sh.tags)
+	sh, tag := a.shard(keys[0])
+	h := sh.home(tag)
+	used := sh.used
+	a.add(keys[0], 100, mem, 2)
+	if sh.tags[h] != tag {
+		t.Fatalf("%s is not in its home slot %d: set %x", keys[0], h, sh.tags[sh.first(tag):sh.first(tag)+admWays])
 	}
 	for range 3 {
-		a.add(second, 200, mem, 5)
+		a.add(keys[1], 200, mem, 5)
 	}
-	a.add(first, 300, mem, 1)
-	for k, want := range map[string]int64{first: 3, second: 15} {
+	a.add(keys[0], 300, mem, 1)
+	for k, want := range map[string]int64{keys[0]: 3, keys[1]: 15} {
 		if got := a.used(k, 400, mem); got != want {
 			t.Errorf("used(%s) = %d, want %d", k, got, want)
 		}
+	}
+	if sh.used != used+2 {
+		t.Errorf("%d slots used after two new keys, want %d", sh.used, used+2)
+	}
+	// At 5000 keys[0]'s counts no longer matter: keys[2] takes its home
+	// back from it.
+	used = sh.used
+	_, tag2 := a.shard(keys[2])
+	a.add(keys[2], 5000, mem, 4)
+	if sh.tags[h] != tag2 || sh.used != used {
+		t.Errorf("after a new key at a stale home: slot %d holds %x, want %s's %x; %d slots used, want %d", h, sh.tags[h], keys[2], tag2, sh.used, used)
+	}
+	if got := a.used(keys[2], 5000, mem); got != 4 {
+		t.Errorf("used(%s) = %d, want 4", keys[2], got)
 	}
 }
 
@@ -244,4 +272,20 @@ func BenchmarkAdmissionsAdd(b *testing.B) {
 	for i := range b.N {
 		a.add(names[order[i%keys]], int64(i/100), 1000, 1)
 	}
+	b.StopTimer()
+	// The share of the keys held that sit in their home slot, where add
+	// loads their count alongside the set's hashes.
+	held, home := 0, 0
+	for i := range a.shards {
+		sh := &a.shards[i]
+		for j, tag := range sh.tags {
+			if tag != 0 {
+				held++
+				if sh.home(tag) == j {
+					home++
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(home)/float64(max(held, 1)), "home-share")
 }
