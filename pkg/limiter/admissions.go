@@ -208,9 +208,7 @@ func (a *admissions) add(key string, now, mem, cost int64) {
 	// is compared, so that the two loads overlap.
 	h := sh.home(tag)
 	if e := sh.entries[h]; sh.tags[h] == tag {
-		e = e.roll(now, mem)
-		e.cur = max(0, e.cur+cost)
-		sh.entries[h] = e
+		sh.entries[h] = e.plus(now, mem, cost)
 		return
 	}
 	i := sh.find(tag)
@@ -235,9 +233,15 @@ func (a *admissions) add(key string, now, mem, cost int64) {
 		}
 		sh.tags[i], sh.entries[i] = tag, admEntry{}
 	}
-	e := sh.entries[i].roll(now, mem)
+	sh.entries[i] = sh.entries[i].plus(now, mem, cost)
+}
+
+// plus returns e with cost (negative for a refund) counted at now, in
+// buckets of mem ms; a count never goes below 0.
+func (e admEntry) plus(now, mem, cost int64) admEntry {
+	e = e.roll(now, mem)
 	e.cur = max(0, e.cur+cost)
-	sh.entries[i] = e
+	return e
 }
 
 // used returns about what was admitted for key in the mem ms before now:
