@@ -138,22 +138,18 @@ func (sh *admShard) find(tag uint64) int {
 // next returns the first slot of the set after the one starting at f.
 func (sh *admShard) next(f int) int { return (f + admWays) % len(sh.tags) }
 
-// take returns the slot a new key of tag takes at now: its home slot if
-// that is free or its counts no longer matter; else the first slot of its
-// set that is either, else the same in the next set, else the one of the
-// two whose bucket started first, whose counts still matter (live is then
+// take returns the slot a new key of tag takes at now: the first slot of
+// its set, from its home slot round, that is free or whose counts no
+// longer matter; else the same in the next set; else the one of the two
+// whose bucket started first, whose counts still matter (live is then
 // true). The caller holds sh.mu and sets the slot.
 func (sh *admShard) take(tag uint64, now int64) (slot int, live bool) {
-	if h := sh.home(tag); sh.tags[h] == 0 {
-		sh.used++
-		return h, false
-	} else if !sh.entries[h].matters(now) {
-		return h, false
-	}
-	f := sh.first(tag)
-	oldest := f
+	f, h := sh.first(tag), sh.home(tag)
+	oldest := h
 	for _, first := range [2]int{f, sh.next(f)} {
-		for i := first; i < first+admWays; i++ {
+		// Each set from the home slot's place in it, round.
+		for k := range admWays {
+			i := first + (h-f+k)%admWays
 			if sh.tags[i] == 0 {
 				sh.used++
 				return i, false

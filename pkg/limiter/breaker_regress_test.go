@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/wait"
 	"github.com/weirhq/weir/pkg/breaker"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/redisstore"
@@ -76,17 +77,10 @@ func TestStatusDuringOutageLetsTheBreakerRecover(t *testing.T) {
 	// A wall-clock allowance for a loaded machine (it once ran out at 3s
 	// with four test packages at once); a breaker stuck half-open never
 	// recovers, however long.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, "decisions from the store again after Redis restarted (the fake clock far past every cooldown)", func() bool {
 		c.Advance(time.Second)
-		if got := source(t, l, context.Background()); got == limiter.SourceStore {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Redis back for 10s (and the fake clock far past every cooldown): still not deciding from the store")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return source(t, l, context.Background()) == limiter.SourceStore
+	})
 }
 
 // TestCancelledCallersDoNotOpenTheBreaker: callers that gave up say
