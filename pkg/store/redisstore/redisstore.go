@@ -218,7 +218,8 @@ func New(c Client, cfg Config) (*Store, error) {
 // serverCheck is the script Load runs first: 0 for a server whose Lua
 // lacks the struct library, 2 for one older than Redis 6.0 (its Lua has
 // no redis.setresp, which came with 6.0 as SET's KEEPTTL did), 1 else.
-const serverCheck = `if type(struct) ~= 'table' then return 0 end
+// (rawget: Redis 7 fails a script that reads a global it lacks.)
+const serverCheck = `if type(rawget(_G, 'struct')) ~= 'table' then return 0 end
 if type(redis.setresp) ~= 'function' then return 2 end
 return 1`
 

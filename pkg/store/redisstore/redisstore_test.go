@@ -226,6 +226,36 @@ func TestLoadLooksForStruct(t *testing.T) {
 	}
 }
 
+// The check Load runs tells a missing library from a present one on a
+// real Redis, which fails a script that reads a global it lacks: asked for
+// a library no Redis has, in place of struct, it answers 0 (ErrNoStruct),
+// not an error; asked for a redis.* function no Redis has, in place of
+// 6.0's setresp, 2 (ErrRedisTooOld).
+func TestServerCheckOnAMissingPiece(t *testing.T) {
+	c := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, old, new string
+		want           int64
+	}{
+		{"as it is", "", "", 1},
+		{"no such library", "'struct'", "'nosuchlib'", 0},
+		{"no such redis function", "redis.setresp", "redis.nosuchfn", 2},
+	} {
+		script := redisstore.ServerCheck
+		if tc.old != "" {
+			if !strings.Contains(script, tc.old) {
+				t.Fatalf("%s: the check no longer names %s", tc.name, tc.old)
+			}
+			script = strings.Replace(script, tc.old, tc.new, 1)
+		}
+		got, err := c.Eval(ctx, script, nil).Int64()
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %d %v, want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
+
 func TestDeadRedisFailsFast(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})

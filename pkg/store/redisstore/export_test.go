@@ -1,0 +1,4 @@
+package redisstore
+
+// ServerCheck is serverCheck, for the tests of what it reports.
+const ServerCheck = serverCheck
