@@ -42,14 +42,8 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.StoreTimeoutMax, "store-timeout-max", 0, "most the Redis call bound may adapt to; at most --store-timeout fixes it (default 10 × --store-timeout)")
 	fs.Func("store-pause", "the pause a healthy Redis may take of itself (deleting expired keys), which the Redis call bound adds to twice the slowest recent call; 0 for none (default: a quarter of 1/hz, read from each Redis node at start, 25ms at Redis's default hz when unreadable)", func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil {
-			return err
-		}
-		if d < 0 {
-			return fmt.Errorf("negative pause %v", d)
-		}
 		cfg.StorePause = &d
-		return nil
+		return err
 	})
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 0, "bound on Redis requests (rule decisions) in flight; past it, decisions are shed to their failure modes (default 4096, negative: no bound)")
 	fs.DurationVar(&cfg.AdmitWait, "admit-wait", 0, "how long a call waits for room under --max-in-flight before it is shed (default --store-timeout)")

@@ -234,6 +234,9 @@ func (c Config) Validate() error {
 	if c.ReadsBetween > usage.MaxReadsBetween {
 		errs = append(errs, fmt.Errorf("reads between reports %d: at most %d", c.ReadsBetween, usage.MaxReadsBetween))
 	}
+	if c.StorePause != nil && *c.StorePause < 0 {
+		errs = append(errs, fmt.Errorf("store pause (--store-pause) %v must not be negative", *c.StorePause))
+	}
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
 	}
@@ -541,8 +544,10 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	// is down at start is not fatal (the failure modes cover it).
 	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	switch err := s.Load(lctx); {
-	case errors.Is(err, redisstore.ErrNoStruct), errors.Is(err, redisstore.ErrRedisTooOld):
+	case errors.Is(err, redisstore.ErrNoStruct):
 		cfg.Logger.Error("Redis cannot run Weir's scripts: every decision of a counter algorithm will go to its rule's failure mode", "err", err)
+	case errors.Is(err, redisstore.ErrRedisTooOld):
+		cfg.Logger.Error("Redis is older than 6.0: a window counter's writes after its window's first, and a bucket's at a limit of 0, will fail and go to their rule's failure mode", "err", err)
 	case err != nil:
 		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
 	}

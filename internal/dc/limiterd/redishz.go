@@ -2,7 +2,7 @@ package limiterd
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -31,13 +31,14 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) (pause time.Durat
 	var mu sync.Mutex // ForEachShard reads the nodes concurrently
 	lowest := 0
 	check := func(ctx context.Context, n *redis.Client) error {
-		hz := defaultHz
-		m, err := n.ConfigGet(ctx, "hz").Result()
-		if v, perr := strconv.Atoi(m["hz"]); err != nil || perr != nil || v <= 0 {
-			log.Debug("could not read Redis's hz; taking its default", "node", n.Options().Addr, "default", defaultHz, "err", errors.Join(err, perr))
-		} else if hz = v; hz < advisedHz {
+		hz, err := readHz(ctx, n)
+		switch {
+		case err != nil:
+			hz = defaultHz
+			log.Debug("could not read Redis's hz; taking its default", "node", n.Options().Addr, "default", defaultHz, "err", err)
+		case hz < advisedHz:
 			log.Info("Redis runs at a low hz: when many keys expire together it may stall every call for about a quarter of 1/hz; hz 100 makes that about 2.5 ms (docs/operations.md)",
-				"node", n.Options().Addr, "hz", hz, "stall_ms", 250/hz)
+				"node", n.Options().Addr, "hz", hz, "stall", quarterTick(hz))
 		}
 		mu.Lock()
 		if lowest == 0 || hz < lowest {
@@ -58,5 +59,24 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) (pause time.Durat
 	if lowest == 0 {
 		lowest = defaultHz
 	}
-	return time.Second / time.Duration(4*lowest), lowest
+	return quarterTick(lowest), lowest
+}
+
+// readHz returns the hz of node n: CONFIG GET hz, a positive integer.
+func readHz(ctx context.Context, n *redis.Client) (int, error) {
+	m, err := n.ConfigGet(ctx, "hz").Result()
+	if err != nil {
+		return 0, err
+	}
+	hz, err := strconv.Atoi(m["hz"])
+	if err == nil && hz <= 0 {
+		err = fmt.Errorf("hz %d is not positive", hz)
+	}
+	return hz, err
+}
+
+// quarterTick is how long Redis at hz may spend of each 1/hz tick
+// deleting expired keys: a quarter of it.
+func quarterTick(hz int) time.Duration {
+	return time.Second / time.Duration(4*hz)
 }
