@@ -69,7 +69,7 @@ bench: ensure-redis
 bench-limiter:
 	scripts/bench-limiter.sh
 
-## bench-envoy: Envoy's API and weir.v1 at closed-loop peak and paced, with the gRPC health floor; about two minutes
+## bench-envoy: Envoy's API and weir.v1 at closed-loop peak and paced at two rates, with the gRPC health floor; about three minutes
 bench-envoy:
 	scripts/bench-envoy.sh
 

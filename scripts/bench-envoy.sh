@@ -3,8 +3,9 @@
 # weir.v1 Check side by side, at closed-loop peak with a lean client
 # (weirload), 100k distinct keys, one and 16 descriptors (items) per call,
 # with the gRPC health call — the floor of any call — in the same run:
-# at its closed-loop peak, and paced at the rate single-item decisions are
-# paced at (envoy-1-paced, weir-1-paced), the floor at their own rate.
+# at its closed-loop peak, and paced at the rates single-item decisions
+# are paced at (envoy-1-pacedN, weir-1-pacedN at N% of weir-1's peak),
+# the floor at their own rate.
 # envoy-N asks a domain loaded from an envoyproxy/ratelimit configuration
 # (scripts/bench-envoy/envoy.yaml, answered as the peer answers), envoyw-N
 # a Weir rule file's domain, weir-N weir.v1 on that rule; the three decide
@@ -15,7 +16,8 @@
 # failure mode. A summary then states each API's CPU per decision over the
 # floor, and Envoy's CPU per decision over weir.v1's. Method: redis-server and the limiter share CPU 0, the load client
 # runs on CPU 1 (taskset), everything on loopback; default settings.
-# DURATION per phase (default 10s), CONC workers (default 50), LIMITER_BIN
+# DURATION per phase (default 10s), CONC workers (default 50), PACED the
+# paced rates as shares of weir-1's peak (default "0.5 0.75"), LIMITER_BIN
 # to measure another build of the limiter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,20 +50,28 @@ field() { sed -E "s/.*\"$2\":([-0-9.e+]+).*/\1/" "$work/$1.json"; }
 # A gRPC call's CPU falls as the call rate rises (the transport writes
 # more answers per syscall, and goroutines find work waiting), and the
 # health call's peak is nearly twice a decision's: the same single-item
-# calls again, and health calls, paced at one rate (half weir-1's
-# peak), give the floor at the decisions' own rate. First the keys of the
-# closed-loop phases expire (a window of 1 s: 2 to 4 s after their last
-# write), so that Redis deleting them (docs/operations.md, hz) stalls no
-# paced phase.
-rate=$(awk -v p="$(field weir-1 decisions_per_second)" 'BEGIN { printf "%d", 0.5 * p }')
-if [ "$rate" -lt 1 ]; then
-  echo "weir-1 made no decision: no paced phases" >&2
-  exit 1
-fi
+# calls again, and health calls, paced at one rate, give the floor at the
+# decisions' own rate. PACED lists those rates as shares of weir-1's
+# peak (default 0.5 and 0.75: half of it, and nearer it). First the keys
+# of the closed-loop phases expire (a window of 1 s: 2 to 4 s after
+# their last write), so that Redis deleting them (docs/operations.md,
+# hz) stalls no paced phase.
+PACED=${PACED:-0.5 0.75}
+peak=$(field weir-1 decisions_per_second)
 sleep 5
-load health-paced --call health --rate "$rate"
-load envoy-1-paced --api envoy --domain envoybench --keys 100000 --attrs bench=under --rate "$rate"
-load weir-1-paced --domain bench --keys 100000 --attrs bench=under --rate "$rate"
+paced=()
+for share in $PACED; do
+  rate=$(awk -v p="$peak" -v s="$share" 'BEGIN { printf "%d", s * p }')
+  if [ "$rate" -lt 1 ]; then
+    echo "weir-1 made no decision, or PACED has a share of 0: no paced phases" >&2
+    exit 1
+  fi
+  pct=$(awk -v s="$share" 'BEGIN { printf "%d", 100 * s + 0.5 }')
+  load "health-paced$pct" --call health --rate "$rate"
+  load "envoy-1-paced$pct" --api envoy --domain envoybench --keys 100000 --attrs bench=under --rate "$rate"
+  load "weir-1-paced$pct" --domain bench --keys 100000 --attrs bench=under --rate "$rate"
+  paced+=("$pct:$rate")
+done
 floor=$(field health limiter_cpu_us_per_call)
 echo
 printf "summary (limiter CPU per decision over the floor, a gRPC health call of %.1fµs, shared by a call's decisions)\n" "$floor"
@@ -73,13 +83,16 @@ for run in envoy-1 envoy-16 envoyw-1 envoyw-16 weir-1 weir-16; do
     -v dps="$(field "$run" decisions_per_second)" \
     'BEGIN { printf "%-9s %8.0f decisions/s  CPU %5.1fµs/decision (floor/%d + %5.1fµs)  redis %4.1fµs, %4.2f commands/decision  failure modes %.4f%%  p50/p99/p99.9 %.0f/%.0f/%.0fµs\n", r, dps, c, b, c - f / b, rc, cmds, 100 * fs, p50, p99, p999 }'
 done
-pfloor=$(field health-paced limiter_cpu_us_per_call)
-echo
-printf "at one rate, %d calls/s paced (half weir-1's peak): a gRPC health call %.1fµs\n" "$rate" "$pfloor"
-for run in envoy-1-paced weir-1-paced; do
-  awk -v r="$run" -v c="$(field "$run" limiter_cpu_us_per_decision)" -v f="$pfloor" -v fs="$(field "$run" failure_share)" \
-    -v p99="$(field "$run" p99_us)" -v p999="$(field "$run" p999_us)" -v dps="$(field "$run" decisions_per_second)" \
-    'BEGIN { printf "%-13s %8.0f decisions/s  CPU %5.1fµs/decision (floor + %5.1fµs)  failure modes %.4f%%  p99/p99.9 %.0f/%.0fµs\n", r, dps, c, c - f, 100 * fs, p99, p999 }'
+for p in "${paced[@]}"; do
+  pct=${p%%:*}
+  pfloor=$(field "health-paced$pct" limiter_cpu_us_per_call)
+  echo
+  printf "at one rate, %d calls/s paced (%d%% of weir-1's peak): a gRPC health call %.1fµs\n" "${p##*:}" "$pct" "$pfloor"
+  for run in "envoy-1-paced$pct" "weir-1-paced$pct"; do
+    awk -v r="$run" -v c="$(field "$run" limiter_cpu_us_per_decision)" -v f="$pfloor" -v fs="$(field "$run" failure_share)" \
+      -v p99="$(field "$run" p99_us)" -v p999="$(field "$run" p999_us)" -v dps="$(field "$run" decisions_per_second)" \
+      'BEGIN { printf "%-15s %8.0f decisions/s  CPU %5.1fµs/decision (floor + %5.1fµs)  failure modes %.4f%%  p99/p99.9 %.0f/%.0fµs\n", r, dps, c, c - f, 100 * fs, p99, p999 }'
+  done
 done
 echo
 echo "Envoy's API over weir.v1, limiter CPU per decision (the issue's target: at most 1.10)"
