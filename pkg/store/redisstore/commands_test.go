@@ -52,6 +52,7 @@ func TestCommandsPerDecision(t *testing.T) {
 		at     time.Duration // after t0
 		cost   int64
 		refund bool // give back cost admitted at t0
+		noRate bool // at a limit of 0 (its share given up), not 2
 	}
 	const (
 		admitFresh = "admit fresh key"
@@ -63,6 +64,7 @@ func TestCommandsPerDecision(t *testing.T) {
 		admitSame       = "admit in the same ms"
 		reject          = "reject"
 		peek            = "peek"
+		peekNoRate      = "peek at a limit of 0"
 		refund          = "refund"
 	)
 	// Each case runs its setup steps at limit 2 in a window of a minute
@@ -78,6 +80,7 @@ func TestCommandsPerDecision(t *testing.T) {
 		admitSame:       {[]step{{at: 0, cost: 1}}, step{at: 0, cost: 1}, 0},
 		reject:          {[]step{{at: 0, cost: 2}}, step{at: ms, cost: 1}, 0},
 		peek:            {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 0}, 0},
+		peekNoRate:      {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 0, noRate: true}, 0},
 		refund:          {[]step{{at: 0, cost: 1}}, step{at: ms, cost: 1, refund: true}, 0},
 	}
 	counter := map[string]map[string]int64{
@@ -89,6 +92,7 @@ func TestCommandsPerDecision(t *testing.T) {
 		admitSame:       {"evalsha": 1, "get": 1, "set": 1},
 		reject:          {"evalsha": 1, "get": 1},
 		peek:            {"evalsha": 1, "get": 1},
+		peekNoRate:      {"evalsha": 1, "get": 1},
 		refund:          {"evalsha": 1, "get": 1, "set": 1},
 	}
 	bucket := maps.Clone(counter)
@@ -97,6 +101,9 @@ func TestCommandsPerDecision(t *testing.T) {
 	// A peek settles the drain since the last write (usage readings rely
 	// on it: bucket.lua).
 	bucket[peek] = map[string]int64{"evalsha": 1, "get": 1, "set": 1}
+	// At a limit of 0 nothing drains, but the clock moved: the fill is
+	// written with the TTL it has (SET ... KEEPTTL, one SET).
+	bucket[peekNoRate] = map[string]int64{"evalsha": 1, "get": 1, "set": 1}
 	want := map[algorithm.Algorithm]map[string]map[string]int64{
 		algorithm.TokenBucket:          bucket,
 		algorithm.LeakyBucket:          bucket,
@@ -109,7 +116,9 @@ func TestCommandsPerDecision(t *testing.T) {
 			admitSame:       {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 1, "zcount": 1, "zadd": 1, "pexpire": 1},
 			reject:          {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 2},
 			peek:            {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 1},
-			refund:          {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zcount": 1, "zrem": 1}, // the log is empty after
+			// At a limit of 0 the peek is a rejection (the log holds 1).
+			peekNoRate: {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zrange": 2},
+			refund:     {"evalsha": 1, "zremrangebyscore": 1, "zcard": 1, "zcount": 1, "zrem": 1}, // the log is empty after
 		},
 	}
 	n := 0
@@ -125,6 +134,10 @@ func TestCommandsPerDecision(t *testing.T) {
 				run := func(st step) {
 					t.Helper()
 					r.Cost = st.cost
+					r.Params.Limit = 2
+					if st.noRate {
+						r.Params.Limit = 0
+					}
 					if st.refund {
 						if err := s.Refund(ctx, t0, t0.Add(st.at), []algorithm.Request{r}); err != nil {
 							t.Fatal(err)

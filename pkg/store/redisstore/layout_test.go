@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -267,6 +268,9 @@ func TestLayout2CarriedAtLimitZero(t *testing.T) {
 	c := srv.Client(t)
 	ctx := context.Background()
 	s := newStore(t, c, "weir")
+	if err := s.Load(ctx); err != nil { // so that no step's count holds a script's loading
+		t.Fatal(err)
+	}
 	now := storetest.T0
 	zero := algorithm.Params{Algorithm: algorithm.TokenBucket, Limit: 0, Burst: 3, Window: time.Hour}
 	for _, tc := range []struct {
@@ -288,8 +292,22 @@ func TestLayout2CarriedAtLimitZero(t *testing.T) {
 		if err := c.Set(ctx, old, layout2Value(zero, now, 2), 40*time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
 		if err := tc.step(r); err != nil {
 			t.Fatal(err)
+		}
+		// docs/algorithms.md's count: the two GETs of a carried state,
+		// the old key's PTTL, and the SET that takes it.
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := commandCalls(info)
+		delete(got, "config|resetstat")
+		if want := map[string]int64{"evalsha": 1, "get": 2, "pttl": 1, "set": 1}; !maps.Equal(got, want) {
+			t.Errorf("%s: got commands %v, want %v", tc.name, got, want)
 		}
 		if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl <= 39*time.Minute || ttl > 40*time.Minute {
 			t.Errorf("%s: PTTL of the version-3 key: %v %v, want the old key's, about 40m", tc.name, ttl, err)
