@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -32,6 +34,24 @@ func commandCalls(info string) map[string]int64 {
 			}
 		}
 	}
+	return calls
+}
+
+// commandsOf returns the calls per command Redis ran during step, as INFO
+// commandstats counts them (the statistics reset before it).
+func commandsOf(t *testing.T, c redis.UniversalClient, step func()) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := commandCalls(info)
+	delete(calls, "config|resetstat")
 	return calls
 }
 
@@ -152,16 +172,7 @@ func TestCommandsPerDecision(t *testing.T) {
 				for _, st := range st.setup {
 					run(st)
 				}
-				if err := c.ConfigResetStat(ctx).Err(); err != nil {
-					t.Fatal(err)
-				}
-				run(st.step)
-				info, err := c.Info(ctx, "commandstats").Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := commandCalls(info)
-				delete(got, "config|resetstat")
+				got := commandsOf(t, c, func() { run(st.step) })
 				if w := want[a][name]; !maps.Equal(got, w) {
 					t.Errorf("got commands %v, want %v", got, w)
 				}
