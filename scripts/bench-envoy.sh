@@ -88,10 +88,21 @@ for p in "${paced[@]}"; do
   pfloor=$(field "health-paced$pct" limiter_cpu_us_per_call)
   echo
   printf "at one rate, %d calls/s paced (%d%% of weir-1's peak): a gRPC health call %.1fµs\n" "${p##*:}" "$pct" "$pfloor"
-  for run in "envoy-1-paced$pct" "weir-1-paced$pct"; do
+  # A phase that fell behind its rate (the machine slowed since the
+  # closed-loop phase that set it) queued calls behind its 50 slots: its
+  # tail, counted from when each call was due, is the machine's.
+  for run in "health-paced$pct" "envoy-1-paced$pct" "weir-1-paced$pct"; do
     awk -v r="$run" -v c="$(field "$run" limiter_cpu_us_per_decision)" -v f="$pfloor" -v fs="$(field "$run" failure_share)" \
       -v p99="$(field "$run" p99_us)" -v p999="$(field "$run" p999_us)" -v dps="$(field "$run" decisions_per_second)" \
-      'BEGIN { printf "%-15s %8.0f decisions/s  CPU %5.1fµs/decision (floor + %5.1fµs)  failure modes %.4f%%  p99/p99.9 %.0f/%.0fµs\n", r, dps, c, c - f, 100 * fs, p99, p999 }'
+      -v rate="${p##*:}" \
+      'BEGIN {
+        behind = dps < 0.98 * rate ? sprintf("  BEHIND its rate (%.0f%%)", 100 * dps / rate) : ""
+        if (r ~ /^health/) {
+          if (behind != "") printf "%-15s %8.0f calls/s%s\n", r, dps, behind
+          exit
+        }
+        printf "%-15s %8.0f decisions/s  CPU %5.1fµs/decision (floor + %5.1fµs)  failure modes %.4f%%  p99/p99.9 %.0f/%.0fµs%s\n", r, dps, c, c - f, 100 * fs, p99, p999, behind
+      }'
   done
 done
 echo
