@@ -52,25 +52,35 @@ field() { sed -E "s/.*\"$2\":([-0-9.e+]+).*/\1/" "$work/$1.json"; }
 # health call's peak is nearly twice a decision's: the same single-item
 # calls again, and health calls, paced at one rate, give the floor at the
 # decisions' own rate. PACED lists those rates as shares of weir-1's
-# peak (default 0.5 and 0.75: half of it, and nearer it). First the keys
-# of the closed-loop phases expire (a window of 1 s: 2 to 4 s after
-# their last write), so that Redis deleting them (docs/operations.md,
-# hz) stalls no paced phase.
+# peak (default 0.5 and 0.75: half of it, and nearer it), each checked
+# before any is run. Before each rate the keys of the phases before
+# expire (windows of 1 s: their TTL ends 1 to 3 s after their last
+# write), so that Redis deleting them (docs/operations.md, hz) stalls no
+# paced phase.
 PACED=${PACED:-0.5 0.75}
 peak=$(field weir-1 decisions_per_second)
-sleep 5
 paced=()
 for share in $PACED; do
   rate=$(awk -v p="$peak" -v s="$share" 'BEGIN { printf "%d", s * p }')
+  pct=$(awk -v s="$share" 'BEGIN { printf "%d", 100 * s + 0.5 }')
   if [ "$rate" -lt 1 ]; then
-    echo "weir-1 made no decision, or PACED has a share of 0: no paced phases" >&2
+    echo "PACED share '$share' gives no rate (weir-1's peak: $peak decisions/s): no paced phases" >&2
     exit 1
   fi
-  pct=$(awk -v s="$share" 'BEGIN { printf "%d", 100 * s + 0.5 }')
+  for p in "${paced[@]}"; do
+    if [ "${p%%:*}" = "$pct" ]; then
+      echo "PACED shares must differ by at least 1%: two are $pct%" >&2
+      exit 1
+    fi
+  done
+  paced+=("$pct:$rate")
+done
+for p in "${paced[@]}"; do
+  pct=${p%%:*} rate=${p##*:}
+  sleep 5
   load "health-paced$pct" --call health --rate "$rate"
   load "envoy-1-paced$pct" --api envoy --domain envoybench --keys 100000 --attrs bench=under --rate "$rate"
   load "weir-1-paced$pct" --domain bench --keys 100000 --attrs bench=under --rate "$rate"
-  paced+=("$pct:$rate")
 done
 floor=$(field health limiter_cpu_us_per_call)
 echo
@@ -89,16 +99,18 @@ for p in "${paced[@]}"; do
   echo
   printf "at one rate, %d calls/s paced (%d%% of weir-1's peak): a gRPC health call %.1fµs\n" "${p##*:}" "$pct" "$pfloor"
   # A phase that fell behind its rate (the machine slowed since the
-  # closed-loop phase that set it) queued calls behind its 50 slots: its
-  # tail, counted from when each call was due, is the machine's.
+  # closed-loop phase that set it) queued calls behind its $CONC slots: its
+  # tail, counted from when each call was due, is the machine's. Calls
+  # count answered or not.
   for run in "health-paced$pct" "envoy-1-paced$pct" "weir-1-paced$pct"; do
     awk -v r="$run" -v c="$(field "$run" limiter_cpu_us_per_decision)" -v f="$pfloor" -v fs="$(field "$run" failure_share)" \
       -v p99="$(field "$run" p99_us)" -v p999="$(field "$run" p999_us)" -v dps="$(field "$run" decisions_per_second)" \
-      -v rate="${p##*:}" \
+      -v calls="$(field "$run" calls)" -v secs="$(field "$run" seconds)" -v rate="${p##*:}" \
       'BEGIN {
-        behind = dps < 0.98 * rate ? sprintf("  BEHIND its rate (%.0f%%)", 100 * dps / rate) : ""
+        cps = calls / secs
+        behind = cps < 0.98 * rate ? sprintf("  BEHIND its rate (%.0f%%)", 100 * cps / rate) : ""
         if (r ~ /^health/) {
-          if (behind != "") printf "%-15s %8.0f calls/s%s\n", r, dps, behind
+          if (behind != "") printf "%-15s %8.0f calls/s%s\n", r, cps, behind
           exit
         }
         printf "%-15s %8.0f decisions/s  CPU %5.1fµs/decision (floor + %5.1fµs)  failure modes %.4f%%  p99/p99.9 %.0f/%.0fµs%s\n", r, dps, c, c - f, 100 * fs, p99, p999, behind
