@@ -40,7 +40,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC API listen address")
 	fs.DurationVar(&cfg.StoreTimeout, "store-timeout", 0, "least bound on each Redis call; the bound adapts to Redis's latency above it (default 20ms)")
 	fs.DurationVar(&cfg.StoreTimeoutMax, "store-timeout-max", 0, "most the Redis call bound may adapt to; at most --store-timeout fixes it (default 10 × --store-timeout)")
-	fs.Func("store-pause", "the pause a healthy Redis may take of itself (deleting expired keys), which the Redis call bound adds to twice the slowest recent call; 0 for none (default: a quarter of 1/hz, read from each Redis node at start, 25ms at Redis's default hz when unreadable)", func(v string) error {
+	fs.Func("store-pause", "the pause a healthy Redis may take of itself (deleting expired keys), which the Redis call bound adds to twice the slowest recent call; 0 for none (default: a quarter of 1/hz at the lowest hz read from the Redis nodes at start, a node that does not answer counting as hz 10: 25ms; 0 with the memory store)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		cfg.StorePause = &d
 		return err

@@ -549,7 +549,7 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	case errors.Is(err, redisstore.ErrRedisTooOld):
 		cfg.Logger.Error("Redis is older than 6.0: a window counter's writes after its window's first, and a bucket's at a limit of 0, will fail and go to their rule's failure mode", "err", err)
 	case err != nil:
-		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use", "err", err)
+		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use, without checking the server's Lua (struct, Redis 6.0)", "err", err)
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	cancel()
