@@ -212,7 +212,7 @@ func TestWrongTypeIsAnErrorNotACrash(t *testing.T) {
 // Load finds the struct library and Redis 6.0's Lua in a real Redis (of
 // the version the tests run, 7.0 on Debian), and a Redis it cannot reach
 // is reported as that, not as a server lacking either.
-func TestLoadLooksForStruct(t *testing.T) {
+func TestLoadChecksTheServer(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
 	defer c.Close()
