@@ -40,6 +40,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -267,11 +268,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
-	store, storePause, closeStore, err := openStore(cfg)
+	st, err := openStore(cfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer st.release()
 
 	glob, err := newGlobal(cfg, log, reg)
 	if err != nil {
@@ -283,7 +284,7 @@ func Run(ctx context.Context, cfg Config) error {
 		obs = limiter.Observers{met, glob.observer}
 	}
 	lim, err := limiter.New(limiter.Config{
-		DC: cfg.DC, Store: store, StoreTimeout: cfg.StoreTimeout, StoreTimeoutMax: cfg.StoreTimeoutMax, StorePause: storePause,
+		DC: cfg.DC, Store: st.store, StoreTimeout: cfg.StoreTimeout, StoreTimeoutMax: cfg.StoreTimeoutMax, StorePause: st.pause,
 		MaxInFlight: cfg.MaxInFlight, AdmitWait: cfg.AdmitWait, CacheKeys: cfg.CacheKeys,
 		LocalKeys: cfg.MemoryKeys, Observer: obs, Logger: log,
 		Quotas: glob.quotas, Instances: glob.instances,
@@ -347,10 +348,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: %w", err)
 	}
 	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	// Stream workers serve calls on goroutines that outlive them, whose
-	// stacks have grown already; without them every call starts a
-	// goroutine and grows its stack again. Calls beyond the workers get a
-	// goroutine each, as without them.
 	tlsCfg, err := cfg.TLS.Server()
 	if err != nil {
 		httpLn.Close()
@@ -365,6 +362,10 @@ func Run(ctx context.Context, cfg Config) error {
 	// Clients (pkg/client) ping idle connections every 30s to notice a
 	// dead limiter before their next call; grpc-go's default policy
 	// (one ping per 5 minutes, none without calls) would close them.
+	// Stream workers serve calls on goroutines that outlive them, whose
+	// stacks have grown already; without them every call starts a
+	// goroutine and grows its stack again. Calls beyond the workers get a
+	// goroutine each, as without them.
 	grpcSrv := grpc.NewServer(append(creds, grpc.MaxRecvMsgSize(4<<20), grpc.MaxConcurrentStreams(1024),
 		grpc.NumStreamWorkers(uint32(64*runtime.GOMAXPROCS(0))),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))...)
@@ -415,9 +416,14 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		})
 	}
-	rctx, stopRules := context.WithCancel(ctx)
+	// The loops that keep the limiter's rules and store in step end at
+	// shutdown, before the wait for the goroutines.
+	lctx, stopLoops := context.WithCancel(ctx)
 	if rules != nil {
-		wg.Go(func() { rules.poll(rctx, cfg.RulesPoll) })
+		wg.Go(func() { rules.poll(lctx, cfg.RulesPoll) })
+	}
+	if st.loadLater != nil {
+		wg.Go(func() { st.loadLater(lctx) })
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
@@ -438,7 +444,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("limiter shutting down")
 	hs.Shutdown()
-	stopRules()
+	stopLoops()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil {
@@ -491,16 +497,30 @@ func clusterURL(s string) bool {
 	return err == nil && u.Query().Has("addr")
 }
 
-// openStore returns the DC's store, how long it may pause of itself while
-// healthy (limiter.Config.StorePause: Redis's expiry at its hz), and a
-// function that releases it.
-func openStore(cfg Config) (store limiter.Store, pause time.Duration, release func(), err error) {
+// openedStore is the DC's store as openStore opened it.
+type openedStore struct {
+	store limiter.Store
+	// pause is how long the store may pause of itself while healthy
+	// (limiter.Config.StorePause: Redis's expiry at its hz).
+	pause time.Duration
+	// release closes the store.
+	release func()
+	// loadLater, when not nil, does what Redis did not answer at start:
+	// loads the scripts and checks the server (loadScriptsLater). The
+	// caller runs it, and ends it through its context.
+	loadLater func(ctx context.Context)
+}
+
+// openStore opens the DC's store: the memory store, or Redis (one
+// server or a cluster), whose scripts it loads after checking the server
+// can run them.
+func openStore(cfg Config) (openedStore, error) {
 	if cfg.Redis == "" {
 		s, err := memstore.New(memstore.Config{MaxKeys: cfg.MemoryKeys})
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
+			return openedStore{}, fmt.Errorf("limiterd: %w", err)
 		}
-		return s, 0, func() {}, nil
+		return openedStore{store: s, release: func() {}}, nil
 	}
 	var c redisstore.Client
 	var closeFn func() error
@@ -511,7 +531,7 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	case strings.Contains(cfg.Redis, "://") && clusterURL(cfg.Redis):
 		opt, err := redis.ParseClusterURL(cfg.Redis)
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("limiterd: --redis: %w", err)
+			return openedStore{}, fmt.Errorf("limiterd: --redis: %w", err)
 		}
 		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClusterClient(opt)
@@ -519,7 +539,7 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	case strings.Contains(cfg.Redis, "://"):
 		opt, err := redis.ParseURL(cfg.Redis)
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("limiterd: --redis: %w", err)
+			return openedStore{}, fmt.Errorf("limiterd: --redis: %w", err)
 		}
 		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 		rc := redis.NewClient(opt)
@@ -538,18 +558,16 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {
 		_ = closeFn()
-		return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
+		return openedStore{}, fmt.Errorf("limiterd: %w", err)
 	}
 	// Load the scripts now, so the first decisions need not; a Redis that
-	// is down at start is not fatal (the failure modes cover it).
-	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	switch err := s.Load(lctx); {
-	case errors.Is(err, redisstore.ErrNoStruct):
-		cfg.Logger.Error("Redis cannot run Weir's scripts: every decision of a counter algorithm will go to its rule's failure mode", "err", err)
-	case errors.Is(err, redisstore.ErrRedisTooOld):
-		cfg.Logger.Error("Redis is older than 6.0: a window counter's writes after its window's first, and a bucket's at a limit of 0, will fail and go to their rule's failure mode", "err", err)
-	case err != nil:
-		cfg.Logger.Warn("could not load scripts into Redis at start; will load on first use, without checking the server's Lua (struct, Redis 6.0)", "err", err)
+	// is down at start is not fatal (the failure modes cover it), and is
+	// checked when it answers.
+	lctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
+	var loadLater func(context.Context)
+	if err := s.Load(lctx); !reportLoad(cfg.Logger, err) {
+		cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", "err", err)
+		loadLater = func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) }
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	cancel()
@@ -568,9 +586,53 @@ func openStore(cfg Config) (store limiter.Store, pause time.Duration, release fu
 	co, err := coalesce.New(s, coalesce.Config{Timeout: timeout, Workers: 1})
 	if err != nil {
 		_ = closeFn()
-		return nil, 0, nil, fmt.Errorf("limiterd: %w", err)
+		return openedStore{}, fmt.Errorf("limiterd: %w", err)
 	}
-	return co, pause, func() { co.Close(); _ = closeFn() }, nil
+	return openedStore{store: co, pause: pause, release: func() { co.Close(); _ = closeFn() }, loadLater: loadLater}, nil
+}
+
+// scriptLoadTimeout bounds one attempt to check the server and load the
+// scripts.
+const scriptLoadTimeout = 2 * time.Second
+
+// reportLoad logs what redisstore.Store.Load's err says of the server,
+// and reports whether that is settled: loaded (nil), or a server that
+// cannot run the scripts, logged as an error. A server that did not
+// answer is not settled, and not logged.
+func reportLoad(log *slog.Logger, err error) (settled bool) {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, redisstore.ErrNoStruct):
+		log.Error("Redis cannot run Weir's scripts: every decision of a counter algorithm will go to its rule's failure mode", "err", err)
+		return true
+	case errors.Is(err, redisstore.ErrRedisTooOld):
+		log.Error("Redis is older than 6.0: a window counter's writes after its window's first, and a bucket's at a limit of 0, will fail and go to their rule's failure mode", "err", err)
+		return true
+	}
+	return false
+}
+
+// loadScriptsLater tries again, with growing waits (100ms to 10s), what
+// Redis did not answer at start: the server check and the scripts' load,
+// until it is settled (reportLoad) or ctx ends. Decisions meanwhile load
+// the scripts they need on first use, unchecked.
+func loadScriptsLater(ctx context.Context, s *redisstore.Store, log *slog.Logger) {
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+	for bo.Wait(ctx) {
+		lctx, cancel := context.WithTimeout(ctx, scriptLoadTimeout)
+		err := s.Load(lctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if reportLoad(log, err) {
+			if err == nil {
+				log.Info("Redis answers: checked that it can run Weir's scripts, and loaded them")
+			}
+			return
+		}
+	}
 }
 
 // tune sets go-redis timeouts for a limiter: short, no retries (a retry

@@ -121,12 +121,12 @@ func TestOpenStorePause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Logger = slog.New(slog.DiscardHandler)
-			_, got, release, err := openStore(cfg)
+			st, err := openStore(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer release()
-			if got != tc.pause {
+			defer st.release()
+			if got := st.pause; got != tc.pause {
 				t.Errorf("pause %v, want %v", got, tc.pause)
 			}
 		})
