@@ -16,25 +16,27 @@ import (
 	"github.com/weirhq/weir/pkg/algorithm"
 )
 
-// commandCalls returns the calls per command in the reply of INFO
-// commandstats ("cmdstat_get:calls=3,usec=..." lines), by lowercase name.
-func commandCalls(info string) map[string]int64 {
-	calls := make(map[string]int64)
+// commandStat returns one field of the reply of INFO commandstats
+// ("cmdstat_get:calls=3,usec=..." lines) by lowercase command name:
+// "calls", or "usec", the microseconds Redis spent in the command (a
+// script's own commands included in its EVALSHA's).
+func commandStat(info, field string) map[string]int64 {
+	stat := make(map[string]int64)
 	for _, line := range strings.Split(info, "\r\n") {
 		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
 		if !ok || len(name) == len(line) {
 			continue
 		}
 		for _, f := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(f, "calls="); ok {
+			if v, ok := strings.CutPrefix(f, field+"="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err == nil {
-					calls[name] = n
+					stat[name] = n
 				}
 			}
 		}
 	}
-	return calls
+	return stat
 }
 
 // commandsOf returns the calls per command Redis ran during step, as INFO
@@ -50,7 +52,7 @@ func commandsOf(t *testing.T, c redis.UniversalClient, step func()) map[string]i
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := commandCalls(info)
+	calls := commandStat(info, "calls")
 	delete(calls, "config|resetstat")
 	return calls
 }
