@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -90,7 +91,11 @@ const (
 	MaxAttributes = 64
 	MaxNameLen    = 128
 	MaxValueLen   = 1024
-	MaxHits       = 1_000_000
+	// MaxHits is the largest cost of an item: the largest hits_addend
+	// Envoy's request can carry (a uint32), so that a cost Envoy sends is
+	// counted whole. The algorithms bound their arithmetic by the rule's
+	// capacity (algorithm.Params.ClampCost), not by this.
+	MaxHits = math.MaxUint32
 )
 
 // Errors returned by Check and Status; test with errors.Is.

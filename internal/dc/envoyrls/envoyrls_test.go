@@ -264,7 +264,7 @@ func TestShouldRateLimitInvalid(t *testing.T) {
 		{"oversized key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u"), desc(strings.Repeat("k", 129), "v")}}, "descriptors[1].entries[0].key: 129 bytes, want 1 to 128"},
 		{"oversized value", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", strings.Repeat("v", 1025))}}, "descriptors[0].entries[0].value: 1025 bytes, at most 1024"},
 		{"repeated key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "a", "user", "b")}}, `descriptors[0].entries[1].key: "user" repeated`},
-		{"request hits too many", &rlsv3.RateLimitRequest{Domain: "other", HitsAddend: limiter.MaxHits + 1, Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u")}}, "hits_addend: 1000001"},
+		{"descriptor hits one too many", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{withHits(desc("user", "u"), limiter.MaxHits+1)}}, "descriptors[0]: hits_addend: 4294967296, at most 4294967295"},
 		{"descriptor hits too many", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{withHits(desc("user", "u"), 1<<63)}}, "descriptors[0]: hits_addend: 9223372036854775808"},
 		{"negative hits", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{{IsNegativeHits: true, Entries: desc("user", "u").Entries}}}, "is_negative_hits: not supported"},
 	}

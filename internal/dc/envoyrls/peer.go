@@ -133,6 +133,9 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	var replacing map[string]bool // made when a limit replaces another
 	for i := range ds {
 		d := &ds[i]
+		if d.hits != nil && *d.hits > limiter.MaxHits {
+			return nil, fmt.Errorf("descriptors[%d].hits_addend: %d, at most %d", i, *d.hits, uint64(limiter.MaxHits))
+		}
 		p := &limits[i]
 		p.entries = d.entries
 		if o := d.limit; o != nil {
@@ -177,7 +180,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		}
 		items = append(items, limiter.Item{
 			Match:    s.match(set, req.domain, &limits[i]),
-			Hits:     int64(min(hits, limiter.MaxHits)),
+			Hits:     int64(hits),
 			ZeroHits: true, CountRejected: true,
 		})
 		itemOf = append(itemOf, i)

@@ -82,6 +82,10 @@ descriptors:
   - key: default
     value: special
     rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: big
+    rate_limit: {unit: minute, requests_per_unit: 5000000}
+  - key: huge
+    rate_limit: {unit: hour, requests_per_unit: 4294967295}
 `
 )
 
@@ -313,6 +317,12 @@ func TestPeerReplayBehaviours(t *testing.T) {
 			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "h"), 0)}}, true, []st{m(true, 0, 5, "")}},
 			{req{1, []*rlcommonv3.RateLimitDescriptor{desc("default", "h")}}, true, []st{m(true, 0, 5, "")}},
 		}},
+		{"hits in the millions are counted whole", []step{
+			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("big", "b"), 2_000_000)}}, false, []st{m(false, 3_000_000, 5_000_000, "")}},
+			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("big", "b"), 6_000_000)}}, true, []st{m(true, 0, 5_000_000, "")}},
+			{req{4_000_000_000, []*rlcommonv3.RateLimitDescriptor{desc("huge", "h")}}, false,
+				[]st{{remaining: 294_967_295, perUnit: math.MaxUint32, unit: hour, reset: 3590}}},
+		}},
 		{"hits_addend 0 checks without counting", []step{
 			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "z"), 0)}}, false, []st{m(false, 5, 5, "")}},
 			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "z"), 0)}}, false, []st{m(false, 5, 5, "")}},
@@ -363,6 +373,12 @@ func TestPeerErrorsAndHeaders(t *testing.T) {
 	_, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: []*rlcommonv3.RateLimitDescriptor{own}})
 	if s, _ := status.FromError(err); s.Code() != codes.InvalidArgument || !strings.Contains(s.Message(), "descriptors[0].limit.unit") {
 		t.Errorf("a limit of unit 42: got %v, want InvalidArgument naming descriptors[0].limit.unit", err)
+	}
+	// A cost beyond any limit Envoy's request can state is refused, not
+	// counted as less.
+	_, err = c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: []*rlcommonv3.RateLimitDescriptor{withHits(desc("big", "b"), math.MaxUint32+1)}})
+	if s, _ := status.FromError(err); s.Code() != codes.InvalidArgument || !strings.Contains(s.Message(), "descriptors[0].hits_addend: 4294967296, at most 4294967295") {
+		t.Errorf("hits_addend 2^32: got %v, want InvalidArgument naming descriptors[0].hits_addend", err)
 	}
 	resp, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("default", "a"), desc("user", "u")}})
 	if err != nil {

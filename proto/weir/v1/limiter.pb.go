@@ -219,7 +219,7 @@ type CheckItem struct {
 	// Attribute name to value, e.g. ip, user_id, path, method. At most 64
 	// entries; names up to 128 bytes, values up to 1,024 bytes.
 	Attributes map[string]string `protobuf:"bytes,1,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// How much the request spends; 0 means 1. At most 1,000,000.
+	// How much the request spends; 0 means 1. At most 4,294,967,295.
 	Hits          int64 `protobuf:"varint,2,opt,name=hits,proto3" json:"hits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
