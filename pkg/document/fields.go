@@ -246,6 +246,18 @@ func (o *Obj) Ignore(name string) {
 	}
 }
 
+// Unasked returns the keys of the fields not asked for so far, in
+// document order: those Done would report.
+func (o *Obj) Unasked() []string {
+	var keys []string
+	for i, f := range o.n.Fields {
+		if !o.used[i] {
+			keys = append(keys, f.Key)
+		}
+	}
+	return keys
+}
+
 // Required reports "required" at each of the named fields that is absent
 // or null, and marks them known.
 func (o *Obj) Required(names ...string) {

@@ -32,6 +32,11 @@ type Node struct {
 	// YAML parser read it ("5", "2.5", "1e+21", ".inf"), and "true" or
 	// "false" for a Bool.
 	Text string
+	// Written is a YAML Number's or Bool's text as written in the
+	// document ("0x1F", "017", "yes", "On"), which YAML 1.1 resolved
+	// into Text; empty for other values and for JSON, whose Text is as
+	// written.
+	Written string
 	// Items are a List's elements.
 	Items []*Node
 	// Fields are an Object's fields in document order, the first

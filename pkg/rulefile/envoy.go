@@ -72,14 +72,17 @@ func ParseEnvoy(data []byte) (rule.Set, error) {
 }
 
 // isEnvoy reports whether tree looks like a configuration of
-// envoyproxy/ratelimit: an object with descriptors and no rules.
+// envoyproxy/ratelimit: an object with descriptors and no rules, or one
+// with a domain alone (a domain without limits, which
+// envoyproxy/ratelimit loads).
 func isEnvoy(tree *document.Node) bool {
 	if tree.Kind != document.Object {
 		return false
 	}
 	_, descriptors := tree.Get("descriptors")
 	_, rules := tree.Get("rules")
-	return descriptors && !rules
+	_, domain := tree.Get("domain")
+	return descriptors && !rules || domain && len(tree.Fields) == 1
 }
 
 // envoyUnits are the seconds of envoyproxy/ratelimit's units, as its
@@ -134,6 +137,33 @@ type envoyLimit struct {
 // line in that method.
 type envoyConverter struct {
 	rep rule.Report
+	// ignored are the paths of fields envoyproxy/ratelimit knows but
+	// that mean nothing where they are, inner objects' first.
+	ignored []string
+}
+
+// envoyFieldNames are the field names envoyproxy/ratelimit's reader
+// knows. It checks a name against all of them wherever it appears, and
+// ignores one out of its place (shadow_mode in a rate_limit, unit in a
+// descriptor).
+var envoyFieldNames = map[string]bool{
+	"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
+	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true,
+	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
+	"value_to_metric": true, "share_threshold": true, "metadata": true,
+}
+
+// done ends the reading of o as envoyproxy/ratelimit would: the fields it
+// knows but that mean nothing in o are ignored (and listed in ignored),
+// any other field not read is refused as unknown.
+func (c *envoyConverter) done(o *document.Obj) {
+	for _, k := range o.Unasked() {
+		if envoyFieldNames[k] {
+			o.Ignore(k)
+			c.ignored = append(c.ignored, o.FieldPath(k))
+		}
+	}
+	o.Done()
 }
 
 // decodeEnvoy converts a parsed configuration, as ParseEnvoy.
@@ -150,6 +180,11 @@ type Envoy struct {
 	// Tree is the configuration as envoyproxy/ratelimit reads it; each
 	// limit names the rule converted from it (Limit.RuleID), if any.
 	Tree *envoyconf.Domain
+	// Ignored are the paths of the fields that envoyproxy/ratelimit
+	// knows but that mean nothing where the file puts them (shadow_mode
+	// in a rate_limit): it ignores them, and so does Weir, which a
+	// loader should say.
+	Ignored []string
 }
 
 // ParseEnvoyConfig reads a configuration of envoyproxy/ratelimit as
@@ -187,7 +222,7 @@ func decodeEnvoyConfig(tree *document.Node) (Envoy, error) {
 	}
 	d := &envoyconf.Domain{Name: domain}
 	buildTree(&d.Root, nodes, ids)
-	return Envoy{Rules: s, Tree: d}, nil
+	return Envoy{Rules: s, Tree: d, Ignored: c.ignored}, nil
 }
 
 // buildTree adds nodes below parent, their limits naming the rules
@@ -241,7 +276,7 @@ func (c *envoyConverter) root(v *document.Node) (domain string, nodes []*envoyNo
 	}
 	if dv, ok := o.Lookup("domain"); !ok {
 		c.rep.Fail("domain", "required")
-	} else if s, ok := document.AsString(&c.rep, "domain", dv); ok {
+	} else if s, ok := c.scalar("domain", dv); ok {
 		if s == "" {
 			c.rep.Fail("domain", "required")
 		}
@@ -250,7 +285,7 @@ func (c *envoyConverter) root(v *document.Node) (domain string, nodes []*envoyNo
 	if dv, ok := o.Get("descriptors"); ok {
 		nodes = c.descriptors("descriptors", dv, 1)
 	}
-	o.Done()
+	c.done(o)
 	return domain, nodes
 }
 
@@ -307,18 +342,29 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 	c.bool(o, "detailed_metric")
 	c.bool(o, "value_to_metric")
 	o.Ignore("metadata")
-	o.Done()
+	c.done(o)
 	return n
 }
 
-// scalar reads a key or value: a string, or a number or boolean as
-// written, which envoyproxy/ratelimit's YAML reader also takes as text.
+// scalar reads a domain, key or value: a string, or a number or boolean
+// as written ("yes", "0x1F", "017", not true, 31, 15), which
+// envoyproxy/ratelimit's YAML reader also takes as text.
 func (c *envoyConverter) scalar(path string, v *document.Node) (string, bool) {
-	switch v.Kind {
-	case document.Number, document.Bool:
-		return v.Text, true
+	switch {
+	case v.Kind != document.Number && v.Kind != document.Bool:
+		return document.AsString(&c.rep, path, v)
+	case v.Written != "":
+		return v.Written, true
 	}
-	return document.AsString(&c.rep, path, v)
+	return v.Text, true
+}
+
+// stringField reads a text field of o as scalar does, "" when absent.
+func (c *envoyConverter) stringField(o *document.Obj, name string) (string, bool) {
+	if v, ok := o.Get(name); ok {
+		return c.scalar(o.FieldPath(name), v)
+	}
+	return "", false
 }
 
 // bool reads a boolean field of o that may be absent but not null.
@@ -354,7 +400,7 @@ func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
 		l.perUnit, perUnitOK = document.AsInt(&c.rep, o.FieldPath("requests_per_unit"), pv)
 	}
 	l.unlimited, _ = c.bool(o, "unlimited")
-	l.name, _ = o.String("name")
+	l.name, _ = c.stringField(o, "name")
 	if items, path, ok := o.List("replaces"); ok {
 		for i, it := range items {
 			ip := fielderr.Index(path, i)
@@ -362,8 +408,8 @@ func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
 			if ro == nil {
 				continue
 			}
-			name, _ := ro.String("name")
-			ro.Done()
+			name, _ := c.stringField(ro, "name")
+			c.done(ro)
 			switch {
 			case name == "":
 				c.rep.Fail(ro.FieldPath("name"), "required: a replaces entry names the limit it replaces")
@@ -374,7 +420,7 @@ func (c *envoyConverter) rateLimit(path string, v *document.Node) *envoyLimit {
 			}
 		}
 	}
-	o.Done()
+	c.done(o)
 	switch {
 	case l.unlimited && hasUnit && unitOK:
 		c.rep.Fail(o.FieldPath("unit"), "must be absent when unlimited is true")

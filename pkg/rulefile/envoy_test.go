@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/pkg/algorithm"
+	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
@@ -417,6 +418,7 @@ func TestParseTellsFormatsApart(t *testing.T) {
 		{"envoy without rules", "domain: d\ndescriptors: []\n", 0, ""},
 		{"weir", "domain: d\nrules: []\n", 0, ""},
 		{"both is weir's", "domain: d\nrules: []\ndescriptors: []\n", 0, "descriptors: unknown field (want domain or rules)"},
+		{"a domain alone is envoy's, without limits", "domain: d\n", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -455,4 +457,87 @@ func FuzzParseEnvoy(f *testing.F) {
 			t.Fatalf("accepted set does not compile: %v", err)
 		}
 	})
+}
+
+// Keys and values, and the domain, are taken as written, as
+// envoyproxy/ratelimit's YAML reader (yaml.v2 into strings) takes them:
+// a YAML 1.1 boolean or number unquoted keeps its text, so that a request
+// naming the value as written finds the limit, and one naming what YAML
+// resolved it to does not.
+func TestParseEnvoyScalarsAsWritten(t *testing.T) {
+	for _, tt := range []struct {
+		written  string // in the file, unquoted, as the value and the key
+		resolved string // what YAML 1.1 makes of it, which must not match
+	}{
+		{"yes", "true"},
+		{"On", "true"},
+		{"Off", "false"},
+		{"TRUE", "true"},
+		{"y", "true"},
+		{"0x1F", "31"},
+		{"017", "15"},
+		{"007", "7"},
+		{"1_000", "1000"},
+		{"+5", "5"}, // as a value only: a Weir attribute starts with a letter or digit
+		{"1e3", "1000"},
+		{"5.0", "5"},
+	} {
+		t.Run(tt.written, func(t *testing.T) {
+			key, resolvedKey := tt.written, tt.resolved
+			if strings.HasPrefix(key, "+") {
+				key, resolvedKey = "k", "k"
+			}
+			doc := fmt.Sprintf("domain: 0x10\ndescriptors:\n  - key: %s\n    value: %s\n    rate_limit: {unit: minute, requests_per_unit: 7}\n", key, tt.written)
+			cfg, err := rulefile.ParseConfig([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Tree == nil || cfg.Rules.Domain != "0x10" {
+				t.Fatalf("domain %q (tree %v), want 0x10 as written", cfg.Rules.Domain, cfg.Tree)
+			}
+			if f := cfg.Tree.Lookup([]envoyconf.Entry{{Key: key, Value: tt.written}}); f.Limit == nil || f.Limit.RequestsPerUnit != 7 {
+				t.Errorf("%s_%s as written: no limit of 7 (%+v)", key, tt.written, f.Limit)
+			}
+			if f := cfg.Tree.Lookup([]envoyconf.Entry{{Key: resolvedKey, Value: tt.resolved}}); f.Limit != nil {
+				t.Errorf("%s_%s, as YAML resolves it: got a limit, want none", resolvedKey, tt.resolved)
+			}
+		})
+	}
+}
+
+// A field envoyproxy/ratelimit knows, where it means nothing, is ignored
+// as there (and listed, for the loader to say so); a field it does not
+// know is refused as there.
+func TestParseEnvoyIgnoresKnownFieldsOutOfPlace(t *testing.T) {
+	for _, tt := range []struct {
+		name, doc string
+		ignored   []string
+		shadow    bool // the limit of key a, value b
+	}{
+		{"shadow_mode in a rate_limit", "domain: d\ndescriptors:\n  - key: a\n    value: b\n    rate_limit: {unit: minute, requests_per_unit: 5, shadow_mode: true}\n",
+			[]string{"descriptors[0].rate_limit.shadow_mode"}, false},
+		{"requests_per_unit and unit in a descriptor", "domain: d\ndescriptors:\n  - key: a\n    value: b\n    unit: hour\n    requests_per_unit: 9\n    name: x\n    rate_limit: {unit: minute, requests_per_unit: 5}\n",
+			[]string{"descriptors[0].unit", "descriptors[0].requests_per_unit", "descriptors[0].name"}, false},
+		{"key at the top, unit in replaces", "key: k\ndomain: d\ndescriptors:\n  - key: a\n    value: b\n    shadow_mode: true\n    rate_limit: {unit: minute, requests_per_unit: 5, name: n, replaces: [{name: m, unit: hour}]}\n",
+			[]string{"descriptors[0].rate_limit.replaces[0].unit", "key"}, true},
+		{"none", "domain: d\ndescriptors:\n  - {key: a, value: b, rate_limit: {unit: minute, requests_per_unit: 5}}\n", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := rulefile.ParseConfig([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.Ignored, tt.ignored) {
+				t.Errorf("ignored %q, want %q", cfg.Ignored, tt.ignored)
+			}
+			f := cfg.Tree.Lookup([]envoyconf.Entry{{Key: "a", Value: "b"}})
+			if f.Limit == nil || f.Limit.RequestsPerUnit != 5 || f.Limit.ShadowMode != tt.shadow {
+				t.Errorf("limit of a_b: %+v, want 5 a minute, shadow %v", f.Limit, tt.shadow)
+			}
+		})
+	}
+	if _, err := rulefile.ParseConfig([]byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 5, shadow: true}\n")); err == nil ||
+		!strings.HasPrefix(err.Error(), "descriptors[0].rate_limit.shadow: unknown field") {
+		t.Errorf("a field envoyproxy/ratelimit does not know: got %v, want it refused as unknown", err)
+	}
 }

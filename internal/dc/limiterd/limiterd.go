@@ -788,6 +788,9 @@ func (f *fileRules) loadFile(p string, old loadedFile) (loadedFile, error) {
 	}
 	delete(f.bad, p)
 	f.log.Info("rules loaded", "file", p, "domain", cfg.Rules.Domain, "rules", len(cfg.Rules.Rules), "version", digest)
+	if len(cfg.Ignored) > 0 {
+		f.log.Warn("fields ignored, as envoyproxy/ratelimit ignores them: they mean nothing where the file puts them", "file", p, "fields", cfg.Ignored)
+	}
 	return loadedFile{digest: digest, set: set, tree: cfg.Tree}, nil
 }
 

@@ -78,14 +78,97 @@ func parseYAML(data []byte, lim document.Limits) (*document.Node, error) {
 		if err := yaml.Unmarshal(data, &ordered); err != nil {
 			return nil, yamlError(err)
 		}
-		return c.convert(ordered, plain, 0)
+		// The scalars as written, for Node.Written: where the top is a
+		// mapping, as in every document Weir reads. A document this
+		// decoding refuses (a key that is a list) is refused below, in
+		// the words of the conversion.
+		written := new(writtenValue)
+		if yaml.Unmarshal(data, written) != nil {
+			written = nil
+		}
+		return c.convert(ordered, plain, written, 0)
 	}
 	// Not a mapping at the top: its mappings decode unordered, so they
 	// are read strictly, to refuse the repeats that would be lost.
 	if err := yaml.UnmarshalStrict(data, &plain); err != nil {
 		return nil, yamlError(err)
 	}
-	return c.convert(plain, plain, 0)
+	return c.convert(plain, plain, nil, 0)
+}
+
+// writtenValue is a YAML value with its scalars as written, before YAML
+// 1.1 resolves them ("yes", "0x1F", "017" rather than true, 31, 15): a
+// mapping's values by their resolved keys (merge keys applied, as in the
+// plain decoding), a sequence's in order.
+type writtenValue struct {
+	text   string
+	scalar bool
+	items  []*writtenValue
+	fields map[any]*writtenValue
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler. A string target takes any
+// scalar's text as written; a sequence or a mapping refuses it at once.
+func (w *writtenValue) UnmarshalYAML(unmarshal func(any) error) error {
+	if unmarshal(&w.text) == nil {
+		w.scalar = true
+		return nil
+	}
+	if unmarshal(&w.items) == nil {
+		return nil
+	}
+	return unmarshal(&w.fields)
+}
+
+// field returns the value of a mapping's key, or nil.
+func (w *writtenValue) field(k any) *writtenValue {
+	if w == nil || w.fields == nil || !comparableKey(k) {
+		return nil
+	}
+	return w.fields[k]
+}
+
+// item returns a sequence's ith value, or nil.
+func (w *writtenValue) item(i int) *writtenValue {
+	if w == nil || i >= len(w.items) {
+		return nil
+	}
+	return w.items[i]
+}
+
+// writtenText returns w's text when w is a scalar written otherwise than
+// text, the Node.Text the parser resolved it to, else "". A mapping's
+// repeated key holds its last value in w, the first in the tree: a
+// written text that does not resolve to text is not the node's.
+func (w *writtenValue) writtenText(text string) string {
+	if w == nil || !w.scalar || w.text == text {
+		return ""
+	}
+	var v any
+	if yaml.Unmarshal([]byte(w.text), &v) != nil {
+		return ""
+	}
+	switch v := v.(type) {
+	case bool:
+		if strconv.FormatBool(v) == text {
+			return w.text
+		}
+	case int, int64, uint64, float64:
+		if formatNumber(v) == text {
+			return w.text
+		}
+	}
+	return ""
+}
+
+// comparableKey reports whether k can index a map: the scalar keys the
+// YAML decoder gives (NaN included: it finds nothing, harmlessly).
+func comparableKey(k any) bool {
+	switch k.(type) {
+	case string, bool, int, int64, uint64, float64, nil:
+		return true
+	}
+	return false
 }
 
 // converter turns decoded YAML into a tree.
@@ -93,17 +176,20 @@ type converter struct{ maxDepth int }
 
 // convert returns the tree of v, a value decoded with mappings as
 // MapSlice or map[any]any; plain is the same value decoded with mappings
-// as map[any]any, which holds merged fields.
-func (c converter) convert(v, plain any, depth int) (*document.Node, error) {
+// as map[any]any, which holds merged fields, and w the same with its
+// scalars as written (nil when not known).
+func (c converter) convert(v, plain any, w *writtenValue, depth int) (*document.Node, error) {
 	switch v := v.(type) {
 	case nil:
 		return &document.Node{}, nil
 	case string:
 		return &document.Node{Kind: document.String, Text: v}, nil
 	case bool:
-		return &document.Node{Kind: document.Bool, Text: strconv.FormatBool(v)}, nil
+		text := strconv.FormatBool(v)
+		return &document.Node{Kind: document.Bool, Text: text, Written: w.writtenText(text)}, nil
 	case int, int64, uint64, float64:
-		return &document.Node{Kind: document.Number, Text: formatNumber(v)}, nil
+		text := formatNumber(v)
+		return &document.Node{Kind: document.Number, Text: text, Written: w.writtenText(text)}, nil
 	case time.Time:
 		return &document.Node{Kind: document.String, Text: v.Format(time.RFC3339Nano)}, nil
 	}
@@ -120,7 +206,7 @@ func (c converter) convert(v, plain any, depth int) (*document.Node, error) {
 				pe = pl[i]
 			}
 			var err error
-			if n.Items[i], err = c.convert(e, pe, depth+1); err != nil {
+			if n.Items[i], err = c.convert(e, pe, w.item(i), depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -129,22 +215,22 @@ func (c converter) convert(v, plain any, depth int) (*document.Node, error) {
 		pm, _ := plain.(map[any]any)
 		n := &document.Node{Kind: document.Object}
 		for _, item := range v {
-			if err := c.add(n, item.Key, item.Value, pm[item.Key], depth); err != nil {
+			if err := c.add(n, item.Key, item.Value, pm[item.Key], w, depth); err != nil {
 				return nil, err
 			}
 		}
 		// Fields that came from merge keys.
-		return n, c.addSorted(n, pm, func(k string) bool { _, ok := n.Get(k); return ok }, depth)
+		return n, c.addSorted(n, pm, w, func(k string) bool { _, ok := n.Get(k); return ok }, depth)
 	case map[any]any:
 		n := &document.Node{Kind: document.Object}
-		return n, c.addSorted(n, v, func(string) bool { return false }, depth)
+		return n, c.addSorted(n, v, w, func(string) bool { return false }, depth)
 	}
 	return nil, &document.Error{Reason: fmt.Sprintf("unsupported value of type %T", v)}
 }
 
 // addSorted adds the fields of m that skip does not name, in the order of
-// their keys.
-func (c converter) addSorted(n *document.Node, m map[any]any, skip func(string) bool, depth int) error {
+// their keys; w is m with its scalars as written, or nil.
+func (c converter) addSorted(n *document.Node, m map[any]any, w *writtenValue, skip func(string) bool, depth int) error {
 	type entry struct {
 		key string
 		k   any
@@ -161,19 +247,21 @@ func (c converter) addSorted(n *document.Node, m map[any]any, skip func(string) 
 	}
 	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	for _, e := range es {
-		if err := c.add(n, e.k, m[e.k], m[e.k], depth); err != nil {
+		if err := c.add(n, e.k, m[e.k], m[e.k], w, depth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c converter) add(n *document.Node, k, v, plain any, depth int) error {
+// add adds the field k: v to n, an object whose value with its scalars
+// as written is w (or nil).
+func (c converter) add(n *document.Node, k, v, plain any, w *writtenValue, depth int) error {
 	key, err := formatKey(k)
 	if err != nil {
 		return err
 	}
-	vn, err := c.convert(v, plain, depth+1)
+	vn, err := c.convert(v, plain, w.field(k), depth+1)
 	if err != nil {
 		return err
 	}

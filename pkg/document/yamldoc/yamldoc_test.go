@@ -11,7 +11,8 @@ import (
 )
 
 // flat writes a tree on one line: objects as {k=v ...}, lists as [...],
-// scalars as their text, repeated keys as !k.
+// scalars as their text (followed by ~ and the text as written when the
+// parser resolved it otherwise), repeated keys as !k.
 func flat(n *document.Node) string {
 	switch n.Kind {
 	case document.Object:
@@ -34,6 +35,9 @@ func flat(n *document.Node) string {
 	case document.Null:
 		return "null"
 	}
+	if n.Written != "" {
+		return n.Text + "~" + n.Written
+	}
 	return n.Text
 }
 
@@ -44,8 +48,10 @@ func TestParse(t *testing.T) {
 		{"order kept", "b: 1\na: 2\n", "{b=1 a=2}"},
 		{"repeats kept", "a: 1\nb: 2\na: 3\n", "{a=1 b=2 !a}"},
 		{"nested repeats", "x: {a: 1, a: 2}\n", "{x={a=1 !a}}"},
-		{"YAML 1.1 booleans", "a: yes\nb: off\n", "{a=true b=false}"},
-		{"numbers as JSON writes them", "a: 1e6\nb: 2.50\nc: 0x10\n", "{a=1000000 b=2.5 c=16}"},
+		{"YAML 1.1 booleans, and as written", "a: yes\nb: off\nc: true\n", "{a=true~yes b=false~off c=true}"},
+		{"numbers as JSON writes them, and as written", "a: 1e6\nb: 2.50\nc: 0x10\nd: 017\ne: 5\n", "{a=1000000~1e6 b=2.5~2.50 c=16~0x10 d=15~017 e=5}"},
+		{"as written in lists and merged fields", "l: [On, 0o7]\nbase: &b {w: 0x1}\nd:\n  <<: *b\n", "{l=[true~On 7~0o7] base={w=1~0x1} d={w=1~0x1}}"},
+		{"quoted scalars are strings", "a: 'yes'\nb: \"0x1F\"\n", "{a=\"yes\" b=\"0x1F\"}"},
 		{"infinity kept as YAML writes it", "a: .inf\nb: -.inf\nc: .nan\n", "{a=.inf b=-.inf c=.nan}"},
 		{"keys of other kinds", "1: a\ntrue: b\n~: c\n", "{1=\"a\" true=\"b\" null=\"c\"}"},
 		{"timestamp a string", "t: 2023-08-25\n", "{t=\"2023-08-25\"}"},
