@@ -22,6 +22,7 @@ import (
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/rulefile"
 	"github.com/weirhq/weir/pkg/ruleset"
+	"github.com/weirhq/weir/pkg/store/memstore"
 	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
@@ -93,15 +94,44 @@ descriptors:
 // hour's.
 var t1 = time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC)
 
-// peerService returns the Envoy API over a limiter on a real Redis with
-// the given configurations of envoyproxy/ratelimit.
-func peerService(t *testing.T, headers envoyrls.Headers, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
+// peerStores are the stores the replays run on: a real Redis, and the
+// memory store of a limiter started without one. docs/envoy.md promises
+// the same answers on either.
+var peerStores = []struct {
+	name string
+	open func(t *testing.T) limiter.Store
+}{
+	{"redis", redisStore},
+	{"memory", func(t *testing.T) limiter.Store {
+		store, err := memstore.New(memstore.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store
+	}},
+}
+
+// redisStore returns a store on a real Redis started for t.
+func redisStore(t *testing.T) limiter.Store {
 	t.Helper()
 	srv := redistest.Start(t)
 	store, err := redisstore.New(srv.Client(t), redisstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store
+}
+
+// peerService returns the Envoy API over a limiter on a real Redis with
+// the given configurations of envoyproxy/ratelimit.
+func peerService(t *testing.T, headers envoyrls.Headers, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
+	t.Helper()
+	return peerServiceOn(t, redisStore(t), headers, docs...)
+}
+
+// peerServiceOn is peerService over the given store.
+func peerServiceOn(t *testing.T, store limiter.Store, headers envoyrls.Headers, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
+	t.Helper()
 	c := fakeclock.New(t1)
 	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, StoreTimeout: 5 * time.Second})
 	if err != nil {
@@ -134,7 +164,13 @@ func peerService(t *testing.T, headers envoyrls.Headers, docs ...string) (*envoy
 // peerServe serves the Envoy API over gRPC, as peerService makes it.
 func peerServe(t *testing.T, headers envoyrls.Headers, docs ...string) (rlsv3.RateLimitServiceClient, *fakeclock.Clock) {
 	t.Helper()
-	svc, c := peerService(t, headers, docs...)
+	return peerServeOn(t, redisStore(t), headers, docs...)
+}
+
+// peerServeOn is peerServe over the given store.
+func peerServeOn(t *testing.T, store limiter.Store, headers envoyrls.Headers, docs ...string) (rlsv3.RateLimitServiceClient, *fakeclock.Clock) {
+	t.Helper()
+	svc, c := peerServiceOn(t, store, headers, docs...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +359,11 @@ func TestPeerReplayBehaviours(t *testing.T) {
 			{req{4_000_000_000, []*rlcommonv3.RateLimitDescriptor{desc("huge", "h")}}, false,
 				[]st{{remaining: 294_967_295, perUnit: math.MaxUint32, unit: hour, reset: 3590}}},
 		}},
+		{"a first hit beyond the limit is counted", []step{
+			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "f"), 8)}}, true, []st{m(true, 0, 5, "")}},
+			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "f"), 0)}}, true, []st{m(true, 0, 5, "")}},
+			{req{1, []*rlcommonv3.RateLimitDescriptor{desc("default", "f")}}, true, []st{m(true, 0, 5, "")}},
+		}},
 		{"hits_addend 0 checks without counting", []step{
 			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "z"), 0)}}, false, []st{m(false, 5, 5, "")}},
 			{req{0, []*rlcommonv3.RateLimitDescriptor{withHits(desc("default", "z"), 0)}}, false, []st{m(false, 5, 5, "")}},
@@ -337,15 +378,19 @@ func TestPeerReplayBehaviours(t *testing.T) {
 			{req{1, []*rlcommonv3.RateLimitDescriptor{withLimit(desc("code", "500"), 2, mins)}}, false, []st{m(false, 1, 2, "")}},
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := peerServe(t, envoyrls.Headers{}, peerMixed)
-			for i, s := range tt.steps {
-				resp, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: s.r.ds, HitsAddend: s.r.hits})
-				if err != nil {
-					t.Fatalf("step %d: %v", i, err)
-				}
-				check(t, "step "+itoa(i), resp, s.overall, s.want...)
+	for _, ps := range peerStores {
+		t.Run(ps.name, func(t *testing.T) {
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					c, _ := peerServeOn(t, ps.open(t), envoyrls.Headers{}, peerMixed)
+					for i, s := range tt.steps {
+						resp, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed", Descriptors: s.r.ds, HitsAddend: s.r.hits})
+						if err != nil {
+							t.Fatalf("step %d: %v", i, err)
+						}
+						check(t, "step "+itoa(i), resp, s.overall, s.want...)
+					}
+				})
 			}
 		})
 	}

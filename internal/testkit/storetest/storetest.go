@@ -62,6 +62,12 @@ func params(a algorithm.Algorithm, limit int64, window time.Duration, burst int6
 	return algorithm.Params{Algorithm: a, Limit: limit, Window: window, Burst: burst}
 }
 
+// countRejected returns p with CountRejected set.
+func countRejected(p algorithm.Params) algorithm.Params {
+	p.CountRejected = true
+	return p
+}
+
 // vectors are worked by hand in docs/algorithms.md's terms; every figure is
 // what the algorithm's definition gives, not what an implementation did.
 var vectors = map[algorithm.Algorithm][]vector{
@@ -156,6 +162,27 @@ var vectors = map[algorithm.Algorithm][]vector{
 			{At: 6134400000, Cost: 0, Want: want{true, 3, 6134400000, 0}},
 			{At: 6134400001, Cost: 3, Want: want{true, 0, 8553600000, 0}},
 			{At: 8553599999, Cost: 1, Want: want{false, 0, 8553600000, 1}},
+		}},
+		// Rejections counted, as envoyproxy/ratelimit counts (Envoy-format
+		// rules): a rejected cost is taken too, so the window stays over
+		// its limit, and a peek (cost 0) after it is rejected as well —
+		// also when the rejection was the key's first write, the fresh
+		// key's state being created by it.
+		{"rejections counted at a limit of zero", countRejected(params(algorithm.FixedWindow, 0, time.Minute, 0)), []step{
+			{At: 1000, Cost: 0, Want: want{true, 0, 1000, 0}},       // peek at a fresh key
+			{At: 2000, Cost: 1, Want: want{false, 0, 60000, 58000}}, // rejected, counted: 1
+			{At: 3000, Cost: 0, Want: want{false, 0, 60000, 57000}}, // 1 > 0: over
+			{At: 4000, Cost: 0, Want: want{false, 0, 60000, 56000}},
+			{At: 60000, Cost: 0, Want: want{true, 0, 60000, 0}}, // the next window
+		}},
+		{"rejections counted on a fresh key", countRejected(params(algorithm.FixedWindow, 2, time.Minute, 0)), []step{
+			{At: 1000, Cost: 3, Want: want{false, 0, 60000, 59000}}, // above the limit, counted: 3
+			{At: 2000, Cost: 0, Want: want{false, 0, 60000, 58000}},
+			{At: 3000, Cost: 1, Want: want{false, 0, 60000, 57000}}, // counted: 4
+			{At: 60000, Cost: 2, Want: want{true, 0, 120000, 0}},
+			{At: 61000, Cost: 1, Want: want{false, 0, 120000, 59000}}, // counted: 3
+			{At: 61000, Refund: true, RefAt: 60000, Cost: 2},
+			{At: 62000, Cost: 0, Want: want{true, 1, 120000, 0}}, // 1 left counted
 		}},
 	},
 	algorithm.SlidingWindowCounter: {

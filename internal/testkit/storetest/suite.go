@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,15 @@ func Run(t *testing.T, store string, newStore func(t *testing.T) Store) {
 				for _, v := range vectors[a] {
 					t.Run(v.name, func(t *testing.T) { runVector(t, newStore(t), v) })
 				}
-				t.Run("matches the pure algorithm", func(t *testing.T) { testModel(t, newStore(t), a) })
+				t.Run("matches the pure algorithm", func(t *testing.T) { testModel(t, newStore(t), modelParams(a), "model") })
+				t.Run("matches the pure algorithm at small limits, rejections counted", func(t *testing.T) {
+					s := newStore(t)
+					for _, limit := range []int64{0, 1, 2} {
+						p := modelParams(a)
+						p.Limit, p.CountRejected = limit, true
+						testModel(t, s, p, fmt.Sprintf("model-%d", limit))
+					}
+				})
 				t.Run("bound over every window", func(t *testing.T) { testBound(t, newStore(t), a) })
 				t.Run("concurrent callers", func(t *testing.T) { testConcurrent(t, newStore(t), a) })
 				if a.IsBucket() {
@@ -92,12 +101,16 @@ func modelParams(a algorithm.Algorithm) algorithm.Params {
 
 // testModel drives random traffic (costs 0-3, refunds, a clock that
 // sometimes steps back, a limit that shrinks and grows as a DC's share
-// does) and checks that every decision equals the pure algorithm's, so a
-// store's own implementation (a Lua script) cannot drift from package
-// algorithm — Decision.Used above a shrunk limit included.
-func testModel(t *testing.T, s Store, a algorithm.Algorithm) {
+// does) on key, from p, and checks that every decision equals the pure
+// algorithm's, so a store's own implementation (a Lua script) cannot
+// drift from package algorithm — Decision.Used above a shrunk limit
+// included. At small limits most costs are rejected, the first on a
+// fresh key: with Params.CountRejected a FixedWindow counts them, and a
+// store must keep what it counted even when nothing was admitted (a peek
+// after it is rejected too).
+func testModel(t *testing.T, s Store, p algorithm.Params, key string) {
+	a := p.Algorithm
 	rng := rand.New(rand.NewPCG(uint64(a), 42))
-	p := modelParams(a)
 	base := p.Limit
 	var st algorithm.State
 	now := int64(0)
@@ -116,7 +129,7 @@ func testModel(t *testing.T, s Store, a algorithm.Algorithm) {
 			t0 -= int64(rng.IntN(50)) // another limiter's clock, slightly behind
 		}
 		cost := int64(rng.IntN(4))
-		r := algorithm.Request{Key: "model", Params: p, Cost: cost}
+		r := algorithm.Request{Key: key, Params: p, Cost: cost}
 		if len(admitted) > 0 && rng.IntN(8) == 0 {
 			ref := admitted[rng.IntN(len(admitted))]
 			r.Cost = 1

@@ -127,8 +127,12 @@ func (s *Store) decide(r algorithm.Request, now time.Time, t int64) algorithm.De
 	}
 	d, next := algorithm.Decide(r.Params, st, now, r.Cost)
 	if e == nil {
-		if !d.Allowed || r.Cost == 0 {
-			// Nothing was taken: a fresh key stays absent.
+		if d.Used == 0 {
+			// The key holds nothing (a peek, or a rejection that took
+			// nothing): a fresh key stays absent. A FixedWindow that
+			// counts rejections (Params.CountRejected) takes a rejected
+			// cost too, and must keep it: the Redis script writes it, and
+			// a window once over stays over, peeks included.
 			return d
 		}
 		e = sh.insert(s.perShard, r.Key, t, &s.evictions)

@@ -114,3 +114,55 @@ func TestConfig(t *testing.T) {
 		t.Errorf("MaxKeys 3 with 64 shards: got %d keys held, want at most 3", got)
 	}
 }
+
+// TestFreshKeyStoredOnlyWhenItHoldsSomething checks what a request leaves
+// behind on a key the store does not hold: a peek and a rejection that
+// takes nothing leave it absent (docs/algorithms.md, "Nothing stored for
+// nothing spent"), while an admission, and a rejection a FixedWindow
+// counts (Params.CountRejected), keep what they took, as the Redis
+// scripts write it.
+func TestFreshKeyStoredOnlyWhenItHoldsSomething(t *testing.T) {
+	type tc struct {
+		name  string
+		p     algorithm.Params
+		cost  int64
+		found bool
+	}
+	var tests []tc
+	for _, a := range algorithm.All {
+		p := algorithm.Params{Algorithm: a, Limit: 2, Window: time.Minute}
+		zero := algorithm.Params{Algorithm: a, Limit: 0, Window: time.Minute}
+		tests = append(tests,
+			tc{a.String() + "/peek", p, 0, false},
+			tc{a.String() + "/admitted", p, 1, true},
+			tc{a.String() + "/rejected above the limit", p, 3, false},
+			tc{a.String() + "/peek at a limit of 0", zero, 0, false},
+			tc{a.String() + "/rejected at a limit of 0", zero, 1, false},
+		)
+	}
+	counted := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 2, Window: time.Minute, CountRejected: true}
+	countedZero := counted
+	countedZero.Limit = 0
+	tests = append(tests,
+		tc{"FixedWindow counting rejections/peek", counted, 0, false},
+		tc{"FixedWindow counting rejections/rejected above the limit", counted, 3, true},
+		tc{"FixedWindow counting rejections/peek at a limit of 0", countedZero, 0, false},
+		tc{"FixedWindow counting rejections/rejected at a limit of 0", countedZero, 1, true},
+	)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t, memstore.Config{})
+			res, err := s.Decide(context.Background(), storetest.T0, []algorithm.Request{{Key: "k", Params: tt.p, Cost: tt.cost}})
+			if err != nil || res[0].Err != nil {
+				t.Fatal(err, res[0].Err)
+			}
+			want := 0
+			if tt.found {
+				want = 1
+			}
+			if got := s.Len(); got != want {
+				t.Errorf("got %d keys held after a request of cost %d (allowed %v), want %d", got, tt.cost, res[0].Allowed, want)
+			}
+		})
+	}
+}
