@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -48,7 +49,10 @@ func (a *app) listRules(ctx context.Context) error {
 	// Corrupt documents first, where an operator looks.
 	for _, bad := range list.Invalid {
 		what := "NOT ENFORCED by processes started since: no valid version kept"
-		if bad.InForce {
+		switch {
+		case bad.InForce && bad.Kept == adminapi.KeptMemory:
+			what = "in force where held in memory: its last valid version (updated_at " + bad.UpdatedAt.Format(time.RFC3339) + "), not in etcd until the leader restores its shadow"
+		case bad.InForce:
 			what = "in force: its last valid version (updated_at " + bad.UpdatedAt.Format(time.RFC3339) + ")"
 		}
 		fmt.Fprintf(a.env.stdout, "WARNING: rule %s in domain %s: stored document invalid (%s); %s; fix it (weirctl apply or update) or delete it\n",

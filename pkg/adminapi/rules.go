@@ -17,9 +17,9 @@ type RuleList struct {
 
 // InvalidRule is a rule whose stored document is invalid (written into
 // etcd by other means than the admin API). Until an operator fixes it
-// (PUT, which patches the version in force) or deletes it, every limiter
-// enforces and every coordinator plans its last valid version, if one is
-// kept.
+// (PUT, which patches the version in force, or replaces the document
+// with a whole rule when no version is known) or deletes it, limiters
+// enforce and coordinators plan its last valid version, if one is kept.
 type InvalidRule struct {
 	Domain string `json:"domain"`
 	RuleID string `json:"rule_id"`
@@ -30,7 +30,21 @@ type InvalidRule struct {
 	// started since the corruption do not enforce the rule.
 	InForce   bool      `json:"in_force"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// Kept says where the version in force was found: KeptShadow, the
+	// rule's shadow in etcd, which every process reads; or KeptMemory,
+	// only the memory of the coordinator that answered (the shadow is
+	// invalid or missing): processes that had it in force before keep
+	// enforcing it, those started since do not until the leading
+	// coordinator puts it back as the shadow, which it does within an
+	// interval when it knows it too. Empty when not in force.
+	Kept string `json:"kept,omitempty"`
 }
+
+// Values of InvalidRule.Kept.
+const (
+	KeptShadow = "shadow"
+	KeptMemory = "memory"
+)
 
 // HeaderInvalidDocument is set on the answer to GET /rate-limits/{rule_id}
 // when the rule's stored document is invalid: its value says why, and the

@@ -1,12 +1,17 @@
 package adminserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
+	"github.com/weirhq/weir/internal/testkit/wait"
 	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
 )
@@ -71,11 +76,85 @@ func TestCorruptRuleReported(t *testing.T) {
 		}
 	}
 
-	// Without a kept version the rule can only be deleted.
+	// Without a kept version GET has nothing to show; PUT replaces the
+	// document with a whole rule (a partial one is refused) and DELETE
+	// deletes it.
 	e.put(key, `{"rule_id": "user-login-attempt"`)
 	wantError(t, e.do("GET", "/rate-limits/user-login-attempt", ""), 409, "no valid version")
-	wantError(t, e.do("PUT", "/rate-limits/user-login-attempt", `{"limit": 1}`), 409, "no valid version")
+	want(t, e.do("PUT", "/rate-limits/user-login-attempt", `{"limit": 1}`), 422)
+	want(t, e.do("PUT", "/rate-limits/user-login-attempt", loginRule), 200)
+	for _, k := range []string{key, shadow} {
+		doc, _ := e.get(k)
+		if r, err := rulestore.Decode("default", "user-login-attempt", []byte(doc)); err != nil || r.Limit != 5 || !r.CreatedAt.Equal(t0) {
+			t.Errorf("%s after the whole PUT: got %+v, %v; want the PUT rule, created now", k, r, err)
+		}
+	}
+	e.put(key, `{"rule_id": "user-login-attempt"`)
+	e.put(shadow, `garbage`)
 	want(t, e.do("DELETE", "/rate-limits/user-login-attempt", ""), 200)
+}
+
+// TestCorruptRuleHeldInMemory corrupts both a rule's document and its
+// shadow while this coordinator's rule watcher holds the last valid
+// version in memory (Config.Held): GET answers that version, the list
+// says it is in force, kept in memory, and PUT patches it, repairing both
+// keys — no delete and create again.
+func TestCorruptRuleHeldInMemory(t *testing.T) {
+	var w *rulestore.Watcher
+	e := newEnv(t, func(cfg *adminserver.Config) {
+		cfg.Held = func(domain, id string) (rulestore.Held, bool) { return w.HeldRule(domain, id) }
+	})
+	want(t, e.create(loginRule), 201)
+	var err error
+	w, err = rulestore.New(rulestore.Config{Client: e.cli, Layout: e.layout, Apply: func(int64, []rule.Set) error { return nil }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	if err := w.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, shadow := e.layout.Rule("default", "user-login-attempt"), e.layout.ValidRule("default", "user-login-attempt")
+	e.put(key, strings.Repeat("j", 300_000))
+	e.put(shadow, "garbage")
+	wait.For(t, 10*time.Second, "the watcher holding the rule from memory", func() bool {
+		h, ok := w.HeldRule("default", "user-login-attempt")
+		return ok && h.Kept && !h.Shadowed
+	})
+
+	rec := e.do("GET", "/rate-limits/user-login-attempt", "")
+	want(t, rec, 200)
+	var r rule.Rule
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Limit != 5 {
+		t.Errorf("GET body: got limit %d (%v), want the version held in memory, 5", r.Limit, err)
+	}
+	if got := rec.Header().Get(adminapi.HeaderInvalidDocument); got == "" {
+		t.Errorf("%s: got none, want why the document is invalid", adminapi.HeaderInvalidDocument)
+	}
+
+	rec = e.do("GET", "/rate-limits", "")
+	want(t, rec, 200)
+	var list adminapi.RuleList
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Rules) != 1 || list.Rules[0].Limit != 5 {
+		t.Errorf("listed rules %+v, want the version held in memory", list.Rules)
+	}
+	if len(list.Invalid) != 1 || !list.Invalid[0].InForce || list.Invalid[0].Kept != adminapi.KeptMemory || !list.Invalid[0].UpdatedAt.Equal(t0) {
+		t.Errorf("invalid: got %+v, want in force, kept in memory, updated at %v", list.Invalid, t0)
+	}
+
+	want(t, e.do("PUT", "/rate-limits/user-login-attempt", `{"limit": 7}`), 200)
+	for _, k := range []string{key, shadow} {
+		doc, _ := e.get(k)
+		if r, err := rulestore.Decode("default", "user-login-attempt", []byte(doc)); err != nil || r.Limit != 7 || r.WindowSeconds != 300 || !r.CreatedAt.Equal(t0) {
+			t.Errorf("%s after PUT: got %+v, %v; want the version held in memory with limit 7", k, r, err)
+		}
+	}
 }
 
 // bigOverrides returns a JSON list of overrides, valid for a rule keyed by

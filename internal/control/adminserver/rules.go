@@ -26,16 +26,20 @@ const maxAttempts = 3
 
 // storedRule is a rule as read from etcd.
 type storedRule struct {
-	r   rule.Rule // the version in force: the document, or its shadow when the document is invalid
-	doc []byte    // the document of r: the stored document, or the shadow
+	r   rule.Rule // the version in force: the document, or its last valid version when the document is invalid
+	doc []byte    // the document of r: the stored document, the shadow, or the version held in memory; nil when none is known
 	raw []byte    // the stored document, as stored
 	rev int64     // the stored document's mod revision
 	bad error     // why the stored document is invalid; nil when it is valid
 }
 
+// known reports whether a valid version of the rule is known.
+func (sr storedRule) known() bool { return sr.doc != nil }
+
 // readRule reads a rule; ok is false when there is none. A rule whose
-// document is invalid is answered with its last valid version (bad set)
-// or, without one, 409: there is nothing to show or patch, only to delete.
+// document is invalid is answered with its last valid version (bad set):
+// its shadow, or else the version this process holds in force
+// (Config.Held); without either, doc is nil.
 func (s *Server) readRule(ctx context.Context, domain, id string) (sr storedRule, ok bool, err error) {
 	st, err := rulestore.Read(ctx, s.cfg.Etcd, s.cfg.Layout, domain, id)
 	if err != nil {
@@ -52,19 +56,44 @@ func (s *Server) readRule(ctx context.Context, domain, id string) (sr storedRule
 	case kept:
 		sr.r, sr.doc = r, st.Shadow
 	default:
-		s.log.Warn("invalid rule in etcd, with no valid version kept", "domain", domain, "rule", id, "err", st.Err)
-		return sr, true, errorf(http.StatusConflict, "the stored document of rule '%s' in domain '%s' is invalid (%v) and no valid version of it is kept: delete the rule and create it again", id, domain, st.Err)
+		if h, ok := s.held(domain, id); ok {
+			sr.r, sr.doc = h.Version, h.Document
+		}
 	}
 	return sr, true, nil
 }
 
-// mustReadRule is readRule with 404 for a missing rule.
+// held returns the last valid version this process holds in force for
+// the rule domain/id, whose stored document is invalid.
+func (s *Server) held(domain, id string) (rulestore.Held, bool) {
+	if s.cfg.Held == nil {
+		return rulestore.Held{}, false
+	}
+	h, ok := s.cfg.Held(domain, id)
+	return h, ok && h.Kept && h.Document != nil
+}
+
+// mustReadRule is readRule with 404 for a missing rule and 409 for one
+// whose document is invalid with no valid version known: there is
+// nothing to show, only a whole rule to PUT in its place or a DELETE.
 func (s *Server) mustReadRule(ctx context.Context, domain, id string) (storedRule, error) {
 	sr, ok, err := s.readRule(ctx, domain, id)
-	if err == nil && !ok {
-		err = notFound(domain, id)
+	switch {
+	case err != nil:
+		return sr, err
+	case !ok:
+		return sr, notFound(domain, id)
+	case !sr.known():
+		s.log.Warn("invalid rule in etcd, with no valid version known", "domain", domain, "rule", id, "err", sr.bad)
+		return sr, unknownVersion(domain, id, sr.bad)
 	}
-	return sr, err
+	return sr, nil
+}
+
+// unknownVersion is the answer about a rule whose stored document is
+// invalid and of which no valid version is known.
+func unknownVersion(domain, id string, bad error) error {
+	return errorf(http.StatusConflict, "the stored document of rule '%s' in domain '%s' is invalid (%v) and no valid version of it is known: PUT the whole rule to replace the document, or DELETE the rule", id, domain, bad)
 }
 
 // encodeRule returns the document to store for rl: one that every reader
@@ -199,11 +228,15 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		// One bad document must not hide the others: it is listed apart,
-		// and its last valid version, in force, with the rules.
+		// and its last valid version, in force, with the rules — the
+		// shadow, or else the version this coordinator holds in memory.
 		bad := adminapi.InvalidRule{Domain: domain, RuleID: id, Error: err.Error()}
 		if rl, ok := valid[domain+"/"+id]; ok {
 			list.Rules = append(list.Rules, rl)
-			bad.InForce, bad.UpdatedAt = true, rl.UpdatedAt
+			bad.InForce, bad.UpdatedAt, bad.Kept = true, rl.UpdatedAt, adminapi.KeptShadow
+		} else if h, ok := s.held(domain, id); ok {
+			list.Rules = append(list.Rules, h.Version)
+			bad.InForce, bad.UpdatedAt, bad.Kept = true, h.Version.UpdatedAt, adminapi.KeptMemory
 		}
 		list.Invalid = append(list.Invalid, bad)
 	}
@@ -235,7 +268,10 @@ func (s *Server) getRule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// updateRule serves PUT /rate-limits/{rule_id}: a partial update.
+// updateRule serves PUT /rate-limits/{rule_id}: a partial update. Over
+// an invalid document it patches the last valid version known; when none
+// is known the body must be a whole valid rule, which replaces the
+// document (created_at is then unknown and set to now).
 func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) error {
 	domain, id, err := s.ruleRef(r)
 	if err != nil {
@@ -253,19 +289,29 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	key := s.cfg.Layout.Rule(domain, id)
 	for range maxAttempts {
-		cur, err := s.mustReadRule(ctx, domain, id)
-		if err != nil {
+		cur, ok, err := s.readRule(ctx, domain, id)
+		switch {
+		case err != nil:
 			return err
+		case !ok:
+			return notFound(domain, id)
 		}
 		if err := checkIfMatch(r, cur.rev); err != nil {
 			return err
 		}
-		rl, err := mergeRule(cur.doc, patch, domain, id)
+		base := cur.doc
+		if !cur.known() {
+			base = []byte("{}")
+		}
+		rl, err := mergeRule(base, patch, domain, id)
 		if err != nil {
 			return err
 		}
 		now := s.cfg.Now().UTC()
 		rl.CreatedAt, rl.UpdatedAt = cur.r.CreatedAt, now
+		if !cur.known() {
+			rl.CreatedAt = now
+		}
 		doc, err := encodeRule(rl)
 		if err != nil {
 			return err

@@ -183,7 +183,7 @@ func TestGetAndList(t *testing.T) {
 	if got, want := ids(rec.Body), []string{"shop/user-login-attempt"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("with a broken rule: got %q, want %q", got, want)
 	}
-	wantError(t, e.do("GET", "/rate-limits/broken?domain=shop", ""), 409, "no valid version of it is kept")
+	wantError(t, e.do("GET", "/rate-limits/broken?domain=shop", ""), 409, "no valid version of it is known")
 }
 
 func TestUpdate(t *testing.T) {

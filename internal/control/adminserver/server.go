@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
+	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/platform/auth"
 	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/rule"
@@ -74,6 +75,12 @@ type Config struct {
 	// forwarded again (see ForwardedHeader). Nil answers such requests 503
 	// naming the leader, in the body's "leader" and in Location.
 	Forward http.RoundTripper
+	// Held, when set, returns what this process holds in force for a
+	// rule whose stored document is invalid (rulestore.Watcher.HeldRule):
+	// the API then answers the last valid version this process knows
+	// when etcd keeps none (its shadow invalid or missing), rather than
+	// none. Default nil: only the shadow in etcd counts.
+	Held func(domain, id string) (rulestore.Held, bool)
 	// Name identifies this server in the ForwardedHeader of the requests
 	// it forwards; default "adminserver".
 	Name string

@@ -138,11 +138,12 @@ var (
 	descDemand   = prometheus.NewDesc("weir_coordinator_demand", "Estimated demand per global rule and DC, a fraction of the limit.", []string{"domain", "rule", "dc"}, nil)
 	descKeyCount = prometheus.NewDesc("weir_coordinator_keys_with_shares", "Keys with shares of their own, per rule.", []string{"domain", "rule"}, nil)
 	descRepairs  = prometheus.NewDesc("weir_coordinator_repairs_total", "Documents under the quotas prefix the leader found were not its own (corrupt, deleted, or written by another) and rewrote.", nil, nil)
+	descShadows  = prometheus.NewDesc("weir_coordinator_shadow_repairs_total", "Rule shadows (rules-valid/) the leader wrote or deleted: valid documents copied, last valid versions held in memory put back over invalid or missing shadows, shadows of deleted rules deleted.", nil, nil)
 	descBlind    = prometheus.NewDesc("weir_coordinator_blind_intervals_total", "Intervals closed without a report from any DC (the usage pipeline was down; estimates held), in this leadership term.", nil, nil)
 )
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount, descBlind, descRepairs} {
+	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount, descBlind, descRepairs, descShadows} {
 		ch <- d
 	}
 }
@@ -169,6 +170,7 @@ func (x collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descTerms, prometheus.CounterValue, float64(c.stats.elections.Load()))
 	ch <- prometheus.MustNewConstMetric(descDeposed, prometheus.CounterValue, float64(c.stats.deposed.Load()))
 	ch <- prometheus.MustNewConstMetric(descRepairs, prometheus.CounterValue, float64(c.stats.repairs.Load()))
+	ch <- prometheus.MustNewConstMetric(descShadows, prometheus.CounterValue, float64(c.stats.shadowRepairs.Load()))
 	views, ok := c.Shares()
 	if !ok {
 		return

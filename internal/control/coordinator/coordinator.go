@@ -78,6 +78,11 @@ type Config struct {
 	Now func() time.Time
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Shadows, when set, is the rule watcher whose shadow writes the
+	// leader makes (a rulestore.Watcher with Config.Mirror), fenced by its
+	// leadership like its other repairs, so that one coordinator at a
+	// time writes them. Default nil: the leader mends no shadows.
+	Shadows Shadows
 	// LimiterClient carries KeyStatus's requests to the limiters' HTTP
 	// APIs, at the scheme and address each instance advertises in etcd.
 	// Its transport's TLS configuration says which limiter certificates
@@ -109,7 +114,7 @@ type Coordinator struct {
 	history  *history     // recent series and reports, for operators
 
 	stats struct {
-		badMessages, badDocs, badPolicies, badInstances, deposed, elections, repairs atomic.Uint64
+		badMessages, badDocs, badPolicies, badInstances, deposed, elections, repairs, shadowRepairs atomic.Uint64
 	}
 }
 
@@ -280,6 +285,10 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 	wg.Go(func() { c.watchInstances(ctx, acks, acked) })
 	quotas := newQuotaWatch()
 	wg.Go(func() { c.watchQuotas(ctx, quotas) })
+	var mends <-chan struct{} // nil, never ready, without Shadows
+	if c.cfg.Shadows != nil {
+		mends = c.cfg.Shadows.Mends()
+	}
 
 	interval := c.cfg.Planner.Interval
 	delays := newReportDelays(interval)
@@ -334,9 +343,17 @@ func (c *Coordinator) lead(ctx context.Context, fence clientv3.Cmp) error {
 			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
 				return err
 			}
+			// Also retries the shadow writes a failure left.
+			if err := c.mendShadows(ctx, fence); err != nil {
+				return err
+			}
 			c.history.record(p, c.now())
 		case <-quotas.changed:
 			if err := c.repair(ctx, p, own, quotas, fence); err != nil {
+				return err
+			}
+		case <-mends:
+			if err := c.mendShadows(ctx, fence); err != nil {
 				return err
 			}
 		case <-c.policies.changed:

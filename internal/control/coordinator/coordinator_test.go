@@ -62,16 +62,24 @@ func (h *harness) start(name string) *running {
 
 // startRules starts a coordinator planning rules.
 func (h *harness) startRules(name string, rules ...rule.Rule) *running {
-	c, err := New(Config{
+	return h.startWith(name, func(cfg *Config) { cfg.Rules = func() []rule.Rule { return rules } })
+}
+
+// startWith starts a coordinator planning the harness's rule, its Config
+// changed by mod.
+func (h *harness) startWith(name string, mod func(*Config)) *running {
+	cfg := Config{
 		Etcd: h.etcd.Client(h.t), Layout: h.layout, Name: name,
 		Planner: planner.Config{DCs: simDCs, Interval: 200 * time.Millisecond, TTL: 2 * time.Second, Warmup: 2},
-		Rules:   func() []rule.Rule { return rules },
+		Rules:   func() []rule.Rule { return []rule.Rule{simRule()} },
 		NewSource: func(context.Context) (Source, error) {
 			return usagetopic.NewConsumer(usagetopic.ConsumerConfig{Brokers: []string{h.broker.Addr()}})
 		},
 		SessionTTL: 1,
 		Logger:     slog.New(slog.DiscardHandler),
-	})
+	}
+	mod(&cfg)
+	c, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

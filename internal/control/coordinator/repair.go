@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/listwatch"
+	"github.com/weirhq/weir/internal/etcd/rulestore"
 )
 
 // Self-repair. The leader knows every document it wrote under the quotas
@@ -21,6 +23,43 @@ import (
 // which the planner already accounts for, or, for a document it never
 // owned, the planner's current document at the next round
 // (planner.Rewrite). The writes are fenced like every other.
+
+// The rules' shadows (rules-valid/, package rulestore) are mended the
+// same way: the rule watcher plans the writes (a valid document copied,
+// the last valid version it holds in memory put back over an invalid or
+// missing shadow, an orphaned shadow deleted) and the leader makes them
+// under its fence, so that two coordinators never write them at once.
+
+// Shadows is what the leader needs of the rule watcher to mend the rules'
+// shadows (rulestore.Watcher with Config.Mirror).
+type Shadows interface {
+	// Mends receives a value when shadow writes wait.
+	Mends() <-chan struct{}
+	// MendShadows makes the waiting writes, each only if fence holds and
+	// the rule is unchanged since it was read; it returns how many it
+	// made, and rulestore.ErrFenced when the fence did not hold.
+	MendShadows(ctx context.Context, fence ...clientv3.Cmp) (int, error)
+}
+
+var _ Shadows = (*rulestore.Watcher)(nil)
+
+// mendShadows makes the shadow writes the rule watcher planned, fenced.
+// A refused fence ends leadership; an etcd error is logged and the next
+// tick retries.
+func (c *Coordinator) mendShadows(ctx context.Context, fence clientv3.Cmp) error {
+	if c.cfg.Shadows == nil {
+		return nil
+	}
+	n, err := c.cfg.Shadows.MendShadows(ctx, fence)
+	c.stats.shadowRepairs.Add(uint64(n))
+	switch {
+	case errors.Is(err, rulestore.ErrFenced):
+		return errDeposed
+	case err != nil:
+		return c.softError("mend rule shadows", err)
+	}
+	return nil
+}
 
 // owned is what the leader wrote at a key, or found valid there when it
 // took over, and the revision of that write.

@@ -150,9 +150,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	rules := &etcdRules{}
-	// Coordinators mend the rules' shadows (documents written by other
-	// means than the admin API), so that a later corruption still leaves
-	// the last valid version for processes started after it.
+	// Coordinators plan the mends of the rules' shadows (documents
+	// written by other means than the admin API; shadows gone bad or
+	// missing while a valid version is held in memory), so that a
+	// corruption still leaves the last valid version for processes
+	// started after it; the leader makes the writes (Shadows).
 	watcher, err := rulestore.New(rulestore.Config{Client: cli, Layout: layout, Logger: log, Apply: rules.apply, Mirror: true})
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
@@ -190,6 +192,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Etcd: cli, Layout: layout, Name: cfg.Name, AdminURL: cfg.AdvertiseURL,
 		Planner: planner.Config{DCs: cfg.DCs, Interval: cfg.Interval, TTL: cfg.TTL},
 		Rules:   rules.get,
+		Shadows: watcher,
 		NewSource: func(context.Context) (coordinator.Source, error) {
 			return usagetopic.NewConsumer(kcfg)
 		},
@@ -202,7 +205,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), co.Collector())
-	mux, tokens, err := adminMux(cfg, cli, layout, co, reg, log)
+	mux, tokens, err := adminMux(cfg, cli, layout, co, watcher.HeldRule, reg, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -292,7 +295,7 @@ func APIPatterns() []string {
 // coordinator's views (/v1/...) and the admin REST API (/rate-limits,
 // /audit) behind the bearer tokens of AdminTokenFile. Without a token file
 // the REST API is not served and the views are open.
-func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *coordinator.Coordinator, reg *prometheus.Registry, log *slog.Logger) (*http.ServeMux, *auth.File, error) {
+func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *coordinator.Coordinator, held func(domain, id string) (rulestore.Held, bool), reg *prometheus.Registry, log *slog.Logger) (*http.ServeMux, *auth.File, error) {
 	mux := http.NewServeMux()
 	views := co.Handler()
 	mux.Handle("GET /healthz", views)
@@ -325,6 +328,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	api, err := adminserver.New(adminserver.Config{
 		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
 		Live: live{co}, Logger: log, Forward: peers, Name: cfg.Name,
+		Held: held,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)

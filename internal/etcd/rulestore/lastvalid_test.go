@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,29 @@ func startWatcher(t *testing.T, cli *clientv3.Client, mirror bool) (*Watcher, *r
 		t.Fatal(err)
 	}
 	return w, rec
+}
+
+// startMender has w's planned shadow writes made as soon as they are
+// planned, unfenced, until the test ends: a coordinator's leader does the
+// same under its fence.
+func startMender(t *testing.T, w *Watcher) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.Mends():
+				if _, err := w.MendShadows(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("MendShadows: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
 }
 
 func putRule(t *testing.T, cli *clientv3.Client, l etcdlayout.Layout, r rule.Rule) {
@@ -121,6 +145,7 @@ func TestMirrorMendsShadows(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := startWatcher(t, cli, true)
+	startMender(t, m)
 	shadow := func() string {
 		resp, err := cli.Get(ctx, l.ValidRule("api", "login"))
 		if err != nil {
@@ -193,6 +218,71 @@ func TestEncodeRefusesWhatReadersSkip(t *testing.T) {
 				if _, err := Decode(tc.r.Domain, tc.r.ID, doc); err != nil {
 					t.Errorf("Decode of Encode's document: %v", err)
 				}
+			}
+		})
+	}
+}
+
+// lockedBuffer is a log sink safe for the Watcher's goroutine and the
+// test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLogSaysWhatIsEnforced starts a Watcher over an invalid document and
+// checks that its log says what it enforces instead, and nothing else:
+// with no valid version known it never claims the rule is held.
+func TestLogSaysWhatIsEnforced(t *testing.T) {
+	for _, tc := range []struct {
+		name, shadow   string
+		want, wantNone string
+	}{
+		{"shadow valid", "", "held at its last valid version, its shadow", "not enforced"},
+		{"shadow corrupt", "garbage", "no valid version known: the rule is not enforced", "held at its last valid version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			cli := etcd.Client(t)
+			ctx := context.Background()
+			var l etcdlayout.Layout
+			putRule(t, cli, l, rule.Rule{Domain: "api", ID: "login", Limit: 5, WindowSeconds: 60})
+			ops := []clientv3.Op{clientv3.OpPut(l.Rule("api", "login"), "junk")}
+			if tc.shadow != "" {
+				ops = append(ops, clientv3.OpPut(l.ValidRule("api", "login"), tc.shadow))
+			}
+			if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			logs := &lockedBuffer{}
+			w, err := New(Config{Client: cli, Apply: (&recorder{}).apply, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(rctx) }()
+			defer func() { stop(); <-done }()
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := w.WaitSynced(sctx); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.String()
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.wantNone) {
+				t.Errorf("log:\n%s\nwant a line with %q and none with %q", got, tc.want, tc.wantNone)
 			}
 		})
 	}

@@ -25,14 +25,18 @@
 // Writers keep the shadow in step: the admin API and Put write both keys
 // in one transaction (PutOps, DeleteOps), with documents from Encode,
 // which refuses what Decode would not read back. A Watcher with
-// Config.Mirror set (the coordinators) also mends the shadows of
-// documents written by other means: it copies every valid document to its
-// shadow and deletes the shadows of deleted rules, each write conditional
-// on the document being unchanged.
+// Config.Mirror set (the coordinators') also plans the mends of shadows
+// that are out of step, and MendShadows, called by one writer at a time
+// (the leading coordinator, under its fence), makes them: it copies every
+// valid document to its shadow; it puts back the last valid version the
+// Watcher holds in force as the shadow of a rule whose document and
+// shadow are both invalid or whose shadow is missing; and it deletes the
+// shadows of deleted rules. Each write is conditional on the document and
+// the shadow being still at the revisions the Watcher read, so that it
+// never overwrites a newer write.
 package rulestore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,9 +65,12 @@ type Config struct {
 	// applies). An error is logged; the next change is applied anyway.
 	// Required.
 	Apply func(rev int64, sets []rule.Set) error
-	// Mirror makes the Watcher write shadows: each valid document is
-	// copied to its shadow when the shadow differs, and the shadow of a
-	// deleted rule is deleted. Default false: the Watcher only reads.
+	// Mirror makes the Watcher plan the shadow writes the rules need, for
+	// MendShadows to make: each valid document copied to its shadow when
+	// the shadow differs; the version held in force put back as the
+	// shadow when both the document and the shadow are invalid or the
+	// shadow is missing; the shadow of a deleted rule deleted. Default
+	// false: the Watcher plans nothing and MendShadows writes nothing.
 	Mirror bool
 	// MinBackoff and MaxBackoff pace retries (listwatch.Config). Defaults
 	// 100ms and 5s.
@@ -85,9 +92,9 @@ type Watcher struct {
 	loop *listwatch.Loop
 
 	// The loop's goroutine only.
-	docs    map[ref]stored    // the rules' documents, valid or not
-	shadows map[ref]stored    // the valid shadows
-	inForce map[ref]rule.Rule // the version of each rule in force
+	docs    map[ref]stored  // the rules' documents, valid or not
+	shadows map[ref]stored  // the rules' shadows, valid or not
+	inForce map[ref]version // the version of each rule in force
 
 	mu    sync.Mutex
 	held  map[ref]Held  // rules whose document is invalid; guarded by mu
@@ -103,6 +110,12 @@ type Watcher struct {
 }
 
 type ref struct{ domain, id string }
+
+// version is a valid version of a rule and its document.
+type version struct {
+	r   rule.Rule
+	doc []byte
+}
 
 // stored is one document read from etcd.
 type stored struct {
@@ -120,10 +133,17 @@ type Held struct {
 	// Revision is the invalid document's mod revision.
 	Revision int64
 	// Kept tells whether a valid version of the rule is in force;
-	// Version is it then (its updated_at says which). Without one the
-	// rule is not enforced by this process.
-	Kept    bool
-	Version rule.Rule
+	// Version is it then (its updated_at says which) and Document its
+	// document. Without one the rule is not enforced by this process.
+	Kept     bool
+	Version  rule.Rule
+	Document []byte
+	// Shadowed tells whether the kept version is the rule's shadow in
+	// etcd, which every process finds; when false it is held only in
+	// this process's memory (it was in force before the shadow went bad
+	// or missing), and processes started since do not enforce it until
+	// the shadow is mended (MendShadows).
+	Shadowed bool
 }
 
 // New returns a Watcher for cfg.
@@ -136,7 +156,7 @@ func New(cfg Config) (*Watcher, error) {
 	}
 	w := &Watcher{
 		cfg: cfg, log: cfg.Logger,
-		docs: map[ref]stored{}, shadows: map[ref]stored{}, inForce: map[ref]rule.Rule{},
+		docs: map[ref]stored{}, shadows: map[ref]stored{}, inForce: map[ref]version{},
 		held: map[ref]Held{}, mends: map[ref]mend{}, wake: make(chan struct{}, 1),
 	}
 	loop, err := listwatch.New(listwatch.Config{
@@ -158,7 +178,7 @@ func New(cfg Config) (*Watcher, error) {
 type Stats struct {
 	// Invalid counts documents skipped (rules and shadows, and saved
 	// rules Restore skipped); Applied counts calls of Apply; Mended counts
-	// the shadows written or deleted (Config.Mirror); Saves and
+	// the shadows written or deleted by MendShadows; Saves and
 	// SaveErrors count the writes of Config.StateFile.
 	Invalid, Applied, Mended, Saves, SaveErrors uint64
 	// Held counts the rules whose document is invalid and that are held
@@ -200,6 +220,15 @@ func (w *Watcher) Held() []Held {
 	return out
 }
 
+// HeldRule returns the rule domain/id as Held lists it; ok is false
+// when its document is not invalid (or it has none).
+func (w *Watcher) HeldRule(domain, id string) (h Held, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, ok = w.held[ref{domain, id}]
+	return h, ok
+}
+
 // WaitSynced waits for the first listing to be applied, or ctx.
 func (w *Watcher) WaitSynced(ctx context.Context) error {
 	if err := w.loop.Wait(ctx, 1); err != nil {
@@ -208,17 +237,10 @@ func (w *Watcher) WaitSynced(ctx context.Context) error {
 	return nil
 }
 
-// Run lists and watches the rules, and mends shadows when configured to,
-// until ctx is done; it returns nil then. A Watcher runs once.
+// Run lists and watches the rules until ctx is done; it returns nil
+// then. A Watcher runs once.
 func (w *Watcher) Run(ctx context.Context) error {
-	if !w.cfg.Mirror {
-		return w.loop.Run(ctx)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { w.mirror(ctx) })
-	err := w.loop.Run(ctx)
-	wg.Wait()
-	return err
+	return w.loop.Run(ctx)
 }
 
 // handler is the Watcher as its loop sees it.
@@ -274,8 +296,10 @@ func (w *Watcher) take(ev listwatch.Event) (ref, bool) {
 		}
 		d := stored{raw: ev.Value, rev: ev.Revision}
 		if d.r, d.err = Decode(domain, id, ev.Value); d.err != nil {
+			// What is enforced instead is settle's to say: it depends on
+			// the shadow, which may come later in the same listing.
 			w.invalid.Add(1)
-			w.log.Error("rulestore: invalid rule document; the rule is held at its last valid version", "key", key, "revision", ev.Revision, "err", d.err)
+			w.log.Error("rulestore: invalid rule document", "key", key, "revision", ev.Revision, "err", d.err)
 		}
 		w.docs[r] = d
 		return r, true
@@ -288,10 +312,9 @@ func (w *Watcher) take(ev listwatch.Event) (ref, bool) {
 		}
 		d := stored{raw: ev.Value, rev: ev.Revision}
 		if d.r, d.err = Decode(domain, id, ev.Value); d.err != nil {
+			// Kept, invalid, for its revision: a mend is conditional on it.
 			w.invalid.Add(1)
-			w.log.Error("rulestore: invalid shadow of a rule skipped", "key", key, "err", d.err)
-			delete(w.shadows, r)
-			return r, true
+			w.log.Error("rulestore: invalid shadow of a rule skipped", "key", key, "revision", ev.Revision, "err", d.err)
 		}
 		w.shadows[r] = d
 		return r, true
@@ -302,101 +325,43 @@ func (w *Watcher) take(ev listwatch.Event) (ref, bool) {
 }
 
 // settle decides the version in force of each touched rule: its document
-// when valid; else its shadow; else what was in force. It records the
-// rules held at a last valid version, and the shadows to mend.
+// when valid; else its shadow when valid; else what was in force. It
+// records the rules held at a last valid version, and the shadows to
+// mend.
 func (w *Watcher) settle(touched map[ref]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for r := range touched {
 		d, ok := w.docs[r]
-		s, shadowed := w.shadows[r]
+		s, hasShadow := w.shadows[r]
+		shadowed := hasShadow && s.err == nil
 		switch {
 		case !ok:
 			delete(w.inForce, r)
 			delete(w.held, r)
 		case d.err == nil:
-			w.inForce[r] = d.r
+			w.inForce[r] = version{r: d.r, doc: d.raw}
 			delete(w.held, r)
 		default:
 			if shadowed {
-				w.inForce[r] = s.r
+				w.inForce[r] = version{r: s.r, doc: s.raw}
 			}
 			prev, kept := w.inForce[r]
-			h := Held{Domain: r.domain, ID: r.id, Reason: d.err.Error(), Revision: d.rev, Kept: kept, Version: prev}
-			if old, was := w.held[r]; !was || old.Kept != h.Kept || old.Revision != h.Revision || !old.Version.UpdatedAt.Equal(h.Version.UpdatedAt) {
-				if kept {
-					w.log.Warn("rulestore: rule held at its last valid version until its document is fixed or deleted", "domain", r.domain, "rule", r.id, "version_updated_at", prev.UpdatedAt, "from_shadow", shadowed)
-				} else {
+			h := Held{Domain: r.domain, ID: r.id, Reason: d.err.Error(), Revision: d.rev, Kept: kept, Version: prev.r, Document: prev.doc, Shadowed: shadowed}
+			if old, was := w.held[r]; !was || old.Kept != h.Kept || old.Shadowed != h.Shadowed || old.Revision != h.Revision || !old.Version.UpdatedAt.Equal(h.Version.UpdatedAt) {
+				switch {
+				case shadowed:
+					w.log.Warn("rulestore: rule held at its last valid version, its shadow, until its document is fixed or deleted", "domain", r.domain, "rule", r.id, "version_updated_at", prev.r.UpdatedAt)
+				case kept:
+					w.log.Warn("rulestore: rule held at its last valid version, from memory (its shadow is invalid or missing), until its document is fixed or deleted", "domain", r.domain, "rule", r.id, "version_updated_at", prev.r.UpdatedAt)
+				default:
 					w.log.Error("rulestore: rule document invalid and no valid version known: the rule is not enforced", "domain", r.domain, "rule", r.id)
 				}
 			}
 			w.held[r] = h
 		}
 		if w.cfg.Mirror {
-			w.plan(r, d, ok, s, shadowed)
-		}
-	}
-}
-
-// mend is a shadow write: put doc as the shadow if the rule's document
-// is still at rev, or (doc nil) delete the shadow if the rule has no
-// document.
-type mend struct {
-	doc []byte
-	rev int64
-}
-
-// plan records the shadow write the rule needs, if any. Called with mu
-// held.
-func (w *Watcher) plan(r ref, d stored, ok bool, s stored, shadowed bool) {
-	delete(w.mends, r)
-	switch {
-	case ok && d.err == nil && (!shadowed || !bytes.Equal(s.raw, d.raw)):
-		w.mends[r] = mend{doc: d.raw, rev: d.rev}
-	case !ok && shadowed:
-		w.mends[r] = mend{}
-	default:
-		return
-	}
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// mirror makes the planned shadow writes until ctx ends. A failed write
-// is retried at the next change of the rule or the next listing.
-func (w *Watcher) mirror(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.wake:
-		}
-		w.mu.Lock()
-		mends := w.mends
-		w.mends = map[ref]mend{}
-		w.mu.Unlock()
-		for r, m := range mends {
-			key := w.cfg.Layout.Rule(r.domain, r.id)
-			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			txn := w.cfg.Client.Txn(tctx)
-			if m.doc != nil {
-				txn = txn.If(clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)).Then(clientv3.OpPut(w.cfg.Layout.ValidRule(r.domain, r.id), string(m.doc)))
-			} else {
-				txn = txn.If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpDelete(w.cfg.Layout.ValidRule(r.domain, r.id)))
-			}
-			resp, err := txn.Commit()
-			cancel()
-			switch {
-			case err != nil:
-				if ctx.Err() == nil {
-					w.log.Warn("rulestore: shadow not mended; retried at the next change", "domain", r.domain, "rule", r.id, "err", err)
-				}
-			case resp.Succeeded:
-				w.mended.Add(1)
-				w.log.Info("rulestore: shadow mended", "domain", r.domain, "rule", r.id, "deleted", m.doc == nil)
-			}
+			w.plan(r, d, ok, s, hasShadow)
 		}
 	}
 }
@@ -417,10 +382,10 @@ func (w *Watcher) apply(rev int64) {
 }
 
 // bySet groups rules into one Set per domain, sorted by domain and id.
-func bySet(rules map[ref]rule.Rule) []rule.Set {
+func bySet(rules map[ref]version) []rule.Set {
 	byDomain := map[string][]rule.Rule{}
 	for r, x := range rules {
-		byDomain[r.domain] = append(byDomain[r.domain], x)
+		byDomain[r.domain] = append(byDomain[r.domain], x.r)
 	}
 	domains := make([]string, 0, len(byDomain))
 	for d := range byDomain {

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/platform/statefile"
-	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -37,7 +36,7 @@ func (w *Watcher) Restore() (int, int64, error) {
 	if err := proto.Unmarshal(data, &st); err != nil {
 		return 0, 0, fmt.Errorf("decode the saved rules %s: %w", w.cfg.StateFile, err)
 	}
-	rules := map[ref]rule.Rule{}
+	rules := map[ref]version{}
 	for _, s := range st.GetRules() {
 		r := ref{s.GetDomain(), s.GetRuleId()}
 		x, err := Decode(r.domain, r.id, s.GetDocument())
@@ -52,7 +51,7 @@ func (w *Watcher) Restore() (int, int64, error) {
 			w.log.Error("rulestore: saved rule skipped", "file", w.cfg.StateFile, "domain", r.domain, "rule", r.id, "err", err)
 			continue
 		}
-		rules[r] = x
+		rules[r] = version{r: x, doc: s.GetDocument()}
 	}
 	w.applyMu.Lock()
 	defer w.applyMu.Unlock()
@@ -72,7 +71,7 @@ func (w *Watcher) Restore() (int, int64, error) {
 func (w *Watcher) save(rev int64) {
 	st := &weirv1.RuleState{Revision: rev, SavedMs: time.Now().UnixMilli()}
 	for r, x := range w.inForce {
-		doc, err := Encode(x)
+		doc, err := Encode(x.r)
 		if err != nil {
 			w.log.Error("rulestore: rule not saved", "domain", r.domain, "rule", r.id, "err", err)
 			continue
