@@ -24,6 +24,13 @@ import (
 // checks name it.
 const ServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 
+// HealthName is the service name envoyproxy/ratelimit reports on gRPC
+// health (grpc.health.v1.Health): health checks written for it, Envoy's
+// grpc_health_check or a Kubernetes grpc probe, name "ratelimit". A server
+// standing in for it reports this name with the same status as
+// ServiceName.
+const HealthName = "ratelimit"
+
 // Config configures a Service. The zero value works.
 type Config struct {
 	// Now is the clock duration_until_reset is measured from; it should be

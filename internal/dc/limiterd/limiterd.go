@@ -425,9 +425,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if st.loadLater != nil {
 		wg.Go(func() { st.loadLater(lctx) })
 	}
+	// gRPC health reports the server (""), each API, and the name
+	// envoyproxy/ratelimit's health checks ask for; hs.Shutdown turns them
+	// all NOT_SERVING at shutdown.
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("weir.v1.Limiter", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(envoyrls.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(envoyrls.HealthName, healthpb.HealthCheckResponse_SERVING)
 	started := []any{"http", httpLn.Addr().String(), "grpc", grpcLn.Addr().String(), "store", storeName(cfg.Redis), "rules", cfg.RulesFile}
 	if proxyLn != nil {
 		started = append(started, "proxy", proxyLn.Addr().String(), "upstream", cfg.Proxy.Upstream)

@@ -105,12 +105,20 @@ func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
 // returned stop is called (or the test ends).
 func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
 	t.Helper()
+	base, _, stop = runLimiterGRPC(t, cfg)
+	return base, stop
+}
+
+// runLimiterGRPC is runLimiter that also returns the gRPC address.
+func runLimiterGRPC(t *testing.T, cfg limiterd.Config) (base, grpcAddr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan string, 1)
+	type bound struct{ base, grpcAddr string }
+	addrs := make(chan bound, 1)
 	done := make(chan error, 1)
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Ready = func(httpAddr, _ string) { addrs <- "http://" + httpAddr }
+	cfg.Ready = func(httpAddr, grpcAddr string) { addrs <- bound{"http://" + httpAddr, grpcAddr} }
 	go func() { done <- limiterd.Run(ctx, cfg) }()
 	stopped := false
 	stop = func() {
@@ -124,9 +132,9 @@ func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
 		}
 	}
 	select {
-	case base = <-addrs:
+	case b := <-addrs:
 		t.Cleanup(stop)
-		return base, stop
+		return b.base, b.grpcAddr, stop
 	case err := <-done:
 		cancel()
 		t.Fatalf("limiterd stopped: %v", err)
@@ -135,7 +143,7 @@ func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
 		<-done
 		t.Fatal("limiterd did not start within 30s")
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // TestRestartWithoutEtcdKeepsRules: a limiter that reads its rules from

@@ -1,0 +1,85 @@
+package limiterd_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/internal/dc/limiterd"
+)
+
+// writeRules writes a one-rule Weir rule file for a limiter and returns
+// its path.
+func writeRules(t *testing.T) string {
+	t.Helper()
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 5\n    window_seconds: 60\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// TestGRPCHealthNames: gRPC health reports every name a health check may
+// ask for — the server, weir.v1, Envoy's API and "ratelimit", which
+// envoyproxy/ratelimit registers and its users' checks name — SERVING
+// while the limiter runs and NOT_SERVING once it shuts down.
+func TestGRPCHealthNames(t *testing.T) {
+	_, grpcAddr, stop := runLimiterGRPC(t, limiterd.Config{RulesFile: writeRules(t), ShutdownGrace: 5 * time.Second})
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	health := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	names := []struct {
+		name, service string
+	}{
+		{"server", ""},
+		{"weir.v1", "weir.v1.Limiter"},
+		{"Envoy's API", envoyrls.ServiceName},
+		{"envoyproxy ratelimit's name", "ratelimit"},
+	}
+	watches := make([]healthpb.Health_WatchClient, len(names))
+	for i, n := range names {
+		t.Run(n.name, func(t *testing.T) {
+			resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: n.service})
+			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("Check(%q): got %v %v, want SERVING", n.service, resp.GetStatus(), err)
+			}
+			w, err := health.Watch(ctx, &healthpb.HealthCheckRequest{Service: n.service})
+			if err != nil {
+				t.Fatalf("Watch(%q): %v", n.service, err)
+			}
+			if resp, err := w.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("Watch(%q) first status: got %v %v, want SERVING", n.service, resp.GetStatus(), err)
+			}
+			watches[i] = w
+		})
+	}
+
+	// The limiter's graceful stop waits for the open watches, which end
+	// (cancel) once each has seen its status change.
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	for i, n := range names {
+		if watches[i] == nil {
+			continue
+		}
+		resp, err := watches[i].Recv()
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("%s (%q) at shutdown: got %v %v, want NOT_SERVING", n.name, n.service, resp.GetStatus(), err)
+		}
+	}
+	cancel()
+	<-stopped
+}
