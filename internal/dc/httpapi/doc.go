@@ -5,6 +5,7 @@
 //	GET  /v1/rate-limits/{rule}/{key}   remaining quota of a key, consuming nothing
 //	GET  /healthz                       the process is up
 //	GET  /readyz                        rules are loaded and the store answers
+//	GET  /healthcheck                   envoyproxy/ratelimit's: /readyz's check, failing at shutdown too
 //	GET  /metrics                       Prometheus metrics
 //
 // Every body is size-limited and decoded strictly: unknown fields, wrong

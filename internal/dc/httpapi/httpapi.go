@@ -45,6 +45,10 @@ type Config struct {
 	// conditions an operator should fix that do not make the limiter
 	// unready, such as rules held at their last valid version.
 	Warnings func() []string
+	// ShuttingDown, if set, is closed when the limiter begins to shut
+	// down; from then on GET /healthcheck answers 500, as
+	// envoyproxy/ratelimit's does after SIGTERM. Default nil: never.
+	ShuttingDown <-chan struct{}
 }
 
 // Server is the HTTP API. Safe for concurrent use.
@@ -56,6 +60,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	warn    func() []string
+	closing <-chan struct{}
 	mux     *http.ServeMux
 	routes  []string
 	// The bodies' shapes, for the names encoding/json would match
@@ -78,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.now, s.warn = cfg.Now, cfg.Warnings
+	s.now, s.warn, s.closing = cfg.Now, cfg.Warnings, cfg.ShuttingDown
 	s.checkShape = document.ShapeOf(reflect.TypeFor[CheckRequest]())
 	s.seedShape = document.ShapeOf(reflect.TypeFor[seedRequest]())
 	if s.now == nil {
@@ -96,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 		httplimit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	handle("GET /readyz", s.ready)
+	handle("GET /healthcheck", s.healthcheck)
 	if s.metrics != nil {
 		handle("GET /metrics", s.metrics.ServeHTTP)
 	}
@@ -513,4 +519,32 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httplimit.WriteJSON(w, http.StatusOK, body)
+}
+
+// healthcheck answers GET /healthcheck, envoyproxy/ratelimit's health
+// check on its HTTP port: 200 with the text "OK" while healthy, 500
+// otherwise. envoyproxy/ratelimit's is readiness, not liveness
+// (src/server/health.go): it fails until Redis answers at start (and,
+// with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, while no connection to Redis
+// is open), with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED until a
+// configuration is loaded, and from SIGTERM on. So this one is /readyz's
+// check — rules loaded and the store answering a ping (limiter.Ready) —
+// that also fails once Config.ShuttingDown is closed. Where it differs:
+// the 500 carries the reason as text (envoyproxy/ratelimit's is empty),
+// and only GET and HEAD are routed (it takes any method).
+func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	select {
+	case <-s.closing:
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, "shutting down\n")
+		return
+	default:
+	}
+	if err := s.lim.Ready(r.Context()); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, err.Error()+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "OK")
 }

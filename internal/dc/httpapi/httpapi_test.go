@@ -769,6 +769,43 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 }
 
+// TestHealthcheck: GET /healthcheck answers as envoyproxy/ratelimit's
+// does — 200 "OK" while ready, 500 otherwise — with /readyz's check (rules
+// loaded, store answering) and 500 too once the limiter is shutting down,
+// while /readyz still answers 200.
+func TestHealthcheck(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	shuttingDown := func(c *httpapi.Config) { c.ShuttingDown = closed }
+	tests := []struct {
+		name   string
+		f      *fixture
+		method string
+		code   int
+		body   string // the whole body
+		readyz int
+	}{
+		{"ready", newFixture(t, rulesYAML), http.MethodGet, http.StatusOK, "OK", http.StatusOK},
+		{"ready, HEAD", newFixture(t, rulesYAML), http.MethodHead, http.StatusOK, "", http.StatusOK},
+		{"no rules loaded", newFixture(t, ""), http.MethodGet, http.StatusInternalServerError, "limiter: no rules loaded\n", http.StatusServiceUnavailable},
+		{"shutting down", newFixture(t, rulesYAML, shuttingDown), http.MethodGet, http.StatusInternalServerError, "shutting down\n", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.f.do(t, tt.method, "/healthcheck", "", "")
+			if r.code != tt.code || string(r.body) != tt.body {
+				t.Errorf("got %d %q, want %d %q", r.code, r.body, tt.code, tt.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type: got %q, want text/plain; charset=utf-8", ct)
+			}
+			if r := tt.f.get(t, "/readyz"); r.code != tt.readyz {
+				t.Errorf("/readyz: got %d %s, want %d", r.code, r.body, tt.readyz)
+			}
+		})
+	}
+}
+
 // TestEmptyRules checks that a limiter whose rules are loaded and hold no
 // rule answers every check allowed with no rule matched, and says so on
 // /readyz; only one that never loaded rules is unavailable.

@@ -104,6 +104,8 @@ func TestOpenAPI(t *testing.T) {
 		{"healthz", srv, "GET", "/healthz", "", "", false, 200},
 		{"readyz", srv, "GET", "/readyz", "", "", false, 200},
 		{"readyz, no rules", bare, "GET", "/readyz", "", "", false, 503},
+		{"healthcheck", srv, "GET", "/healthcheck", "", "", false, 200},
+		{"healthcheck, no rules", bare, "GET", "/healthcheck", "", "", false, 500},
 		{"metrics", srv, "GET", "/metrics", "", "", false, 200},
 		{"envoy json", srv, "POST", "/json", "application/json", `{"domain":"shop","descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, false, 200},
 		{"envoy json, over limit", srv, "POST", "/json", "application/json", `{"domain":"shop","descriptors":[{"entries":[{"key":"user_id","value":"j1"}]}]}`, false, 429},

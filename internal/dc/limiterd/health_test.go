@@ -2,6 +2,8 @@ package limiterd_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
 // writeRules writes a one-rule Weir rule file for a limiter and returns
@@ -82,4 +86,41 @@ func TestGRPCHealthNames(t *testing.T) {
 	}
 	cancel()
 	<-stopped
+}
+
+// TestHealthcheckFollowsRedis: GET /healthcheck, envoyproxy/ratelimit's
+// HTTP health check, answers 500 while the limiter's Redis does not
+// answer — as envoyproxy/ratelimit's fails until its Redis connects — and
+// 200 "OK" once it does, with /readyz.
+func TestHealthcheckFollowsRedis(t *testing.T) {
+	down := redistest.Start(t)
+	down.Stop()
+	base := startLimiter(t, limiterd.Config{Redis: down.Addr, RulesFile: writeRules(t)})
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthcheck"); code != http.StatusInternalServerError {
+		t.Errorf("/healthcheck with Redis down: got %d %q, want 500", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with Redis down: got %d %q, want 503", code, body)
+	}
+	down.Restart(t)
+	wait.For(t, 30*time.Second, "/healthcheck 200 once Redis answers", func() bool {
+		code, body := get("/healthcheck")
+		return code == http.StatusOK && body == "OK"
+	})
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz with Redis up: got %d %q, want 200", code, body)
+	}
 }

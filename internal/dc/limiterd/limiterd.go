@@ -340,9 +340,12 @@ func Run(ctx context.Context, cfg Config) error {
 		ecfg.Configs = rules.Tree
 	}
 	envoySvc := envoyrls.NewService(lim, ecfg)
+	// shuttingDown is closed when shutdown begins: /healthcheck fails
+	// from then on, as gRPC health does.
+	shuttingDown := make(chan struct{})
 	api, err := httpapi.New(httpapi.Config{
 		Limiter: lim, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Envoy: envoyrls.JSONHandler(envoySvc),
-		Logger: log, Warnings: glob.warnings,
+		Logger: log, Warnings: glob.warnings, ShuttingDown: shuttingDown,
 	})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
@@ -447,6 +450,7 @@ func Run(ctx context.Context, cfg Config) error {
 	case runErr = <-errc:
 	}
 	log.Info("limiter shutting down")
+	close(shuttingDown)
 	hs.Shutdown()
 	stopLoops()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
