@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,36 @@ func TestStorePauseFlag(t *testing.T) {
 			err := run(nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("WEIR_STORE_PAUSE=%q: got %v, want an error naming %s", tt.value, err, tt.want)
+			}
+		})
+	}
+}
+
+// Envoy response headers named in part, by flags or WEIR_ variables, stop
+// the limiter before it starts, with an error naming the flags missing.
+func TestEnvoyHeaderFlagsAllOrNone(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		env         map[string]string
+		wantMissing string
+	}{
+		{"limit flag only", []string{"--envoy-header-limit", "RateLimit-Limit"}, nil, "--envoy-header-remaining and --envoy-header-reset missing"},
+		{"no reset flag", []string{"--envoy-header-limit", "RateLimit-Limit", "--envoy-header-remaining", "RateLimit-Remaining"}, nil, "--envoy-header-reset missing"},
+		{"reset variable only", nil, map[string]string{"WEIR_ENVOY_HEADER_RESET": "RateLimit-Reset"}, "--envoy-header-limit and --envoy-header-remaining missing"},
+		{"a variable and a flag", []string{"--envoy-header-remaining", "RateLimit-Remaining"}, map[string]string{"WEIR_ENVOY_HEADER_LIMIT": "RateLimit-Limit"}, "--envoy-header-reset missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			// A rules file that does not exist: were the headers let
+			// through, the limiter would stop at reading it rather than
+			// listen on the default ports.
+			err := run(append([]string{"--rules", filepath.Join(t.TempDir(), "absent.yaml")}, tt.args...))
+			if err == nil || !strings.Contains(err.Error(), tt.wantMissing) {
+				t.Errorf("got %v, want an error with %q", err, tt.wantMissing)
 			}
 		})
 	}

@@ -33,7 +33,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Redis, "redis", "", "the DC's Redis: host:port, redis:// URL, or comma-separated cluster nodes; empty keeps state in memory")
 	fs.BoolVar(&cfg.RedisScriptPerRequest, "redis-script-per-request", false, "send each decision in a script call of its own, not up to 32 in one batch script: for a proxy in front of Redis that routes a script call by its first key")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON), or a directory of them (*.yaml, *.yml: one domain each), re-read when they change")
-	fs.StringVar(&cfg.EnvoyHeaders.Limit, "envoy-header-limit", "", "header the Envoy API adds with the limit, e.g. RateLimit-Limit (none when empty)")
+	fs.StringVar(&cfg.EnvoyHeaders.Limit, "envoy-header-limit", "", "header the Envoy API adds with the limit, e.g. RateLimit-Limit; the three --envoy-header-* are set together or not at all (no headers)")
 	fs.StringVar(&cfg.EnvoyHeaders.Remaining, "envoy-header-remaining", "", "header the Envoy API adds with the remaining requests, e.g. RateLimit-Remaining")
 	fs.StringVar(&cfg.EnvoyHeaders.Reset, "envoy-header-reset", "", "header the Envoy API adds with the seconds until the window resets, e.g. RateLimit-Reset")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address")

@@ -48,7 +48,10 @@ type Config struct {
 }
 
 // Headers are the names of the headers that report a response's limit to
-// the client; empty names add no headers.
+// the client: all three, or none (the zero value), which adds no headers.
+// A partial set is a mistake the Service does not check: it adds all
+// three, the unnamed ones with an empty name (limiterd's Config.Validate
+// refuses one).
 type Headers struct {
 	Limit     string // e.g. X-RateLimit-Limit: requests_per_unit
 	Remaining string // e.g. X-RateLimit-Remaining: limit_remaining

@@ -93,8 +93,9 @@ type Config struct {
 	// writes them.
 	RulesFile string
 	// EnvoyHeaders names the rate limit headers the Envoy API adds to its
-	// answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED).
-	// Default: none.
+	// answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED):
+	// all three names, or none. Validate refuses some without the others,
+	// naming the flags missing. Default: none.
 	EnvoyHeaders envoyrls.Headers
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
@@ -241,6 +242,9 @@ func (c Config) Validate() error {
 	if c.MemoryKeys < 0 {
 		errs = append(errs, fmt.Errorf("memory keys %d must not be negative", c.MemoryKeys))
 	}
+	if err := checkEnvoyHeaders(c.EnvoyHeaders); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Proxy.Upstream != "" {
 		if _, err := upstreamURL(c.Proxy.Upstream); err != nil {
 			errs = append(errs, err)
@@ -250,6 +254,30 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limiterd: invalid config: %w", err)
 	}
 	return nil
+}
+
+// checkEnvoyHeaders refuses Envoy response headers named in part: the
+// Envoy API adds all three headers or none, and one without a name would
+// reach Envoy as a response_headers_to_add entry with an empty key. The
+// error names the flags (and so the WEIR_ variables) set and missing.
+func checkEnvoyHeaders(h envoyrls.Headers) error {
+	var set, missing []string
+	for _, f := range []struct{ flag, name string }{
+		{"--envoy-header-limit", h.Limit},
+		{"--envoy-header-remaining", h.Remaining},
+		{"--envoy-header-reset", h.Reset},
+	} {
+		if f.name == "" {
+			missing = append(missing, f.flag)
+		} else {
+			set = append(set, f.flag)
+		}
+	}
+	if len(set) == 0 || len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the Envoy API adds its response headers all three or none: %s set, %s missing (flags, or WEIR_ENVOY_HEADER_* variables)",
+		strings.Join(set, " and "), strings.Join(missing, " and "))
 }
 
 // Run runs the limiter until ctx is done, then shuts down gracefully:
