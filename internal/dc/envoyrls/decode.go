@@ -33,6 +33,13 @@ import (
 // peerRequest, its descriptors' entries in one array. FuzzDecodeItems
 // checks that what the fast path takes, it reads as proto.Unmarshal then
 // toItems and peerRequestOf do.
+//
+// Neither path builds a request larger than the limiter takes: one of
+// more than limiter.MaxItems descriptors, or a descriptor of more than
+// limiter.MaxAttributes entries, for any domain, is refused with
+// InvalidArgument as soon as the count passes the bound (checkBounds),
+// before proto.Unmarshal would make a message of each of the millions
+// of empty descriptors or entries that fit in the largest gRPC message.
 
 // Field numbers of RateLimitRequest, RateLimitDescriptor, its Entry, and
 // google.protobuf.UInt64Value.
@@ -161,7 +168,10 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 		ok := eachField(d, func(f pbwire.Field) bool {
 			switch {
 			case f.Num == descEntries && f.Type == protowire.BytesType:
-				entries++
+				// More than the limiter takes: left to checkBounds.
+				if entries++; entries > limiter.MaxAttributes {
+					return false
+				}
 			case f.Num == descHitsAddend && f.Type == protowire.BytesType && !ownHits:
 				var ok bool
 				hits, ok = readUInt64Value(f.Bytes)
@@ -173,7 +183,7 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 			}
 			return true
 		})
-		if !ok || entries > limiter.MaxAttributes {
+		if !ok {
 			return nil, false
 		}
 		if !ownHits {
@@ -221,9 +231,14 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 	n := 0
 	for i, d := range r.descriptors {
 		pd := &pr.descs[i]
+		entries := 0
 		ok := eachField(d, func(f pbwire.Field) bool {
 			switch {
 			case f.Num == descEntries && f.Type == protowire.BytesType:
+				// More than the limiter takes: left to checkBounds.
+				if entries++; entries > limiter.MaxAttributes {
+					return false
+				}
 				n++
 			case f.Num == descHitsAddend && f.Type == protowire.BytesType && pd.hits == nil:
 				var ok bool
@@ -263,6 +278,38 @@ func (r *fastRequest) peer() (*peerRequest, bool) {
 		pr.descs[i].entries = all[start:len(all):len(all)]
 	}
 	return pr, true
+}
+
+// checkBounds refuses a request, b, of more descriptors or entries in a
+// descriptor than the limiter takes, with InvalidArgument and the field at
+// fault, reading no further than the first one past the bound and
+// building nothing. Bad framing is left to proto.Unmarshal: checkBounds
+// then returns nil, or the error of a bound passed before it.
+func checkBounds(b []byte) error {
+	descs := 0
+	var err error
+	_, _ = pbwire.Each(b, func(f pbwire.Field) bool {
+		if f.Num != reqDescriptors || f.Type != protowire.BytesType {
+			return true
+		}
+		if descs++; descs > limiter.MaxItems {
+			err = status.Errorf(codes.InvalidArgument, "descriptors: more than %d, at most %d", limiter.MaxItems, limiter.MaxItems)
+			return false
+		}
+		entries := 0
+		_, _ = pbwire.Each(f.Bytes, func(e pbwire.Field) bool {
+			if e.Num == descEntries && e.Type == protowire.BytesType {
+				entries++
+			}
+			return entries <= limiter.MaxAttributes
+		})
+		if entries > limiter.MaxAttributes {
+			err = status.Errorf(codes.InvalidArgument, "descriptors[%d].entries: more than %d, at most %d", descs-1, limiter.MaxAttributes, limiter.MaxAttributes)
+			return false
+		}
+		return true
+	})
+	return err
 }
 
 // readUInt64Value reads a google.protobuf.UInt64Value, or reports false.
@@ -308,7 +355,8 @@ type requestParser struct {
 	fast   fastRequest // what the fast path read, and its buffers
 }
 
-// ParseWire implements grpcapi.WireParser.
+// ParseWire implements grpcapi.WireParser. A request of more descriptors
+// or entries than the limiter takes gets checkBounds' InvalidArgument.
 func (p *requestParser) ParseWire(b []byte, depth int) error {
 	if r := &p.fast; r.read(b) {
 		if tree := p.svc.configs(r.domain); tree == nil {
@@ -320,6 +368,9 @@ func (p *requestParser) ParseWire(b []byte, depth int) error {
 			p.peer, p.tree = pr, tree
 			return nil
 		}
+	}
+	if err := checkBounds(b); err != nil {
+		return err
 	}
 	p.req = &rlsv3.RateLimitRequest{}
 	return proto.UnmarshalOptions{RecursionLimit: depth}.Unmarshal(b, p.req)
@@ -382,13 +433,17 @@ func (p *requestParser) answer(ctx context.Context) (*rlsv3.RateLimitResponse, e
 }
 
 // ShouldRateLimitWire answers a request given in wire form as the server
-// Register sets up does. A request that does not decode gets
+// Register sets up does. A request that does not decode, or holds more
+// descriptors or entries than the limiter takes, gets
 // codes.InvalidArgument; the other errors are ShouldRateLimit's.
 func (s *Service) ShouldRateLimitWire(ctx context.Context, req []byte) (*rlsv3.RateLimitResponse, error) {
 	d := s.decoders.Get().(*requestDecoder)
 	defer s.putDecoder(d)
 	p := &d.p
 	if err := p.ParseWire(req, protowire.DefaultRecursionLimit); err != nil {
+		if _, ok := status.FromError(err); ok {
+			return nil, err // checkBounds'
+		}
 		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
 	}
 	return p.answer(ctx)

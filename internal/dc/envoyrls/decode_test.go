@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/weirhq/weir/pkg/limiter"
 )
 
 // plainRequests are requests as Envoy sends them to a domain of Weir's
@@ -236,5 +238,70 @@ func TestDecodeItemsCopies(t *testing.T) {
 	}
 	if r.domain != "api" || items[0].Attributes["generic_key"] != "x" {
 		t.Fatalf("after the buffer changed: domain %q, attributes %v", r.domain, items[0].Attributes)
+	}
+}
+
+// jsonRequest is a RateLimitRequest in JSON of descs descriptors of
+// entries entries each.
+func jsonRequest(descs, entries int) string {
+	var b strings.Builder
+	b.WriteString(`{"domain":"d","hitsAddend":1,"descriptors":[`)
+	for i := range descs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"entries":[`)
+		for j := range entries {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"key":"k` + strconv.Itoa(j) + `","value":"v"}`)
+		}
+		b.WriteString(`],"limit":{"requestsPerUnit":3,"unit":"HOUR"},"hitsAddend":"2"}`)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// jsonBounds refuses a body of more descriptors, or entries in one, than
+// the limiter takes, having read no further than the first past the bound
+// (4 MiB of "{}," is refused for the cost of 257 descriptors), and leaves
+// all else to protojson.
+func TestJSONBounds(t *testing.T) {
+	emptyDescs := `{"domain":"d","descriptors":[` + strings.Repeat("{},", 4<<20/3) + `{}]}`
+	emptyEntries := `{"domain":"d","descriptors":[{"entries":[` + strings.Repeat("{},", 4<<20/3) + `{}]}]}`
+	for _, tc := range []struct {
+		name      string
+		body      string
+		ok        bool
+		maxAllocs float64
+	}{
+		{"at the limits", jsonRequest(limiter.MaxItems, limiter.MaxAttributes), true, -1},
+		{"descriptors past the limit", jsonRequest(limiter.MaxItems+1, 1), false, -1},
+		{"entries past the limit", jsonRequest(1, limiter.MaxAttributes+1), false, -1},
+		{"entries past the limit in the last descriptor", jsonRequest(limiter.MaxItems-1, 1)[:len(jsonRequest(limiter.MaxItems-1, 1))-2] + `,` + jsonRequest(1, limiter.MaxAttributes+1)[len(`{"domain":"d","hitsAddend":1,"descriptors":[`):], false, -1},
+		{"4 MiB of empty descriptors", emptyDescs, false, 2*limiter.MaxItems + 64},
+		{"4 MiB of empty entries", emptyEntries, false, 4*limiter.MaxAttributes + 64},
+		{"the descriptors first", `{"descriptors":[` + strings.Repeat("{},", limiter.MaxItems) + `{}],"domain":"d"}`, false, -1},
+		// Shapes protojson refuses where they are: followed no further.
+		{"descriptors an object", `{"domain":"d","descriptors":{"entries":[]}}`, true, -1},
+		{"a descriptor a list", `{"domain":"d","descriptors":[[]]}`, true, -1},
+		{"an entry a list", `{"domain":"d","descriptors":[{"entries":[[1,2]]}]}`, true, -1},
+		{"a domain of many members", `{"domain":{` + strings.Repeat(`"a":1,`, 100) + `"a":1}}`, true, -1},
+		{"not JSON", `}`, true, -1},
+		{"empty", ``, true, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			if got := jsonBounds(body); got != tc.ok {
+				t.Fatalf("got %v, want %v", got, tc.ok)
+			}
+			if tc.maxAllocs < 0 {
+				return
+			}
+			if allocs := testing.AllocsPerRun(3, func() { jsonBounds(body) }); allocs > tc.maxAllocs {
+				t.Errorf("allocations: got %v, want at most %v", allocs, tc.maxAllocs)
+			}
+		})
 	}
 }

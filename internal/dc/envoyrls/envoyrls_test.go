@@ -1,8 +1,11 @@
 package envoyrls_test
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -258,8 +262,8 @@ func TestShouldRateLimitInvalid(t *testing.T) {
 		req  *rlsv3.RateLimitRequest
 		want string // in the message
 	}{
-		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: many}, "descriptors: 257, at most 256"},
-		{"too many entries", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{manyEntries}}, "descriptors[0].entries: 65, at most 64"},
+		{"too many descriptors", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: many}, "descriptors: more than 256, at most 256"},
+		{"too many entries", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{manyEntries}}, "descriptors[0].entries: more than 64, at most 64"},
 		{"empty key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u", "", "v")}}, "descriptors[0].entries[1].key: 0 bytes"},
 		{"oversized key", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", "u"), desc(strings.Repeat("k", 129), "v")}}, "descriptors[1].entries[0].key: 129 bytes, want 1 to 128"},
 		{"oversized value", &rlsv3.RateLimitRequest{Domain: "other", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("user", strings.Repeat("v", 1025))}}, "descriptors[0].entries[0].value: 1025 bytes, at most 1024"},
@@ -435,5 +439,56 @@ func TestShadowBesideEnforcing(t *testing.T) {
 		if !proto.Equal(got, want) {
 			t.Errorf("call %d:\ngot  %s\nwant %s", i, prototext.Format(got), prototext.Format(want))
 		}
+	}
+}
+
+// TestRefusesOversizedEarly: a request of more descriptors, or of more
+// entries in a descriptor, than the limiter takes is refused with
+// InvalidArgument as soon as the count passes the bound, at the cost of a
+// request the limiter takes, on every path: the fast path of Weir's rules
+// and of a peer's configuration, and proto.Unmarshal's (a field the fast
+// path does not know, first). 4 MiB of empty descriptors once grew the
+// limiter by 170 MB before it refused them. Allocations and bytes are
+// deterministic, unlike time.
+func TestRefusesOversizedEarly(t *testing.T) {
+	svc, _ := peerService(t, envoyrls.Headers{}, pool)
+	const size = 4 << 20
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 1)
+	emptyDescs := bytes.Repeat([]byte{0x12, 0x00}, size/2)
+	emptyEntries := field(2, bytes.Repeat([]byte{0x0a, 0x00}, size/2))
+	const tooManyDescs = "descriptors: more than 256, at most 256"
+	const tooManyEntries = "descriptors[0].entries: more than 64, at most 64"
+	for _, tc := range []struct {
+		name string
+		req  []byte
+		want string
+	}{
+		{"empty descriptors, Weir's rules", slices.Concat(field(1, []byte("weir")), emptyDescs), tooManyDescs},
+		{"empty descriptors, a peer's configuration", slices.Concat(field(1, []byte("pool")), emptyDescs), tooManyDescs},
+		{"empty descriptors, proto.Unmarshal", slices.Concat(unknown, field(1, []byte("pool")), emptyDescs), tooManyDescs},
+		{"empty descriptors, the domain last", slices.Concat(emptyDescs, field(1, []byte("pool"))), tooManyDescs},
+		{"empty entries, Weir's rules", slices.Concat(field(1, []byte("weir")), emptyEntries), tooManyEntries},
+		{"empty entries, a peer's configuration", slices.Concat(field(1, []byte("pool")), emptyEntries), tooManyEntries},
+		{"empty entries, proto.Unmarshal", slices.Concat(unknown, field(1, []byte("pool")), emptyEntries), tooManyEntries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := svc.ShouldRateLimitWire(ctx(t), tc.req)
+			if code, msg := status.Code(err), status.Convert(err).Message(); code != codes.InvalidArgument || msg != tc.want {
+				t.Fatalf("got %v %q, want InvalidArgument %q", code, msg, tc.want)
+			}
+			if allocs := testing.AllocsPerRun(3, func() { _, _ = svc.ShouldRateLimitWire(context.Background(), tc.req) }); allocs > 16 {
+				t.Errorf("allocations: got %v, want at most 16", allocs)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, _ = svc.ShouldRateLimitWire(context.Background(), tc.req)
+			runtime.ReadMemStats(&after)
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+				t.Errorf("bytes allocated: got %d, want at most %d", got, 64<<10)
+			}
+		})
 	}
 }

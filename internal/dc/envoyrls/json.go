@@ -1,11 +1,15 @@
 package envoyrls
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/weirhq/weir/pkg/limiter"
 )
 
 // MaxJSONBody is the largest body JSONHandler reads: the limiter's
@@ -21,12 +25,19 @@ const MaxJSONBody = 4 << 20
 // body that cannot be read or parsed, one larger than MaxJSONBody, and
 // any error of svc (an empty domain or descriptor list, an invalid
 // descriptor, an unavailable store) get 400 with the text "Bad Request",
-// as envoyproxy/ratelimit answers them. The handler does not check the
-// method or the content type; route it to POST.
+// as envoyproxy/ratelimit answers them; so does a body of more than
+// limiter.MaxItems descriptors or a descriptor of more than
+// limiter.MaxAttributes entries, found before protojson builds them
+// (jsonBounds). The handler does not check the method or the content
+// type; route it to POST.
 func JSONHandler(svc rlsv3.RateLimitServiceServer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
 		if err != nil {
+			writeStatus(w, http.StatusBadRequest)
+			return
+		}
+		if !jsonBounds(body) {
 			writeStatus(w, http.StatusBadRequest)
 			return
 		}
@@ -66,4 +77,105 @@ func JSONHandler(svc rlsv3.RateLimitServiceServer) http.Handler {
 // /json answers its errors.
 func writeStatus(w http.ResponseWriter, code int) {
 	http.Error(w, http.StatusText(code), code)
+}
+
+// jsonBounds reports false for a RateLimitRequest in JSON, body, of more
+// descriptors than limiter.MaxItems or a descriptor of more entries than
+// limiter.MaxAttributes, reading no further than the first one past the
+// bound: protojson would make a message of each of the hundreds of
+// thousands of empty descriptors ({}) a 4 MiB body holds before the
+// service refused them. It follows body only while body has the shape of
+// a request (an object of few members, descriptors a list of objects,
+// entries a list of objects of scalars) and reports true where it stops
+// following: protojson refuses what has another shape at that point,
+// having built no more than jsonBounds has counted.
+func jsonBounds(body []byte) bool {
+	// fewMembers bounds the members of an object jsonBounds follows: a
+	// request, a descriptor, an entry or a limit has at most a few
+	// distinct fields, and protojson refuses a repeated or unknown one.
+	const fewMembers = 8
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	// scalars reads an object of at most fewMembers scalar values, or a
+	// scalar, and reports whether it did.
+	scalars := func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if tok != json.Delim('{') {
+			_, isDelim := tok.(json.Delim)
+			return !isDelim
+		}
+		for n := 0; dec.More(); n++ {
+			if n == fewMembers {
+				return false
+			}
+			if _, err := dec.Token(); err != nil { // the name
+				return false
+			}
+			if tok, err := dec.Token(); err != nil {
+				return false
+			} else if _, isDelim := tok.(json.Delim); isDelim {
+				return false
+			}
+		}
+		_, err = dec.Token() // '}'
+		return err == nil
+	}
+	// list reads a list, calling item before each of its items, while the
+	// count is at most most; it reports whether the count passed most,
+	// and whether it read the list whole.
+	list := func(most int, item func() bool) (over, ok bool) {
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return false, false
+		}
+		for n := 0; dec.More(); n++ {
+			if n == most {
+				return true, false
+			}
+			if !item() {
+				return false, false
+			}
+		}
+		_, err := dec.Token() // ']'
+		return false, err == nil
+	}
+	// object reads an object of at most fewMembers members, calling member
+	// with each name to read its value; it stops when member does.
+	object := func(member func(name string) (over, ok bool)) (over, ok bool) {
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return false, false
+		}
+		for n := 0; dec.More(); n++ {
+			tok, err := dec.Token()
+			if err != nil || n == fewMembers {
+				return false, false
+			}
+			name, _ := tok.(string)
+			if over, ok := member(name); over || !ok {
+				return over, ok
+			}
+		}
+		_, err := dec.Token() // '}'
+		return false, err == nil
+	}
+	entriesOver := false
+	descriptor := func() bool {
+		over, ok := object(func(name string) (bool, bool) {
+			if name == "entries" {
+				return list(limiter.MaxAttributes, scalars)
+			}
+			return false, scalars()
+		})
+		entriesOver = entriesOver || over
+		return ok && !over
+	}
+	over, _ := object(func(name string) (bool, bool) {
+		if name == "descriptors" {
+			return list(limiter.MaxItems, descriptor)
+		}
+		return false, scalars()
+	})
+	return !over && !entriesOver
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
+	"github.com/weirhq/weir/pkg/limiter"
 )
 
 // TestJSONHandler replays envoyproxy/ratelimit's /json endpoint (its
@@ -34,6 +35,11 @@ func TestJSONHandler(t *testing.T) {
 		{"wrong type", `{"domain":"basic","descriptors":{"entries":[]}}`, 400, badRequest},
 		{"empty domain", `{"descriptors":[{"entries":[{"key":"key1","value":"a"}]}]}`, 400, badRequest},
 		{"no descriptors", `{"domain":"basic"}`, 400, badRequest},
+		// More than the limiter takes, refused before protojson builds
+		// them, whatever the domain (envoyproxy/ratelimit sets no bound).
+		{"more descriptors than the limiter takes", `{"domain":"basic","descriptors":[` + strings.Repeat(`{},`, limiter.MaxItems) + `{}]}`, 400, badRequest},
+		{"4 MiB of empty descriptors", `{"domain":"basic","descriptors":[` + strings.Repeat(`{},`, (envoyrls.MaxJSONBody-64)/3) + `{}]}`, 400, badRequest},
+		{"more entries than the limiter takes", `{"domain":"basic","descriptors":[{"entries":[` + strings.Repeat(`{"key":"k"},`, limiter.MaxAttributes) + `{"key":"k"}]}]}`, 400, badRequest},
 		{"own limit with no unit", `{"domain":"basic","descriptors":[{"entries":[{"key":"x"}],"limit":{"requestsPerUnit":1}}]}`, 400, badRequest},
 		{"unknown domain", `{"domain":"dummy","descriptors":[{"entries":[{"key":"perday"}]}]}`, 200,
 			`{"overallCode":"OK","statuses":[{"code":"OK"}]}`},

@@ -3,11 +3,10 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/weirhq/weir/internal/platform/pbwire"
@@ -27,7 +26,13 @@ import (
 // order and repeated (the last scalar wins, each items field adds an
 // item, a repeated map key keeps its last value), unknown fields and
 // known fields of an unexpected wire type skipped, and strings that are
-// not UTF-8 refused.
+// not UTF-8 refused. One thing it refuses that proto.Unmarshal accepts: a
+// request the limiter would refuse for its size, more than
+// limiter.MaxItems items or an item of more than limiter.MaxAttributes
+// attributes, is refused as soon as the count passes the bound, with
+// limiter.ErrInvalid, before the rest is built: a request of a few
+// megabytes of empty items would otherwise cost a limiter.Item each,
+// hundreds of megabytes, for an answer known at the 257th.
 
 // Field numbers of weir.v1 CheckRequest, CheckItem and its map entry.
 const (
@@ -53,7 +58,12 @@ type checkRequest struct {
 }
 
 // decode parses b, the wire form of a CheckRequest, into r, which must be
-// new or reset. On error r holds what was parsed before it.
+// new or reset. On error r holds what was parsed before it. A request of
+// more items, or an item of more attributes, than the limiter accepts is
+// refused at the first one past the bound with an error wrapping
+// limiter.ErrInvalid (an invalid request, not a malformed one); the items
+// after it are not read, so that its cost is that of a request the
+// limiter accepts.
 func (r *checkRequest) decode(b []byte) error {
 	r.items = r.buf[:0]
 	var err error
@@ -66,12 +76,19 @@ func (r *checkRequest) decode(b []byte) error {
 			}
 			r.domain = ReuseString(&r.last, f.Bytes)
 		case f.Num == fieldItems && f.Type == protowire.BytesType:
+			if len(r.items) == limiter.MaxItems {
+				err = fmt.Errorf("%w: more than %d items, want 1 to %d", limiter.ErrInvalid, limiter.MaxItems, limiter.MaxItems)
+				return false
+			}
 			var reuse map[string]string
 			if i := len(r.items); i < len(r.buf) {
 				reuse = r.buf[i].Attributes
 			}
 			var it limiter.Item
 			if it, err = decodeItem(f.Bytes, reuse); err != nil {
+				if errors.Is(err, limiter.ErrInvalid) {
+					err = fmt.Errorf("item %d: %w", len(r.items), err)
+				}
 				return false
 			}
 			r.items = append(r.items, it)
@@ -86,8 +103,9 @@ func (r *checkRequest) decode(b []byte) error {
 
 // reset empties r for another decode, keeping the attribute maps of its
 // first items, emptied, for their next use, except a map grown past what
-// the limiter accepts (a refused request's): a pooled request holds no
-// more than len(buf) maps of limiter.MaxAttributes+1 entries.
+// the limiter accepts (a refused request's, which decode stops at one
+// past): a pooled request holds no more than len(buf) maps of
+// limiter.MaxAttributes+1 entries.
 func (r *checkRequest) reset() {
 	for i := range r.buf {
 		m := r.buf[i].Attributes
@@ -103,7 +121,11 @@ func (r *checkRequest) reset() {
 // decodeItem parses a CheckItem, into reuse if it is a map (empty), or
 // else into a new one. Its attribute names and values are cut from one
 // string, a copy of the item's bytes, which a retained name or value
-// therefore keeps alive: at most one item.
+// therefore keeps alive: at most one item. An item of more than
+// limiter.MaxAttributes distinct names is refused, with
+// limiter.ErrInvalid, at the first name past the bound (entries that
+// repeat a name replace its value, as in proto.Unmarshal, and do not
+// count).
 func decodeItem(b []byte, reuse map[string]string) (limiter.Item, error) {
 	var it limiter.Item
 	// A first pass checks the framing and counts the entries, to size the
@@ -136,7 +158,10 @@ func decodeItem(b []byte, reuse map[string]string) (limiter.Item, error) {
 			if k, v, err = decodeEntry(f.Bytes, f.In(s)); err != nil {
 				return false
 			}
-			it.Attributes[k] = v
+			if it.Attributes[k] = v; len(it.Attributes) > limiter.MaxAttributes {
+				err = fmt.Errorf("%w: more than %d attributes", limiter.ErrInvalid, limiter.MaxAttributes)
+				return false
+			}
 		case f.Num == fieldHits && f.Type == protowire.VarintType:
 			it.Hits = int64(f.Varint)
 		}
@@ -198,14 +223,15 @@ func (r *checkRequest) ParseWire(b []byte, _ int) error { return r.decode(b) }
 // CheckWire answers a weir.v1 Check given and answered in wire form, as
 // the server Register sets up does: the request decoded straight into
 // limiter items, the answer encoded from the limiter's response. A request
-// that does not decode gets codes.InvalidArgument; the other errors are
-// Check's.
+// that does not decode, or has more items or attributes than the limiter
+// accepts, gets codes.InvalidArgument, as from Decode; the other errors
+// are Check's.
 func (s *Service) CheckWire(ctx context.Context, req []byte) ([]byte, error) {
 	d := s.decoders.Get().(*checkDecoder)
 	defer s.putDecoder(d)
 	r := &d.req
 	if err := r.decode(req); err != nil {
-		return nil, status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
+		return nil, parseStatus(err)
 	}
 	resp, err := s.check(ctx, r.domain, r.items)
 	if err != nil {

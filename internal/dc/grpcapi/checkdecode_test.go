@@ -1,7 +1,10 @@
 package grpcapi
 
 import (
+	"bytes"
+	"errors"
 	"maps"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +74,21 @@ func checkSeeds(t testing.TB) map[string][]byte {
 		"group in item":         msg(nil, 2, tag(tag(nil, 7, protowire.StartGroupType), 7, protowire.EndGroupType)),
 		"unclosed group":        tag(nil, 7, protowire.StartGroupType),
 		"reserved wire type":    protowire.AppendVarint(nil, 1<<3|6),
+		"items at the limit":    bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems),
+		"items past the limit":  bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems+1),
+		"attributes at the limit": msg(nil, 2, func() (b []byte) {
+			for i := range limiter.MaxAttributes {
+				b = msg(b, 1, entry(strconv.Itoa(i), "v"))
+			}
+			return b
+		}()),
+		"attributes past the limit": msg(nil, 2, func() (b []byte) {
+			for i := range limiter.MaxAttributes + 1 {
+				b = msg(b, 1, entry(strconv.Itoa(i), "v"))
+			}
+			return b
+		}()),
+		"one name repeated past the limit": msg(nil, 2, bytes.Repeat(msg(nil, 1, entry("k", "v")), limiter.MaxAttributes+10)),
 	}
 }
 
@@ -105,12 +123,19 @@ func decodeBoth(t *testing.T, b []byte) {
 }
 
 // decodeLikeProto decodes b into got and reports where it differs from
-// proto.Unmarshal.
+// proto.Unmarshal, except that a request the limiter refuses for its size
+// (oversized) must be refused with limiter.ErrInvalid.
 func decodeLikeProto(t *testing.T, got *checkRequest, b []byte) {
 	t.Helper()
 	gotErr := got.decode(b)
 	var want weirv1.CheckRequest
 	wantErr := proto.Unmarshal(b, &want)
+	if wantErr == nil && oversized(&want) {
+		if !errors.Is(gotErr, limiter.ErrInvalid) {
+			t.Fatalf("a request of %d items the limiter refuses: got %v, want limiter.ErrInvalid", len(want.GetItems()), gotErr)
+		}
+		return
+	}
 	if (gotErr != nil) != (wantErr != nil) {
 		t.Fatalf("error: got %v, proto.Unmarshal %v", gotErr, wantErr)
 	}
@@ -132,6 +157,21 @@ func decodeLikeProto(t *testing.T, got *checkRequest, b []byte) {
 			t.Fatalf("item %d: attributes %v, want %v", i, g.Attributes, w.GetAttributes())
 		}
 	}
+}
+
+// oversized reports whether the limiter refuses r for its size: more than
+// limiter.MaxItems items, or an item of more than limiter.MaxAttributes
+// attributes.
+func oversized(r *weirv1.CheckRequest) bool {
+	if len(r.GetItems()) > limiter.MaxItems {
+		return true
+	}
+	for _, it := range r.GetItems() {
+		if len(it.GetAttributes()) > limiter.MaxAttributes {
+			return true
+		}
+	}
+	return false
 }
 
 // The decoder accepts and refuses what proto.Unmarshal does, and reads
@@ -169,33 +209,41 @@ func TestDecodeCheckCopies(t *testing.T) {
 }
 
 // A reset request keeps its first items' maps, emptied, but not a map
-// grown past what the limiter accepts.
+// grown past what the limiter accepts: one that a refused request, decoded
+// after another into the same checkRequest, filled to one past the bound.
 func TestCheckRequestReset(t *testing.T) {
-	big := map[string]string{}
-	for i := range limiter.MaxAttributes + 1 {
-		big[strconv.Itoa(i)] = "v"
+	attrs := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[strconv.Itoa(i)] = "v"
+		}
+		return m
+	}
+	wire := func(t *testing.T, attrs map[string]string) []byte {
+		b, err := proto.Marshal(&weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: attrs}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
 	for _, tc := range []struct {
-		name  string
-		attrs map[string]string
-		kept  bool
+		name    string
+		attrs   map[string]string
+		refused bool
+		kept    bool
 	}{
-		{"small", map[string]string{"user_id": "ann"}, true},
-		{"at the limit", maps.Collect(func(yield func(string, string) bool) {
-			for i := range limiter.MaxAttributes {
-				yield(strconv.Itoa(i), "v")
-			}
-		}), true},
-		{"past the limit", big, false},
+		{"small", map[string]string{"user_id": "ann"}, false, true},
+		{"at the limit", attrs(limiter.MaxAttributes), false, true},
+		{"past the limit", attrs(limiter.MaxAttributes + 1), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := proto.Marshal(&weirv1.CheckRequest{Domain: "api", Items: []*weirv1.CheckItem{{Attributes: tc.attrs}}})
-			if err != nil {
+			var r checkRequest
+			if err := r.decode(wire(t, map[string]string{"user_id": "ann"})); err != nil {
 				t.Fatal(err)
 			}
-			var r checkRequest
-			if err := r.decode(b); err != nil {
-				t.Fatal(err)
+			r.reset() // r.buf[0] keeps its map, which the next decode fills
+			if err := r.decode(wire(t, tc.attrs)); (err != nil) != tc.refused {
+				t.Fatalf("decode: got %v, want refused %v", err, tc.refused)
 			}
 			r.reset()
 			if r.domain != "" || r.items != nil {
@@ -207,6 +255,72 @@ func TestCheckRequestReset(t *testing.T) {
 			}
 			if len(m) != 0 {
 				t.Fatalf("kept map not emptied: %v", m)
+			}
+		})
+	}
+}
+
+// A request the limiter refuses for its size is refused as soon as the
+// count passes the bound, at the cost of a request the limiter accepts,
+// however much follows: 4 MiB of empty items (the largest message the
+// limiter's gRPC server takes) once grew the limiter by 900 MB before the
+// limiter refused it. Allocation counts and bytes are deterministic, unlike
+// time.
+func TestDecodeCheckRefusesEarly(t *testing.T) {
+	tag := protowire.AppendTag
+	msg := func(b []byte, num protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(tag(b, num, protowire.BytesType), m)
+	}
+	entry := func(k string) []byte {
+		b := protowire.AppendString(tag(nil, 1, protowire.BytesType), k)
+		return protowire.AppendString(tag(b, 2, protowire.BytesType), "v")
+	}
+	distinct := func(n int) []byte { // one item of n distinct names
+		var b []byte
+		for i := range n {
+			b = msg(b, 1, entry(strconv.Itoa(i)))
+		}
+		return msg(nil, 2, b)
+	}
+	const size = 4 << 20
+	for _, tc := range []struct {
+		name      string
+		req       []byte
+		want      string
+		maxAllocs float64
+		maxBytes  uint64
+	}{
+		// 0x12 0x00: an empty item, 2,097,152 of them.
+		{"4 MiB of empty items", bytes.Repeat([]byte{0x12, 0x00}, size/2),
+			"limiter: invalid request: more than 256 items, want 1 to 256", 12, 256 << 10},
+		{"4 MiB of items of one attribute", bytes.Repeat(msg(nil, 2, msg(nil, 1, entry("k"))), size/11),
+			"limiter: invalid request: more than 256 items, want 1 to 256", 3*limiter.MaxItems + 16, 512 << 10},
+		{"an item of 400,000 distinct names", distinct(400_000),
+			"item 0: limiter: invalid request: more than 64 attributes", 12, 5<<20 + 64<<10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r checkRequest
+			err := r.decode(tc.req)
+			if err == nil || err.Error() != tc.want || !errors.Is(err, limiter.ErrInvalid) {
+				t.Fatalf("got %v, want %q wrapping limiter.ErrInvalid", err, tc.want)
+			}
+			if n := len(r.items); n > limiter.MaxItems {
+				t.Errorf("built %d items, want at most %d", n, limiter.MaxItems)
+			}
+			allocs := testing.AllocsPerRun(3, func() {
+				var r checkRequest
+				_ = r.decode(tc.req)
+			})
+			if allocs > tc.maxAllocs {
+				t.Errorf("allocations: got %v, want at most %v", allocs, tc.maxAllocs)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var r2 checkRequest
+			_ = r2.decode(tc.req)
+			runtime.ReadMemStats(&after)
+			if got := after.TotalAlloc - before.TotalAlloc; got > tc.maxBytes {
+				t.Errorf("bytes allocated: got %d, want at most %d", got, tc.maxBytes)
 			}
 		})
 	}

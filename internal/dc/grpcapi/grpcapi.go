@@ -98,7 +98,7 @@ func (p *protoParser) ParseWire(b []byte, depth int) error {
 type WireParser interface {
 	// ParseWire parses b; depth is protobuf's recursion limit. b is
 	// grpc-go's buffer, reused once ParseWire returns: what is kept of it
-	// must be copied.
+	// must be copied. Its error is answered as Decode says.
 	ParseWire(b []byte, depth int) error
 }
 
@@ -153,16 +153,32 @@ func ReuseString(last *string, b []byte) string {
 
 // Decode has dec (a handler's) unmarshal the request into w: an error
 // reading the request is grpc-go's, and a request that does not parse
-// gets InvalidArgument.
+// gets InvalidArgument. A WireParser that refuses a request while parsing
+// it for what it holds, not for its form (too many items, say), returns a
+// gRPC status error, answered as it is, or an error wrapping
+// limiter.ErrInvalid, answered as Status answers it; any other error is
+// "malformed request: " and the error.
 func Decode(dec func(any) error, w *WireMessage) error {
 	w.err = nil // a pooled w may hold an earlier request's
 	if err := dec(w); err != nil {
 		return err
 	}
 	if w.err != nil {
-		return status.Error(codes.InvalidArgument, "malformed request: "+w.err.Error())
+		return parseStatus(w.err)
 	}
 	return nil
+}
+
+// parseStatus is the gRPC status of err, a WireParser's, as Decode
+// describes.
+func parseStatus(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if errors.Is(err, limiter.ErrInvalid) {
+		return Status(err)
+	}
+	return status.Error(codes.InvalidArgument, "malformed request: "+err.Error())
 }
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo that Status

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -387,18 +388,33 @@ func TestNoRules(t *testing.T) {
 func TestErrorReasons(t *testing.T) {
 	withRules := weirv1.NewLimiterClient(serve(t, rulesYAML))
 	without := weirv1.NewLimiterClient(serve(t, ""))
+	many := &weirv1.CheckItem{Attributes: map[string]string{}}
+	for i := range limiter.MaxAttributes + 1 {
+		many.Attributes[strconv.Itoa(i)] = "v"
+	}
+	manyItems := &weirv1.CheckRequest{}
+	for range 100_000 {
+		manyItems.Items = append(manyItems.Items, &weirv1.CheckItem{})
+	}
 	for _, tt := range []struct {
-		name   string
-		client weirv1.LimiterClient
-		req    *weirv1.CheckRequest
-		want   string
+		name    string
+		client  weirv1.LimiterClient
+		req     *weirv1.CheckRequest
+		want    string
+		message string // "": not compared
 	}{
-		{"invalid", withRules, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(-1, "account", "a")}}, grpcapi.ReasonInvalid},
-		{"unknown domain", withRules, &weirv1.CheckRequest{Domain: "nope", Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonUnknownDomain},
-		{"no rules", without, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonNoRules},
+		{"invalid", withRules, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(-1, "account", "a")}}, grpcapi.ReasonInvalid, ""},
+		{"unknown domain", withRules, &weirv1.CheckRequest{Domain: "nope", Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonUnknownDomain, ""},
+		{"no rules", without, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(1, "account", "a")}}, grpcapi.ReasonNoRules, ""},
+		// Refused while decoding, before the rest is built.
+		{"too many items", withRules, manyItems, grpcapi.ReasonInvalid, "limiter: invalid request: more than 256 items, want 1 to 256"},
+		{"too many attributes", withRules, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{item(1, "account", "a"), many}}, grpcapi.ReasonInvalid, "item 1: limiter: invalid request: more than 64 attributes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.client.Check(ctx(t), tt.req)
+			if code := status.Code(err); code != codes.InvalidArgument && code != codes.Unavailable {
+				t.Fatalf("got %v (%v), want InvalidArgument or Unavailable", code, err)
+			}
 			var got string
 			for _, d := range status.Convert(err).Details() {
 				if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == grpcapi.ErrorDomain {
@@ -407,6 +423,9 @@ func TestErrorReasons(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("got reason %q (%v), want %q", got, err, tt.want)
+			}
+			if msg := status.Convert(err).Message(); tt.message != "" && msg != tt.message {
+				t.Errorf("message: got %q, want %q", msg, tt.message)
 			}
 		})
 	}
