@@ -91,7 +91,7 @@ func FuzzCheck(f *testing.F) {
 // strictJSON returns nil if body is a check request the API may decide:
 // one JSON object, repeating no key in any object, whose names are
 // CheckRequest's fields (encoding/json matches them case-insensitively,
-// and so does this) with values of their types (null counting as absent),
+// and so does this) with values of their types (null is none of them),
 // within the limits of the limiter. Repeated keys are found by the full
 // document parser, not the server's scan.
 func strictJSON(body []byte) error {
@@ -122,7 +122,7 @@ func strictJSON(body []byte) error {
 	names := map[string]bool{}
 	for k, v := range obj {
 		if v == nil {
-			continue
+			return fmt.Errorf("%s: null", k)
 		}
 		switch field(k, "domain", "attributes", "descriptors", "clientId", "hits") {
 		case "domain":
@@ -154,32 +154,33 @@ func strictJSON(body []byte) error {
 			}
 			for _, d := range l {
 				var key string
-				if d != nil {
-					dm, ok := d.(map[string]any)
+				if d == nil {
+					return fmt.Errorf("descriptor null")
+				}
+				dm, ok := d.(map[string]any)
+				if !ok {
+					return fmt.Errorf("descriptor %T", d)
+				}
+				if foldDup(dm) {
+					return nil
+				}
+				for dk, dv := range dm {
+					if dv == nil {
+						return fmt.Errorf("descriptor %q: null", dk)
+					}
+					s, ok := dv.(string)
+					switch field(dk, "key", "value") {
+					case "key":
+						key = s
+					case "value":
+						if len(s) > limiter.MaxValueLen {
+							return fmt.Errorf("descriptor value of %d bytes", len(s))
+						}
+					default:
+						return fmt.Errorf("descriptor field %q", dk)
+					}
 					if !ok {
-						return fmt.Errorf("descriptor %T", d)
-					}
-					if foldDup(dm) {
-						return nil
-					}
-					for dk, dv := range dm {
-						if dv == nil {
-							continue
-						}
-						s, ok := dv.(string)
-						switch field(dk, "key", "value") {
-						case "key":
-							key = s
-						case "value":
-							if len(s) > limiter.MaxValueLen {
-								return fmt.Errorf("descriptor value of %d bytes", len(s))
-							}
-						default:
-							return fmt.Errorf("descriptor field %q", dk)
-						}
-						if !ok {
-							return fmt.Errorf("descriptor %q: %T", dk, dv)
-						}
+						return fmt.Errorf("descriptor %q: %T", dk, dv)
 					}
 				}
 				if key == "" || len(key) > limiter.MaxNameLen {
@@ -245,10 +246,7 @@ func attribute(name string, val any) error {
 	if name == "" || len(name) > limiter.MaxNameLen {
 		return fmt.Errorf("attribute name of %d bytes", len(name))
 	}
-	if val == nil {
-		return nil
-	}
-	s, ok := val.(string)
+	s, ok := val.(string) // null is not a string
 	if !ok || len(s) > limiter.MaxValueLen {
 		return fmt.Errorf("attribute %q: %T", name, val)
 	}

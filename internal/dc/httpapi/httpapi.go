@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/fielderr"
@@ -145,7 +144,8 @@ func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
 }
 
 // decode reads r's body into v, of shape, strictly: one JSON value, known
-// fields only, by their exact names, at most maxBody bytes.
+// fields only, by their exact names, at most maxBody bytes, valid UTF-8
+// with no escape of a lone surrogate, and no null.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, shape *document.Shape) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, "INVALID_REQUEST", fmt.Sprintf("content type %q: want application/json", ct))
@@ -165,11 +165,14 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, shape *do
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
 		return false
 	}
-	if !utf8.Valid(body) {
-		// encoding/json turns every invalid byte into U+FFFD, so that
-		// distinct names and values would collide: refuse them.
-		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", invalidUTF8(body).Error())
-		return false
+	if mayHoldBadValue(body) {
+		// encoding/json turns every invalid byte and lone surrogate into
+		// U+FFFD, so that distinct names and values would collide, and
+		// takes null for a field left out: refuse them.
+		if err := badValue(body, reflect.TypeOf(v)); err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())
+			return false
+		}
 	}
 	if err := keyMistakes(body, shape); err != nil {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", err.Error())

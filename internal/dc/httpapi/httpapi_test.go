@@ -873,6 +873,97 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
+// TestLoneSurrogates checks that an escape of a lone UTF-16 surrogate in
+// a name or value (\ud800 to \udfff, not as a pair) is refused with its
+// field path, on both endpoints that read JSON, rather than read as
+// U+FFFD, which would make "zz\ud800", "zz\udc00" and "zz\ufffd" share one
+// counter; U+FFFD itself, written or escaped, and surrogate pairs pass.
+func TestLoneSurrogates(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	const lone = "a lone surrogate, not a character"
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"high", "/v1/check", `{"attributes":{"user_id":"zz\ud800"}}`, `attributes.user_id: value has the escape \ud800, ` + lone},
+		{"low", "/v1/check", `{"attributes":{"user_id":"zz\udc00"}}`, `attributes.user_id: value has the escape \udc00, ` + lone},
+		{"last", "/v1/check", `{"attributes":{"user_id":"\udfff"}}`, `attributes.user_id: value has the escape \udfff, ` + lone},
+		{"upper case", "/v1/check", `{"attributes":{"user_id":"\uD800x"}}`, `attributes.user_id: value has the escape \uD800, ` + lone},
+		{"high before a letter", "/v1/check", `{"attributes":{"user_id":"\ud800\u0041"}}`, `attributes.user_id: value has the escape \ud800, ` + lone},
+		{"pair reversed", "/v1/check", `{"attributes":{"user_id":"\udc00\ud800"}}`, `attributes.user_id: value has the escape \udc00, ` + lone},
+		{"after a pair", "/v1/check", `{"attributes":{"user_id":"\ud83d\ude00\ud83d"}}`, `attributes.user_id: value has the escape \ud83d, ` + lone},
+		{"name", "/v1/check", `{"attributes":{"zz\ud800":"v"}}`, `attributes: name "zz\\ud800" has the escape \ud800, ` + lone},
+		{"descriptor value", "/v1/check", `{"descriptors":[{"key":"user_id","value":"ok"},{"key":"tenant","value":"\udbff"}]}`, `descriptors[1].value: value has the escape \udbff, ` + lone},
+		{"clientId", "/v1/check", `{"clientId":"\ud800"}`, `clientId: value has the escape \ud800, ` + lone},
+		{"domain", "/v1/check", `{"domain":"\ud800","clientId":"x"}`, `domain: value has the escape \ud800, ` + lone},
+		{"seed clientId", "/shouldAllowRequest", `{"clientId":"\udfff"}`, `clientId: value has the escape \udfff, ` + lone},
+		{"seed timestamp", "/shouldAllowRequest", `{"clientId":"x","timestamp":"\udfff"}`, `timestamp: value has the escape \udfff, ` + lone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, tt.path, tt.body)
+			wantBadRequest(t, r, http.StatusBadRequest)
+			var e struct{ Error, Message string }
+			decode(t, r, &e)
+			if e.Error != "INVALID_REQUEST" || e.Message != tt.want {
+				t.Errorf("got %s %q, want INVALID_REQUEST %q", e.Error, e.Message, tt.want)
+			}
+		})
+	}
+	// U+FFFD, written or escaped, a pair, an escaped backslash before
+	// "ud800" and other escapes are characters: each its own key (the
+	// tenant rule's limit is 3: each is allowed with 2 left).
+	for _, value := range []string{`zz\ufffd`, "yy\xef\xbf\xbd", `zz\ud83d\ude00`, `zz\\ud800`, `zz\u00e9`} {
+		r := f.post(t, "/v1/check", `{"attributes":{"tenant":"`+value+`","user_id":"u"}}`)
+		if r.code != http.StatusOK {
+			t.Fatalf("%s: got %d %s, want 200", value, r.code, r.body)
+		}
+		var resp httpapi.CheckResponse
+		decode(t, r, &resp)
+		i := slices.IndexFunc(resp.Results, func(rr httpapi.RuleResult) bool { return rr.RuleID == "tenant-user" })
+		if i < 0 || resp.Results[i].Remaining == nil || *resp.Results[i].Remaining != 2 {
+			t.Errorf("%s: got %s, want tenant-user with 2 remaining (a key of its own)", value, r.body)
+		}
+	}
+}
+
+// TestNull checks that null where a string, an integer, an object or a
+// list is wanted is refused with the field path, on both endpoints that
+// read JSON, rather than taken as the field left out: {"tenant": null}
+// would be allowed, no rule matching, and "hits": null taken as 1.
+func TestNull(t *testing.T) {
+	f := newFixture(t, rulesYAML)
+	const instead = "; leave the field out instead"
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"attribute value", "/v1/check", `{"attributes":{"tenant":null}}`, "attributes.tenant: want a string, got null" + instead},
+		{"hits", "/v1/check", `{"clientId":"x","hits":null}`, "hits: want an integer, got null" + instead},
+		{"attributes", "/v1/check", `{"clientId":"x","attributes":null}`, "attributes: want an object, got null" + instead},
+		{"descriptors", "/v1/check", `{"clientId":"x","descriptors":null}`, "descriptors: want a list, got null" + instead},
+		{"descriptor", "/v1/check", `{"clientId":"x","descriptors":[null]}`, "descriptors[0]: want an object, got null" + instead},
+		{"descriptor value", "/v1/check", `{"descriptors":[{"key":"tenant","value":null}]}`, "descriptors[0].value: want a string, got null" + instead},
+		{"domain", "/v1/check", `{"domain":null,"clientId":"x"}`, "domain: want a string, got null" + instead},
+		{"clientId", "/v1/check", `{"clientId":null,"attributes":{"user_id":"u"}}`, "clientId: want a string, got null" + instead},
+		{"seed timestamp", "/shouldAllowRequest", `{"clientId":"x","timestamp":null}`, "timestamp: want a string, got null" + instead},
+		{"seed clientId", "/shouldAllowRequest", `{"clientId":null}`, "clientId: want a string, got null" + instead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, tt.path, tt.body)
+			wantBadRequest(t, r, http.StatusBadRequest)
+			var e struct{ Error, Message string }
+			decode(t, r, &e)
+			if e.Error != "INVALID_REQUEST" || e.Message != tt.want {
+				t.Errorf("got %s %q, want INVALID_REQUEST %q", e.Error, e.Message, tt.want)
+			}
+		})
+	}
+	// The text "null" is a string like any other.
+	if r := f.post(t, "/v1/check", `{"attributes":{"tenant":"null","user_id":"null"}}`); r.code != http.StatusOK {
+		t.Errorf(`"null" as a value: got %d %s, want 200`, r.code, r.body)
+	}
+}
+
 // TestRepeatedKeys checks that a body repeating a key at any level, or
 // naming a field in another case than its own, is refused with the path of
 // each, on both endpoints that read JSON, rather than decided on the last
