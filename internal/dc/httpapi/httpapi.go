@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/fielderr"
@@ -465,12 +466,21 @@ type StatusResponse struct {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	ruleID, key := r.PathValue("rule_id"), r.PathValue("key")
+	ruleID, key, domain := r.PathValue("rule_id"), r.PathValue("key"), r.URL.Query().Get("domain")
 	if len(key) > limiter.MaxValueLen*4 {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST", "key too long")
 		return
 	}
-	res, err := s.lim.Status(r.Context(), r.URL.Query().Get("domain"), ruleID, key)
+	// Percent-escapes can spell any bytes: refuse those that are not
+	// UTF-8, as /v1/check does, rather than answer for a key that the
+	// answer's JSON would show with U+FFFD in their place.
+	for _, p := range [...]struct{ name, value string }{{"rule_id", ruleID}, {"key", key}, {"domain", domain}} {
+		if !utf8.ValidString(p.value) {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST", p.name+": not valid UTF-8")
+			return
+		}
+	}
+	res, err := s.lim.Status(r.Context(), domain, ruleID, key)
 	if err != nil {
 		s.writeLimiterError(w, err)
 		return

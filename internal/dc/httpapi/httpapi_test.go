@@ -679,27 +679,37 @@ func TestStatus(t *testing.T) {
 		})
 	}
 	errs := []struct {
-		name string
-		path string
-		code int
-		kind string
+		name    string
+		path    string
+		code    int
+		kind    string
+		message string // "": not compared
 	}{
-		{"unknown rule", "/v1/rate-limits/nope/john", http.StatusNotFound, "NOT_FOUND"},
-		{"unknown domain", "/v1/rate-limits/login/john?domain=other", http.StatusBadRequest, "INVALID_REQUEST"},
-		{"composite key with one value", "/v1/rate-limits/tenant-user/acme", http.StatusBadRequest, "INVALID_REQUEST"},
-		{"composite key with an empty value", "/v1/rate-limits/tenant-user/acme%7C", http.StatusBadRequest, "INVALID_REQUEST"},
-		{"composite key with a bad escape", "/v1/rate-limits/tenant-user/acme%7Ca%5Cb", http.StatusBadRequest, "INVALID_REQUEST"},
-		{"huge key", "/v1/rate-limits/login/" + strings.Repeat("k", 5000), http.StatusBadRequest, "INVALID_REQUEST"},
-		{"key too long for the store", "/v1/rate-limits/login/" + strings.Repeat("k", 4090), http.StatusBadRequest, "INVALID_REQUEST"},
+		{"unknown rule", "/v1/rate-limits/nope/john", http.StatusNotFound, "NOT_FOUND", ""},
+		{"unknown domain", "/v1/rate-limits/login/john?domain=other", http.StatusBadRequest, "INVALID_REQUEST", ""},
+		{"composite key with one value", "/v1/rate-limits/tenant-user/acme", http.StatusBadRequest, "INVALID_REQUEST", ""},
+		{"composite key with an empty value", "/v1/rate-limits/tenant-user/acme%7C", http.StatusBadRequest, "INVALID_REQUEST", ""},
+		{"composite key with a bad escape", "/v1/rate-limits/tenant-user/acme%7Ca%5Cb", http.StatusBadRequest, "INVALID_REQUEST", ""},
+		{"huge key", "/v1/rate-limits/login/" + strings.Repeat("k", 5000), http.StatusBadRequest, "INVALID_REQUEST", ""},
+		{"key too long for the store", "/v1/rate-limits/login/" + strings.Repeat("k", 4090), http.StatusBadRequest, "INVALID_REQUEST", ""},
+		// Escapes of bytes that are not UTF-8 are refused as /v1/check
+		// refuses them, not answered for a key of U+FFFD.
+		{"key not UTF-8", "/v1/rate-limits/login/%ff%fe", http.StatusBadRequest, "INVALID_REQUEST", "key: not valid UTF-8"},
+		{"key partly not UTF-8", "/v1/rate-limits/login/jo%c3hn", http.StatusBadRequest, "INVALID_REQUEST", "key: not valid UTF-8"},
+		{"rule id not UTF-8", "/v1/rate-limits/log%80in/john", http.StatusBadRequest, "INVALID_REQUEST", "rule_id: not valid UTF-8"},
+		{"domain not UTF-8", "/v1/rate-limits/login/john?domain=sh%ffop", http.StatusBadRequest, "INVALID_REQUEST", "domain: not valid UTF-8"},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
 			r := f.get(t, tt.path)
 			wantBadRequest(t, r, tt.code)
-			var e struct{ Error string }
+			var e struct{ Error, Message string }
 			_ = json.Unmarshal(r.body, &e)
 			if e.Error != tt.kind {
 				t.Errorf("error: got %q, want %q", e.Error, tt.kind)
+			}
+			if tt.message != "" && e.Message != tt.message {
+				t.Errorf("message: got %q, want %q", e.Message, tt.message)
 			}
 		})
 	}
