@@ -105,11 +105,42 @@ func New(cfg Config) (*Server, error) {
 	if s.metrics != nil {
 		handle("GET /metrics", s.metrics.ServeHTTP)
 	}
+	s.methodNotAllowed(mux)
 	if s.envoy != nil {
+		// Not in methodNotAllowed: its errors are envoyproxy/ratelimit's
+		// plain text (envoyrls.JSONHandler), ServeMux's 405 included.
 		handle("POST /json", s.envoy.ServeHTTP)
 	}
 	s.mux = mux
 	return s, nil
+}
+
+// methodNotAllowed routes a request for the path of each route served so
+// far with a method none of them takes to a JSON 405, as every error of
+// the API is JSON, with an Allow header listing the methods that are
+// taken (GET taking HEAD too, as ServeMux routes it). Without it,
+// ServeMux answers such a request with a plain-text 405. A route's own
+// pattern, which names its method, takes precedence over the path alone.
+func (s *Server) methodNotAllowed(mux *http.ServeMux) {
+	allowed := map[string][]string{}
+	var paths []string
+	for _, pattern := range s.routes {
+		method, path, _ := strings.Cut(pattern, " ")
+		if _, seen := allowed[path]; !seen {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], method)
+		if method == http.MethodGet {
+			allowed[path] = append(allowed[path], http.MethodHead)
+		}
+	}
+	for _, path := range paths {
+		allow := strings.Join(allowed[path], ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", fmt.Sprintf("method %s: want %s", r.Method, allow))
+		})
+	}
 }
 
 // Routes returns the patterns the server serves, as http.ServeMux reads

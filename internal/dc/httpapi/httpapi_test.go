@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/httpapi"
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
@@ -1159,6 +1160,56 @@ func TestBadInput(t *testing.T) {
 	}
 	if r := f.get(t, "/v1/check"); r.code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /v1/check: got %d, want 405", r.code)
+	}
+}
+
+// TestMethodNotAllowed: a method a route does not take gets a JSON 405,
+// as every error of the API, with an Allow header naming those it takes;
+// Envoy's /json keeps ServeMux's plain-text 405, as every error of that
+// endpoint is plain text (envoyproxy/ratelimit's).
+func TestMethodNotAllowed(t *testing.T) {
+	f := newFixture(t, rulesYAML, func(c *httpapi.Config) {
+		c.Envoy = envoyrls.JSONHandler(envoyrls.NewService(c.Limiter, envoyrls.Config{}))
+	})
+	for _, tt := range []struct {
+		method, path, allow string
+	}{
+		{http.MethodGet, "/v1/check", "POST"},
+		{http.MethodPut, "/v1/check", "POST"},
+		{http.MethodGet, "/shouldAllowRequest", "POST"},
+		{http.MethodPost, "/v1/rate-limits/login/john", "GET, HEAD"},
+		{http.MethodDelete, "/v1/rate-limits/login/a/b", "GET, HEAD"},
+		{http.MethodPost, "/healthz", "GET, HEAD"},
+		{http.MethodOptions, "/readyz", "GET, HEAD"},
+		{http.MethodPost, "/metrics", "GET, HEAD"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := f.do(t, tt.method, tt.path, "", "")
+			wantBadRequest(t, r, http.StatusMethodNotAllowed)
+			if got := r.header.Get("Allow"); got != tt.allow {
+				t.Errorf("Allow: got %q, want %q", got, tt.allow)
+			}
+			var e struct{ Error, Message string }
+			decode(t, r, &e)
+			if want := "method " + tt.method + ": want " + tt.allow; e.Error != "METHOD_NOT_ALLOWED" || e.Message != want {
+				t.Errorf("got %s %q, want METHOD_NOT_ALLOWED %q", e.Error, e.Message, want)
+			}
+		})
+	}
+	// HEAD gets the status and headers, without a body.
+	if r := f.do(t, http.MethodHead, "/v1/check", "", ""); r.code != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /v1/check: got %d Allow %q, want 405 Allow POST", r.code, r.header.Get("Allow"))
+	}
+	// The routes still take their own methods.
+	if r := f.get(t, "/healthz"); r.code != http.StatusOK {
+		t.Errorf("GET /healthz: got %d, want 200", r.code)
+	}
+	if r := f.do(t, http.MethodHead, "/readyz", "", ""); r.code != http.StatusOK {
+		t.Errorf("HEAD /readyz: got %d, want 200", r.code)
+	}
+	r := f.get(t, "/json")
+	if ct := r.header.Get("Content-Type"); r.code != http.StatusMethodNotAllowed || ct != "text/plain; charset=utf-8" || r.header.Get("Allow") != "POST" {
+		t.Errorf("GET /json: got %d %q Allow %q, want ServeMux's plain-text 405, Allow POST", r.code, ct, r.header.Get("Allow"))
 	}
 }
 
