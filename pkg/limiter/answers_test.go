@@ -3,9 +3,11 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/ruleset"
 )
 
 // TestDecisiveIsEnforcing checks that the most constraining result is
@@ -127,6 +129,73 @@ func TestEmptyRules(t *testing.T) {
 			}
 			if err != nil || !resp.Allowed || len(resp.Items[0].Results) != 0 || resp.Items[0].Decisive != -1 {
 				t.Fatalf("got %+v, %v; want allowed, no rule matched", resp, err)
+			}
+		})
+	}
+}
+
+// TestDefaultDomain checks that Config.DefaultDomain decides the domain of
+// a check or status request that names none, whatever domains are loaded,
+// and that without it such a request is the only domain's, or refused
+// while several are loaded.
+func TestDefaultDomain(t *testing.T) {
+	const blogYAML = `
+domain: blog
+rules:
+  - rule_id: per-client
+    key_type: client_id
+    limit: 1
+    window_seconds: 60
+`
+	tests := []struct {
+		name          string
+		defaultDomain string
+		anyDomain     bool
+		loaded        []string // the domains loaded: "shop" (rulesYAML) and "blog"
+		domain        string   // the request's
+		wantRule      string   // the rule matched; "" for none
+		wantErr       error
+	}{
+		{"no default, one domain", "", false, []string{"shop"}, "", "per-user-day", nil},
+		{"no default, two domains", "", false, []string{"shop", "blog"}, "", "", limiter.ErrInvalid},
+		{"default, two domains", "blog", false, []string{"shop", "blog"}, "", "per-client", nil},
+		{"default, two domains, another named", "blog", false, []string{"shop", "blog"}, "shop", "per-user-day", nil},
+		{"default other than the one domain", "blog", false, []string{"shop"}, "", "", limiter.ErrUnknownDomain},
+		{"default not loaded, any domain", "blog", true, []string{"shop"}, "", "", nil},
+		{"default, no domain loaded", "blog", false, nil, "", "", nil},
+	}
+	sets := map[string]string{"shop": rulesYAML, "blog": blogYAML}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := limiter.New(limiter.Config{Store: mem(t), Now: newClock().Now, DefaultDomain: tt.defaultDomain, AnyDomain: tt.anyDomain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(l.Close)
+			var loaded []*ruleset.Set
+			for _, d := range tt.loaded {
+				loaded = append(loaded, compile(t, sets[d]))
+			}
+			if err := l.SetRules(loaded...); err != nil {
+				t.Fatal(err)
+			}
+			attrs := map[string]string{"user_id": "u1", "client_id": "c1"}
+			resp, err := l.Check(context.Background(), limiter.Request{Domain: tt.domain, Items: []limiter.Item{{Attributes: attrs}}})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("check: got %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && !slices.Contains(append(ruleIDs(resp.Items[0]), ""), tt.wantRule) {
+				t.Errorf("check: got rules %v, want %q among them", ruleIDs(resp.Items[0]), tt.wantRule)
+			}
+			if err == nil && tt.wantRule == "" && len(resp.Items[0].Results) != 0 {
+				t.Errorf("check: got rules %v, want none", ruleIDs(resp.Items[0]))
+			}
+			if tt.wantRule == "" {
+				return
+			}
+			res, err := l.Status(context.Background(), tt.domain, tt.wantRule, "c1")
+			if err != nil || res.Match.Rule.Spec.ID != tt.wantRule {
+				t.Errorf("status of %s: got %+v, %v; want the rule", tt.wantRule, res.Match, err)
 			}
 		})
 	}

@@ -170,6 +170,11 @@ type Config struct {
 	// file, which names its one domain, so that a check naming another is
 	// an error.
 	AnyDomain bool
+	// DefaultDomain, if set, is the domain of a check or status request
+	// that names none, whatever domains are loaded. Default "": such a
+	// request is the only loaded domain's, and is refused (ErrInvalid)
+	// while several are loaded.
+	DefaultDomain string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger. Default slog.Default().
@@ -364,7 +369,8 @@ func (l *Limiter) SetRules(sets ...*ruleset.Set) error {
 	return nil
 }
 
-// Rules returns the rule set in force for domain ("" for the only one):
+// Rules returns the rule set in force for domain ("" for
+// Config.DefaultDomain, or without it the only one):
 // nil, with no error, for a domain that holds no rule (see
 // Config.AnyDomain), or for "" when no domain is loaded.
 func (l *Limiter) Rules(domain string) (*ruleset.Set, error) {
@@ -372,9 +378,10 @@ func (l *Limiter) Rules(domain string) (*ruleset.Set, error) {
 	return s, err
 }
 
-// domain returns the rule set in force for domain, and the domains it is
-// one of. Once rules are loaded, a request that names no domain when none
-// is loaded, or a domain without rules under Config.AnyDomain, gets a nil
+// domain returns the rule set in force for domain (Config.DefaultDomain's
+// for "", or without it the only one's), and the domains it is one of.
+// Once rules are loaded, a request that names no domain when none is
+// loaded, or a domain without rules under Config.AnyDomain, gets a nil
 // set: no rule applies to it.
 func (l *Limiter) domain(domain string) (*ruleset.Set, *domains, error) {
 	d := l.rules.Load()
@@ -383,12 +390,15 @@ func (l *Limiter) domain(domain string) (*ruleset.Set, *domains, error) {
 	}
 	if domain == "" {
 		switch {
-		case d.only != nil:
-			return d.only, d, nil
 		case len(d.byName) == 0:
 			return nil, d, nil
+		case l.cfg.DefaultDomain != "":
+			domain = l.cfg.DefaultDomain
+		case d.only != nil:
+			return d.only, d, nil
+		default:
+			return nil, nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
 		}
-		return nil, nil, fmt.Errorf("%w: name a domain, %d are loaded", ErrInvalid, len(d.byName))
 	}
 	s, ok := d.byName[domain]
 	if !ok {

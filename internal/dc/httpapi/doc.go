@@ -1,7 +1,7 @@
 // Package httpapi serves the limiter's HTTP JSON API:
 //
 //	POST /v1/check                      decide a request (200 allowed, 429 rejected)
-//	POST /shouldAllowRequest            seed 000's API: {"clientId"} -> {"allowed"}
+//	POST /shouldAllowRequest            seed 000's API: {"clientId"} -> {"allowed"}; ?domain= or "domain" names the rule set
 //	GET  /v1/rate-limits/{rule}/{key}   remaining quota of a key, consuming nothing
 //	GET  /healthz                       the process is up
 //	GET  /readyz                        rules are loaded and the store answers

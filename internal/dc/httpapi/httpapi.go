@@ -454,10 +454,14 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, domain strin
 	httplimit.WriteJSON(w, code, out)
 }
 
-// seedRequest is seed 000's body.
+// seedRequest is seed 000's body, and the rule domain, which the seed's
+// API does not name.
 type seedRequest struct {
 	ClientID  string `json:"clientId"`
 	Timestamp string `json:"timestamp,omitempty"`
+	// Domain names the rule set, as ?domain= does (the two must agree);
+	// optional, as in CheckRequest.
+	Domain string `json:"domain,omitempty"`
 }
 
 func (s *Server) shouldAllow(w http.ResponseWriter, r *http.Request) {
@@ -477,7 +481,15 @@ func (s *Server) shouldAllow(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.answer(w, r.Context(), "", limiter.Item{Attributes: map[string]string{"client_id": req.ClientID}, Hits: 1}, true)
+	domain := req.Domain
+	if q := r.URL.Query().Get("domain"); q != "" {
+		if domain != "" && domain != q {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST", fmt.Sprintf("domain: %q in the body, %q in the query", domain, q))
+			return
+		}
+		domain = q
+	}
+	s.answer(w, r.Context(), domain, limiter.Item{Attributes: map[string]string{"client_id": req.ClientID}, Hits: 1}, true)
 }
 
 // StatusResponse is the body answering GET /v1/rate-limits/{rule}/{key}.

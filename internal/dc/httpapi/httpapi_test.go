@@ -1060,6 +1060,73 @@ func TestSeveralDomains(t *testing.T) {
 	}
 }
 
+// TestShouldAllowRequestDomain checks that seed 000's endpoint can name a
+// rule domain, by ?domain= or a "domain" field, so that a second domain
+// loaded beside the one it uses does not refuse its requests, and that a
+// limiter with a default domain answers the seed's body unchanged.
+func TestShouldAllowRequestDomain(t *testing.T) {
+	other := strings.Replace(rulesYAML, "domain: shop", "domain: blog", 1)
+	tests := []struct {
+		name          string
+		defaultDomain string
+		path, body    string
+		code          int
+		want          string // the whole body, for a 200
+	}{
+		{"no domain named", "", "/shouldAllowRequest", `{"clientId":"123"}`, http.StatusBadRequest, ""},
+		{"domain in the query", "", "/shouldAllowRequest?domain=shop", `{"clientId":"123"}`, http.StatusOK, `{"allowed":false}`},
+		{"domain in the body", "", "/shouldAllowRequest", `{"clientId":"123","domain":"shop"}`, http.StatusOK, `{"allowed":false}`},
+		{"other domain in the body", "", "/shouldAllowRequest", `{"clientId":"123","domain":"blog"}`, http.StatusOK, `{"allowed":true}`},
+		{"query and body agree", "", "/shouldAllowRequest?domain=shop", `{"clientId":"123","domain":"shop"}`, http.StatusOK, `{"allowed":false}`},
+		{"query and body disagree", "", "/shouldAllowRequest?domain=blog", `{"clientId":"123","domain":"shop"}`, http.StatusBadRequest, ""},
+		{"unknown domain", "", "/shouldAllowRequest?domain=nope", `{"clientId":"123"}`, http.StatusBadRequest, ""},
+		{"default domain", "shop", "/shouldAllowRequest", `{"clientId":"123","timestamp":"2026-11-22T12:00:00Z"}`, http.StatusOK, `{"allowed":false}`},
+		{"default domain, another named", "shop", "/shouldAllowRequest?domain=blog", `{"clientId":"123"}`, http.StatusOK, `{"allowed":true}`},
+		{"default domain, check API", "shop", "/v1/check", `{"clientId":"123"}`, http.StatusTooManyRequests, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := memstore.New(memstore.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := fakeclock.New(t0)
+			lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1, DefaultDomain: tt.defaultDomain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(lim.Close)
+			if err := lim.SetRules(compile(t, rulesYAML), compile(t, other)); err != nil {
+				t.Fatal(err)
+			}
+			api, err := httpapi.New(httpapi.Config{Limiter: lim, Now: c.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(api)
+			t.Cleanup(srv.Close)
+			f := &fixture{lim: lim, clock: c, url: srv.URL}
+			// Spend client 123's two requests a minute in shop.
+			for range 2 {
+				if r := f.post(t, "/v1/check", `{"domain":"shop","clientId":"123"}`); r.code != http.StatusOK {
+					t.Fatalf("spending the quota: got %d, want 200 (%s)", r.code, r.body)
+				}
+			}
+			r := f.post(t, tt.path, tt.body)
+			if tt.code == http.StatusBadRequest {
+				wantBadRequest(t, r, http.StatusBadRequest)
+				return
+			}
+			if r.code != tt.code {
+				t.Fatalf("status: got %d, want %d (%s)", r.code, tt.code, r.body)
+			}
+			if got := strings.TrimSpace(string(r.body)); tt.want != "" && got != tt.want {
+				t.Errorf("body: got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	const maxBody = 8 << 10
 	f := newFixture(t, rulesYAML, func(c *httpapi.Config) { c.MaxBody = maxBody })

@@ -92,6 +92,11 @@ type Config struct {
 	// Without it the rules come from etcd (Etcd required), as the admin API
 	// writes them.
 	RulesFile string
+	// DefaultDomain, if set, is the rule domain of check and status
+	// requests that name none (limiter.Config.DefaultDomain). Default "":
+	// such a request is the only loaded domain's, and is refused while
+	// several are loaded.
+	DefaultDomain string
 	// EnvoyHeaders names the rate limit headers the Envoy API adds to its
 	// answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED):
 	// all three names, or none. Validate refuses some without the others,
@@ -318,7 +323,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Quotas: glob.quotas, Instances: glob.instances,
 		// In etcd a domain exists while it holds rules: one whose last
 		// rule was deleted is empty, not unknown.
-		AnyDomain: cfg.RulesFile == "",
+		AnyDomain:     cfg.RulesFile == "",
+		DefaultDomain: cfg.DefaultDomain,
 	})
 	if err != nil {
 		return fmt.Errorf("limiterd: %w", err)
