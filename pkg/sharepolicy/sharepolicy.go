@@ -127,3 +127,41 @@ func (p Policy) Settings(dcs []string) ([]allocate.DC, error) {
 	}
 	return out, nil
 }
+
+// Contradictions reports the settings of p that no share can satisfy
+// together with the others of their DC, each at its field path, as a
+// *ValidationError; nil when there are none: a pinned DC (whose share is
+// exactly its pin) with a floor above the pin — the floor's promise would
+// be broken — or a ceiling below it — the ceiling's safety bound would be
+// exceeded. Under package allocate's precedence the lower setting would be
+// silently ignored.
+//
+// A drain contradicts nothing: it is the operator's override of the DC's
+// other settings ("no traffic here", package allocate), which stay stored
+// for when the drain is lifted. Settings that agree are not reported
+// either: a pin between the floor and the ceiling. A floor above the
+// ceiling is Settings' error. Settings does not report contradictions, so
+// that a policy stored before they were refused still applies, by
+// precedence; the admin API refuses them on write.
+func (p Policy) Contradictions() error {
+	var rep fielderr.Report[invalid]
+	names := make([]string, 0, len(p.DCs))
+	for name := range p.DCs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := p.DCs[name]
+		if s.Pin == nil {
+			continue
+		}
+		path := fielderr.Key("dcs", name)
+		if s.Floor > *s.Pin {
+			rep.Add(fielderr.Field(path, "floor"), "floor %v is above the pin %v: a pinned DC's share is its pin", s.Floor, *s.Pin)
+		}
+		if s.Ceiling > 0 && s.Ceiling < *s.Pin {
+			rep.Add(fielderr.Field(path, "ceiling"), "ceiling %v is below the pin %v: a pinned DC's share is its pin", s.Ceiling, *s.Pin)
+		}
+	}
+	return rep.Err()
+}

@@ -113,3 +113,52 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestContradictions checks that a pin outside its DC's floor and
+// ceiling is reported at the field paths, and that settings that agree,
+// or that a drain overrides, are not.
+func TestContradictions(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // "path: reason"; none when the settings agree
+	}{
+		{"pin below floor", `{"dcs":{"a":{"pin":0.5,"floor":0.6}}}`, []string{"dcs.a.floor: floor 0.6 is above the pin 0.5: a pinned DC's share is its pin"}},
+		{"pin above ceiling", `{"dcs":{"a":{"pin":0.5,"ceiling":0.4}}}`, []string{"dcs.a.ceiling: ceiling 0.4 is below the pin 0.5: a pinned DC's share is its pin"}},
+		{"several, in DC order", `{"dcs":{"c":{"pin":0.1,"floor":0.2},"a":{"pin":0.2,"floor":0.3,"ceiling":0.1}}}`, []string{
+			"dcs.a.floor: floor 0.3 is above the pin 0.2: a pinned DC's share is its pin",
+			"dcs.a.ceiling: ceiling 0.1 is below the pin 0.2: a pinned DC's share is its pin",
+			"dcs.c.floor: floor 0.2 is above the pin 0.1: a pinned DC's share is its pin"}},
+		{"drained over contradicting settings", `{"dcs":{"a":{"drained":true,"pin":0.5,"floor":0.6}}}`, []string{"dcs.a.floor: floor 0.6 is above the pin 0.5: a pinned DC's share is its pin"}},
+		{"pin between floor and ceiling", `{"dcs":{"a":{"pin":0.5,"floor":0.5,"ceiling":0.6}}}`, nil},
+		{"pin without ceiling", `{"dcs":{"a":{"pin":0.9,"ceiling":0}}}`, nil},
+		{"drained over a pin and a floor", `{"dcs":{"a":{"drained":true,"pin":0.3,"floor":0.2}}}`, nil},
+		{"drained with a ceiling", `{"dcs":{"a":{"drained":true,"ceiling":0.4}}}`, nil},
+		{"floor and ceiling", `{"dcs":{"a":{"floor":0.1,"ceiling":0.8}}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Decode([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Contradictions()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want none", err)
+				}
+				return
+			}
+			ve, ok := errors.AsType[*ValidationError](err)
+			if !ok || !errors.Is(err, ErrPolicy) {
+				t.Fatalf("got %v, want a *ValidationError matching ErrPolicy", err)
+			}
+			var got []string
+			for _, fe := range ve.Errors {
+				got = append(got, fe.Error())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

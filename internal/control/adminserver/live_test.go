@@ -116,6 +116,13 @@ func TestShares(t *testing.T) {
 			{Field: "dcs.us-east", Reason: "appears more than once"}}},
 		{"repeated dcs", path, `{"dcs": {"us-east": {"pin": 0.9}}, "dcs": {}}`, 422, "invalid share policy", []adminapi.FieldError{
 			{Field: "dcs", Reason: "appears more than once"}}},
+		{"pin below floor", path, `{"dcs": {"us-east": {"pin": 0.5, "floor": 0.6}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.us-east.floor", Reason: "floor 0.6 is above the pin 0.5: a pinned DC's share is its pin"}}},
+		{"pin above ceiling", path, `{"dcs": {"us-east": {"pin": 0.5, "ceiling": 0.4}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.us-east.ceiling", Reason: "ceiling 0.4 is below the pin 0.5: a pinned DC's share is its pin"}}},
+		{"two DCs' pins outside their bounds", path, `{"dcs": {"us-east": {"pin": 0.5, "ceiling": 0.4}, "eu-west": {"pin": 0.2, "floor": 0.3}}}`, 422, "invalid share policy", []adminapi.FieldError{
+			{Field: "dcs.eu-west.floor", Reason: "floor 0.3 is above the pin 0.2: a pinned DC's share is its pin"},
+			{Field: "dcs.us-east.ceiling", Reason: "ceiling 0.4 is below the pin 0.5: a pinned DC's share is its pin"}}},
 		{"trailing data", path, `{"dcs": {}} {}`, 400, "malformed JSON", nil},
 		{"malformed", path, `{"dcs": `, 400, "malformed JSON", nil},
 		{"too large", path, `{"dcs": {}, "x": "` + strings.Repeat("x", sharepolicy.MaxBytes) + `"}`, 413, "at most 65536", nil},
@@ -144,6 +151,42 @@ func TestShares(t *testing.T) {
 	// another.
 	want(t, e.do("PUT", "/rate-limits/api-global-default", `{"scope": "local"}`), 200)
 	wantError(t, e.do("PUT", path, `{"dcs": {}}`), 422, "only global rules")
+}
+
+// TestSharesAllZero checks that a policy leaving every DC a share of 0 —
+// every DC drained or pinned at 0, so that the rule rejects every request
+// everywhere — is accepted, as the way to stop a rule's traffic, and that
+// the answer says so in its Weir-Warning header, as no other policy's
+// does. A drain over a DC's other settings is accepted: it overrides
+// them until it is lifted.
+func TestSharesAllZero(t *testing.T) {
+	e := newEnv(t)
+	e.create(seedCreate)
+	const path = "/rate-limits/api-global-default/shares"
+	tests := []struct {
+		name, body string
+		warn       bool
+	}{
+		{"every DC drained", `{"dcs": {"us-east": {"drained": true}, "eu-west": {"drained": true}, "ap-south": {"drained": true}}}`, true},
+		{"drained or pinned at 0", `{"dcs": {"us-east": {"drained": true, "pin": 0.3, "floor": 0.2}, "eu-west": {"pin": 0}, "ap-south": {"drained": true, "ceiling": 0.4}}}`, true},
+		{"one DC left", `{"dcs": {"us-east": {"drained": true}, "eu-west": {"drained": true}}}`, false},
+		{"one DC pinned above 0", `{"dcs": {"us-east": {"drained": true}, "eu-west": {"drained": true}, "ap-south": {"pin": 0.1}}}`, false},
+		{"pin between floor and ceiling", `{"dcs": {"us-east": {"pin": 0.5, "floor": 0.5, "ceiling": 0.6}}}`, false},
+		{"empty", `{"dcs": {}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do("PUT", path, tt.body)
+			want(t, rec, 200)
+			got := rec.Header().Get(adminserver.WarningHeader)
+			if tt.warn && !strings.Contains(got, "rejects every request in every DC") {
+				t.Errorf("warning: got %q, want one saying the rule rejects every request", got)
+			}
+			if !tt.warn && got != "" {
+				t.Errorf("warning: got %q, want none", got)
+			}
+		})
+	}
 }
 
 func TestLiveErrors(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/document"
+	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -137,6 +139,34 @@ func fieldError(field, reason string) error {
 	return he
 }
 
+// checkShareDCs refuses, with 422 naming each, the DCs of rl's static
+// shares that are not among Config.DCs, as PUT /rate-limits/{id}/shares
+// refuses them in a share policy: a share for a DC no limiter runs in
+// would be quota nobody can use. Without Config.DCs the server knows no
+// DC to compare with and accepts any.
+func (s *Server) checkShareDCs(rl rule.Rule) error {
+	if len(s.cfg.DCs) == 0 {
+		return nil
+	}
+	var unknown []string
+	for dc := range rl.Shares {
+		if !slices.Contains(s.cfg.DCs, dc) {
+			unknown = append(unknown, dc)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	he := errorf(http.StatusUnprocessableEntity, "invalid rule")
+	for _, dc := range unknown {
+		he.body.Fields = append(he.body.Fields, adminapi.FieldError{
+			Field: fielderr.Key("shares", dc), Reason: fmt.Sprintf("unknown DC %q (known: %s)", dc, strings.Join(s.cfg.DCs, ", ")),
+		})
+	}
+	return he
+}
+
 // createRule serves POST /rate-limits.
 func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r, s.cfg.MaxBodyBytes)
@@ -156,6 +186,9 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
 		rl.Domain = domain
 	case q != "" && rl.Domain != q:
 		return fieldError("domain", "does not match ?domain="+q)
+	}
+	if err := s.checkShareDCs(rl); err != nil {
+		return err
 	}
 	now := s.cfg.Now().UTC()
 	rl.CreatedAt, rl.UpdatedAt = now, now
@@ -306,6 +339,13 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) error {
 		rl, err := mergeRule(base, patch, domain, id)
 		if err != nil {
 			return err
+		}
+		// Shares stored before a DC left the configuration do not block
+		// other changes; shares written now must name known DCs.
+		if slices.ContainsFunc(patch, func(f patchField) bool { return f.name == "shares" }) {
+			if err := s.checkShareDCs(rl); err != nil {
+				return err
+			}
 		}
 		now := s.cfg.Now().UTC()
 		rl.CreatedAt, rl.UpdatedAt = cur.r.CreatedAt, now

@@ -100,6 +100,9 @@ func TestCreateErrors(t *testing.T) {
 		{"too large", "", `{"description": "` + strings.Repeat("x", 1000) + `"}`, nil, 413, "at most 1000", nil},
 		{"too large, length unknown", "", `{"description": "` + strings.Repeat("x", 1000) + `"}`, []string{unknownLength, ""}, 413, "larger than 1000", nil},
 		{"bad domain", "domain=a/b", `{"rule_id": "r", "limit": 1, "window_seconds": 1}`, nil, 400, "invalid domain", nil},
+		{"static shares of unknown DCs", "", `{"rule_id": "r", "limit": 1, "window_seconds": 1, "shares": {"zz": 0.5, "us-east": 0.2, "mars": 0.1}}`, nil, 422, "invalid rule", []adminapi.FieldError{
+			{Field: "shares.mars", Reason: `unknown DC "mars" (known: us-east, eu-west, ap-south)`},
+			{Field: "shares.zz", Reason: `unknown DC "zz" (known: us-east, eu-west, ap-south)`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,6 +289,8 @@ func TestUpdateErrors(t *testing.T) {
 		{"unterminated", "", `{"limit": 5`, 400, "malformed JSON", nil},
 		{"nested too deep", "", `{"conditions": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, 400, "nested deeper", nil},
 		{"too large", "", `{"description": "` + strings.Repeat("x", 1000) + `"}`, 413, "at most 1000", nil},
+		{"static shares of an unknown DC", "", `{"shares": {"zz": 1}}`, 422, "invalid rule", []adminapi.FieldError{
+			{Field: "shares.zz", Reason: `unknown DC "zz" (known: us-east, eu-west, ap-south)`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -473,5 +478,38 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 	if stored, _ := e.get(e.layout.Rule("default", "api-global-default")); stored != chain {
 		t.Errorf("stored %s, want the end of the chain %s", stored, chain)
+	}
+}
+
+// TestStaticShareDCs checks that a rule's static shares must name DCs the
+// server knows, as a share policy must, when it knows them: on create,
+// and on an update that writes shares; an update that leaves shares
+// stored before as they are is not refused for them.
+func TestStaticShareDCs(t *testing.T) {
+	const withShares = `{"rule_id": "r", "limit": 10, "window_seconds": 60, "shares": {"us-east": 0.5, "zz": 0.5}}`
+	tests := []struct {
+		name   string
+		dcs    []string
+		method string
+		target string
+		body   string
+		code   int
+	}{
+		{"create, DCs known", sharedDCs, "POST", "/rate-limits", withShares, 422},
+		{"create, no DCs configured", nil, "POST", "/rate-limits", withShares, 201},
+		{"create, known DCs only", sharedDCs, "POST", "/rate-limits", `{"rule_id": "r", "limit": 10, "window_seconds": 60, "shares": {"us-east": 0.5, "eu-west": 0.5}}`, 201},
+		{"update writing shares", sharedDCs, "PUT", "/rate-limits/stored", `{"shares": {"zz": 1}}`, 422},
+		{"update leaving stored shares", sharedDCs, "PUT", "/rate-limits/stored", `{"limit": 20}`, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(c *adminserver.Config) { c.DCs = tt.dcs })
+			// A rule stored when its shares' DC was known.
+			e.put(e.layout.Rule("default", "stored"), `{"rule_id": "stored", "domain": "default", "limit": 10, "window_seconds": 60, "shares": {"gone": 1}}`)
+			rec := e.do(tt.method, tt.target, tt.body)
+			if rec.Code != tt.code {
+				t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, tt.code)
+			}
+		})
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/allocate"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
 )
@@ -105,8 +107,12 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return policyError(err)
 	}
-	if _, err := pol.Settings(s.cfg.DCs); err != nil {
+	settings, err := pol.Settings(s.cfg.DCs)
+	if err != nil {
 		return errorf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	if err := pol.Contradictions(); err != nil {
+		return policyError(err)
 	}
 	if pol.DCs == nil {
 		pol.DCs = map[string]sharepolicy.DCPolicy{}
@@ -143,9 +149,32 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 		if resp.Succeeded {
 			s.changed(ctx, rec, resp.Header.Revision)
 			w.Header().Set("ETag", etag(resp.Header.Revision))
+			if allZero(settings) {
+				msg := fmt.Sprintf("every DC is drained or pinned at 0: rule '%s' in domain '%s' rejects every request in every DC", id, domain)
+				s.log.Warn(msg, "domain", domain, "rule_id", id)
+				w.Header().Set(WarningHeader, msg)
+			}
 			writeRaw(w, http.StatusOK, doc)
 			return nil
 		}
 	}
 	return errorf(http.StatusConflict, "rule '%s' in domain '%s' or its share policy kept changing; try again", id, domain)
+}
+
+// WarningHeader carries, on a 200 of PUT /rate-limits/{rule_id}/shares,
+// what the accepted policy does that an operator may not have meant:
+// today, that it leaves every DC a share of 0.
+const WarningHeader = "Weir-Warning"
+
+// allZero reports whether settings, over every DC the server knows, leave
+// each of them a share of 0 (drained, or pinned at 0), so that the rule
+// rejects every request everywhere. Such a policy is accepted — it is how
+// an operator stops a rule's traffic in every DC — and the answer says so.
+func allZero(settings []allocate.DC) bool {
+	for _, d := range settings {
+		if !d.Drained && !(d.Pinned && d.Pin == 0) {
+			return false
+		}
+	}
+	return len(settings) > 0
 }

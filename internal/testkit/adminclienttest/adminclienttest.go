@@ -470,6 +470,10 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
+	if err := p.Contradictions(); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
 	if p.DCs == nil {
 		p.DCs = map[string]sharepolicy.DCPolicy{}
 	}
