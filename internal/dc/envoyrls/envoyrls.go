@@ -155,7 +155,7 @@ func (s *Service) decideItems(ctx context.Context, domain string, items []limite
 		return nil, grpcapi.Status(err)
 	}
 	out := toResponse(&resp, s.now())
-	s.addHeaders(out, s.now().Unix())
+	s.addHeaders(out, nil, s.now().Unix()) // Weir's rules have no quota_mode
 	return out, nil
 }
 

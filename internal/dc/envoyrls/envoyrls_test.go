@@ -3,6 +3,7 @@ package envoyrls_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"runtime"
 	"slices"
@@ -488,6 +489,68 @@ func TestRefusesOversizedEarly(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
 				t.Errorf("bytes allocated: got %d, want at most %d", got, 64<<10)
+			}
+		})
+	}
+}
+
+// blocked is a Weir rule file whose override denies one user outright: a
+// rejection with no limit to report.
+const blocked = `
+domain: blocked
+rules:
+  - rule_id: per-user
+    key_type: user
+    limit: 5
+    window_seconds: 60
+    algorithm: FixedWindow
+    overrides:
+      - {key: mallory, action: deny}
+`
+
+// TestHeadersBesideDeny checks the rate limit headers on a domain of Weir
+// rules where a deny override rejects a descriptor: that status has no
+// limit, so the headers describe another descriptor's, or are left out;
+// they used to dereference its missing limit and panic.
+func TestHeadersBesideDeny(t *testing.T) {
+	store, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fakeclock.New(t0)
+	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lim.Close)
+	if err := lim.SetRules(rulesettest.Compile(t, blocked)); err != nil {
+		t.Fatal(err)
+	}
+	svc := envoyrls.NewService(lim, envoyrls.Config{Now: c.Now, Headers: envoyrls.PeerHeaders})
+	tests := []struct {
+		name  string
+		descs []*rlcommonv3.RateLimitDescriptor
+		want  map[string]string
+	}{
+		{"denied alone: no headers", []*rlcommonv3.RateLimitDescriptor{desc("user", "mallory")}, map[string]string{}},
+		{"denied beside a limited descriptor: the limited one's", []*rlcommonv3.RateLimitDescriptor{desc("user", "alice"), desc("user", "mallory")},
+			map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "4", "RateLimit-Reset": "60"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := svc.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "blocked", Descriptors: tt.descs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.GetOverallCode() != over {
+				t.Errorf("overall code: got %v, want %v", resp.GetOverallCode(), over)
+			}
+			got := map[string]string{}
+			for _, h := range resp.GetResponseHeadersToAdd() {
+				got[h.GetKey()] = h.GetValue()
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("headers: got %v, want %v", got, tt.want)
 			}
 		})
 	}

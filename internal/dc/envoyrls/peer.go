@@ -233,7 +233,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	if failed > 0 || quotas > 0 && quotas == quotasFailed {
 		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	s.addHeaders(out, now)
+	s.addHeaders(out, func(i int) bool { return limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
 	return out, nil
 }
 
@@ -288,24 +288,14 @@ func (s *Service) match(set *ruleset.Set, domain string, p *peerLimit) ruleset.M
 	return ruleset.Match{Rule: r, Key: key, StoreKey: store, Action: rule.ActionLimit, Limit: int64(l.RequestsPerUnit)}
 }
 
-// addHeaders adds the rate limit headers, when configured, of the
-// descriptor closest to its limit: the last one over its limit, else the
-// one with the least remaining, as envoyproxy/ratelimit picks it.
-func (s *Service) addHeaders(out *rlsv3.RateLimitResponse, now int64) {
+// addHeaders adds the rate limit headers, when configured, that describe
+// the limit of headerStatus(out.Statuses, quotaMode).
+func (s *Service) addHeaders(out *rlsv3.RateLimitResponse, quotaMode func(i int) bool, now int64) {
 	h := s.headers
 	if h.Limit == "" && h.Remaining == "" && h.Reset == "" {
 		return
 	}
-	var m *rlsv3.RateLimitResponse_DescriptorStatus
-	least := uint32(math.MaxUint32)
-	for _, st := range out.Statuses {
-		if st.CurrentLimit != nil && st.LimitRemaining < least {
-			m, least = st, st.LimitRemaining
-		}
-		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			m, least = st, 0
-		}
-	}
+	m := headerStatus(out.Statuses, quotaMode)
 	if m == nil {
 		return
 	}
@@ -315,4 +305,32 @@ func (s *Service) addHeaders(out *rlsv3.RateLimitResponse, now int64) {
 		{Key: h.Remaining, Value: strconv.FormatUint(uint64(m.LimitRemaining), 10)},
 		{Key: h.Reset, Value: strconv.FormatInt(sec-now%sec, 10)},
 	}
+}
+
+// headerStatus returns the status whose limit the rate limit headers
+// describe, picked as envoyproxy/ratelimit picks it (shouldRateLimitWorker
+// in its src/service/ratelimit.go): in the order of the statuses, the last
+// one OVER_LIMIT whose limit is not in quota_mode; else the first with the
+// least limit_remaining, below 4294967295, of those with a limit. An
+// OVER_LIMIT status in quota_mode is not preferred for being over: it
+// competes on its remaining (0) with the others, so the first status at 0
+// wins. quotaMode(i) reports whether statuses[i]'s limit is in quota_mode;
+// nil means none is. A status without a limit (a Weir rule's deny
+// override) is never picked: there is no limit to describe. nil when no
+// status has a limit.
+func headerStatus(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, quotaMode func(i int) bool) *rlsv3.RateLimitResponse_DescriptorStatus {
+	var picked *rlsv3.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for i, st := range statuses {
+		if st.CurrentLimit == nil {
+			continue
+		}
+		if st.LimitRemaining < least {
+			picked, least = st, st.LimitRemaining
+		}
+		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT && (quotaMode == nil || !quotaMode(i)) {
+			picked, least = st, 0
+		}
+	}
+	return picked
 }

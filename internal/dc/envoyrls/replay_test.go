@@ -442,3 +442,80 @@ func TestPeerErrorsAndHeaders(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// peerHeads has limits of distinct units, so that the reset header tells
+// which descriptor the rate limit headers describe.
+const peerHeads = `
+domain: heads
+descriptors:
+  - key: q
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: r
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: r2
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: s
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: big
+    rate_limit: {unit: day, requests_per_unit: 10}
+`
+
+// TestPeerHeaderDescriptor pins which descriptor's limit the rate limit
+// headers describe, as envoyproxy/ratelimit picks it: the last one over
+// its limit that is not in quota_mode, else the first with the least
+// remaining; one in quota_mode or shadow_mode over its limit only
+// competes on its remaining, 0. At t1 a minute resets in 50 s, an hour in
+// 3590 s, a day in 43190 s.
+func TestPeerHeaderDescriptor(t *testing.T) {
+	c, _ := peerServe(t, envoyrls.PeerHeaders, peerHeads)
+	// hit is a descriptor of key with its own hits_addend; its value is
+	// the case's, so that no two cases share a counter.
+	type hit struct {
+		key  string
+		hits uint64
+	}
+	tests := []struct {
+		name                    string
+		descs                   []hit
+		limit, remaining, reset string
+	}{
+		{"two in quota_mode over: the first at 0, not the last over", []hit{{"q", 2}, {"q2", 2}}, "1", "0", "50"},
+		{"over in quota_mode after one over not in it: the one not in it", []hit{{"r2", 2}, {"q", 2}}, "1", "0", "3590"},
+		{"over in quota_mode before one over not in it: the one not in it", []hit{{"q", 2}, {"r2", 2}}, "1", "0", "3590"},
+		{"over in quota_mode after one under at 0: the first at 0", []hit{{"r", 1}, {"q2", 2}}, "1", "0", "50"},
+		{"over in quota_mode beside one under: the least remaining", []hit{{"big", 3}, {"q2", 2}}, "1", "0", "3590"},
+		{"under in quota_mode beside one over not in it: the over one", []hit{{"q2", 0}, {"r", 2}}, "1", "0", "50"},
+		{"two over, neither in quota_mode: the last", []hit{{"r", 2}, {"r2", 2}}, "1", "0", "3590"},
+		{"all under, a tie: the first with the least remaining", []hit{{"big", 9}, {"r2", 0}}, "10", "1", "43190"},
+		{"all under: the least remaining", []hit{{"big", 8}, {"r2", 0}}, "1", "1", "3590"},
+		{"over in shadow_mode: the least remaining, not preferred", []hit{{"big", 3}, {"s", 2}}, "1", "0", "3590"},
+		{"over in shadow_mode before one over: the over one", []hit{{"s", 2}, {"big", 11}}, "10", "0", "43190"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ds []*rlcommonv3.RateLimitDescriptor
+			for _, h := range tt.descs {
+				ds = append(ds, withHits(desc(h.key, "case"+itoa(i)), h.hits))
+			}
+			resp, err := c.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "heads", Descriptors: ds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, h := range resp.GetResponseHeadersToAdd() {
+				got[h.GetKey()] = h.GetValue()
+			}
+			want := map[string]string{"RateLimit-Limit": tt.limit, "RateLimit-Remaining": tt.remaining, "RateLimit-Reset": tt.reset}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("header %s: got %q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+		})
+	}
+}
