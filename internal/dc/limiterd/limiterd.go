@@ -18,7 +18,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -87,8 +86,10 @@ type Config struct {
 	MaxInFlight int
 	AdmitWait   time.Duration
 	// RulesFile is the YAML or JSON rule file, or a directory whose
-	// *.yaml and *.yml files are each a domain's (Weir rule files or
-	// configurations of envoyproxy/ratelimit), re-read when they change.
+	// *.yaml and *.yml files, at any depth, are each a domain's (Weir rule
+	// files or configurations of envoyproxy/ratelimit), re-read when they
+	// change; dot entries are passed over, other files skipped with a
+	// warning (listRules).
 	// Without it the rules come from etcd (Etcd required), as the admin API
 	// writes them.
 	RulesFile string
@@ -690,20 +691,23 @@ func tune(dial, read, write, pool *time.Duration, retries, dials *int, ctxTimeou
 }
 
 // fileRules keeps the limiter's rules in step with a rule file, or with
-// a directory of them: every *.yaml and *.yml file in it, each a domain, as
-// envoyproxy/ratelimit reads its runtime directory.
+// a directory of them: every *.yaml and *.yml file below it, each a
+// domain, as envoyproxy/ratelimit reads its runtime directory (listRules
+// says exactly which). Not safe for concurrent use, but for Tree.
 type fileRules struct {
 	path string
 	lim  *limiter.Limiter
 	met  *metrics.Limiter
 	log  *slog.Logger
 
-	files map[string]loadedFile // in force, by file path
-	bad   map[string]string     // digest of each refused file, logged once
-	trees atomic.Pointer[map[string]*envoyconf.Domain]
+	files   map[string]loadedFile // read and valid, by path: in force unless its domain is an earlier file's
+	bad     map[string]string     // digest of each refused file, logged once
+	skipped map[string]string     // why each entry of the directory is skipped, logged once
+	dups    map[string]string     // each file refused for an earlier file's domain: that file, logged once
+	trees   atomic.Pointer[map[string]*envoyconf.Domain]
 }
 
-// loadedFile is one file's rules in force.
+// loadedFile is one file's rules, read and valid.
 type loadedFile struct {
 	digest string
 	set    *ruleset.Set
@@ -719,44 +723,30 @@ func (f *fileRules) Tree(domain string) *envoyconf.Domain {
 	return nil
 }
 
-// paths lists the rule files: the file, or the directory's YAML files in
-// name order.
-func (f *fileRules) paths() ([]string, error) {
-	fi, err := os.Stat(f.path)
-	if err != nil {
-		return nil, fmt.Errorf("read rules from %s: %w", f.path, err)
-	}
-	if !fi.IsDir() {
-		return []string{f.path}, nil
-	}
-	entries, err := os.ReadDir(f.path)
-	if err != nil {
-		return nil, fmt.Errorf("read rules from %s: %w", f.path, err)
-	}
-	var out []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, filepath.Join(f.path, e.Name()))
-		}
-	}
-	return out, nil
-}
-
-// load reads the files and puts in force those that changed and are
-// valid. A file that is invalid, or names a domain an earlier file holds,
-// is refused: its previous version, if any, stays in force, and so do the
-// other files. The error names every refused file.
+// load lists the rule files (listRules), warns once of each entry it
+// skips, and puts in force the files' rules when any file was added,
+// removed or changed. A file that is invalid is refused: its previous
+// version, if any, stays in force, and so do the other files. A file that
+// names a domain a file earlier in path order holds is refused (not in
+// force) for as long as the other holds it, and read again only when it
+// changes. The error names every refused file; an error listing the files
+// leaves everything as it was.
 func (f *fileRules) load() error {
-	paths, err := f.paths()
+	listing, err := listRules(f.path)
 	if err != nil {
 		return err
 	}
 	if f.files == nil {
 		f.files, f.bad = map[string]loadedFile{}, map[string]string{}
 	}
+	for p, why := range listing.skipped {
+		if f.skipped[p] != why {
+			f.log.Warn("skipped an entry of the rules directory", "file", p, "reason", why)
+		}
+	}
+	f.skipped = listing.skipped
+	paths := listing.files
 	next := make(map[string]loadedFile, len(paths))
-	changed := len(paths) != len(f.files)
 	var errs []error
 	for _, p := range paths {
 		old, had := f.files[p]
@@ -768,12 +758,16 @@ func (f *fileRules) load() error {
 			}
 			continue
 		}
-		changed = changed || !had || lf.digest != old.digest
 		next[p] = lf
 	}
-	domains := map[string]string{}
-	sets := make([]*ruleset.Set, 0, len(next))
-	trees := map[string]*envoyconf.Domain{}
+	changed := len(next) != len(f.files)
+	for p, lf := range next {
+		if old, had := f.files[p]; !had || lf.digest != old.digest {
+			changed = true
+		}
+	}
+	domains, dups := map[string]string{}, map[string]string{}
+	inForce := make([]loadedFile, 0, len(next))
 	for _, p := range paths {
 		lf, ok := next[p]
 		if !ok {
@@ -781,30 +775,42 @@ func (f *fileRules) load() error {
 		}
 		d := lf.set.Domain()
 		if first, dup := domains[d]; dup {
-			errs = append(errs, fmt.Errorf("load rules from %s: domain %q is already that of %s", p, d, first))
-			delete(next, p)
+			err := fmt.Errorf("load rules from %s: domain %q is already that of %s", p, d, first)
+			if f.dups[p] != first {
+				f.met.RulesRejected()
+				f.log.Error("refused rules: their domain is an earlier file's", "file", p, "domain", d, "err", err)
+			}
+			dups[p] = first
+			errs = append(errs, err)
 			continue
 		}
 		domains[d] = p
-		sets = append(sets, lf.set)
-		if lf.tree != nil {
-			trees[d] = lf.tree
-		}
+		inForce = append(inForce, lf)
 	}
+	f.dups = dups
 	if changed || f.trees.Load() == nil {
+		sets := make([]*ruleset.Set, len(inForce))
+		trees := map[string]*envoyconf.Domain{}
+		for i, lf := range inForce {
+			sets[i] = lf.set
+			if lf.tree != nil {
+				trees[lf.set.Domain()] = lf.tree
+			}
+		}
 		if err := f.lim.SetRules(sets...); err != nil {
 			return fmt.Errorf("load rules from %s: %w", f.path, err)
 		}
 		f.files = next
 		f.trees.Store(&trees)
-		for _, lf := range next {
+		for _, lf := range inForce {
 			f.met.RulesLoaded(lf.set.Domain(), lf.digest, time.Now())
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// loadFile reads and compiles the file at p; old is its version in force.
+// loadFile reads and compiles the file at p; old is the version of it
+// read before, returned as it is when the file has not changed.
 func (f *fileRules) loadFile(p string, old loadedFile) (loadedFile, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
