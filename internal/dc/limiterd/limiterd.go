@@ -704,6 +704,7 @@ type fileRules struct {
 	bad     map[string]string     // digest of each refused file, logged once
 	skipped map[string]string     // why each entry of the directory is skipped, logged once
 	dups    map[string]string     // each file refused for an earlier file's domain: that file, logged once
+	listErr string                // why the rules could not be listed at the last poll, logged once; "" when they could
 	trees   atomic.Pointer[map[string]*envoyconf.Domain]
 }
 
@@ -733,8 +734,21 @@ func (f *fileRules) Tree(domain string) *envoyconf.Domain {
 // leaves everything as it was.
 func (f *fileRules) load() error {
 	listing, err := listRules(f.path)
-	if err != nil {
+	switch {
+	case err != nil && f.files != nil:
+		// At a poll (at start the error stops the limiter): the rules
+		// in force stay, and the operator hears of it once.
+		if msg := err.Error(); msg != f.listErr {
+			f.met.RulesRejected()
+			f.log.Error("cannot read the rules; the rules in force stay", "path", f.path, "err", err)
+			f.listErr = msg
+		}
 		return err
+	case err != nil:
+		return err
+	case f.listErr != "":
+		f.log.Info("the rules can be read again", "path", f.path)
+		f.listErr = ""
 	}
 	if f.files == nil {
 		f.files, f.bad = map[string]loadedFile{}, map[string]string{}

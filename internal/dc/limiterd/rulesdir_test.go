@@ -372,3 +372,49 @@ func newTestLimiter(t *testing.T) *limiter.Limiter {
 	t.Cleanup(lim.Close)
 	return lim
 }
+
+// A rules directory that cannot be listed at a poll (gone, unreadable)
+// keeps the rules in force, and is logged once, not at every poll, and
+// once more when it can be read again.
+func TestRulesDirectoryUnreadableAtAPoll(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "config")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.yaml"), []byte("domain: a\nrules:\n  - {rule_id: r, key_type: user, limit: 3, window_seconds: 60}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	lim := newTestLimiter(t)
+	met, err := metrics.NewLimiter(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fileRules{path: root, lim: lim, met: met, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	if err := f.load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(root, root+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := f.load(); err == nil {
+			t.Fatal("load of a directory that is gone: got no error")
+		}
+	}
+	if set, err := lim.Rules("a"); err != nil || set == nil {
+		t.Errorf("domain a while its directory is gone: got %v, %v; want its rules in force", set, err)
+	}
+	if err := os.Rename(root+".moved", root); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.load(); err != nil {
+		t.Fatalf("load once the directory is back: %v", err)
+	}
+	for msg, want := range map[string]int{"cannot read the rules; the rules in force stay": 1, "the rules can be read again": 1} {
+		if got := strings.Count(logs.String(), `msg="`+msg+`"`); got != want {
+			t.Errorf("%q logged %d times, want %d; log:\n%s", msg, got, want, logs.String())
+		}
+	}
+}
