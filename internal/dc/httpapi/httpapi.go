@@ -108,9 +108,19 @@ func New(cfg Config) (*Server, error) {
 	s.methodNotAllowed(mux)
 	if s.envoy != nil {
 		// Not in methodNotAllowed: its errors are envoyproxy/ratelimit's
-		// plain text (envoyrls.JSONHandler), ServeMux's 405 included.
+		// plain text (envoyrls.JSONHandler), ServeMux's 405 included,
+		// which the catch-all below would otherwise take over.
 		handle("POST /json", s.envoy.ServeHTTP)
+		mux.HandleFunc("/json", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+		})
 	}
+	// Any other path: a JSON 404, as every error of the API is JSON
+	// (ServeMux's own is plain text).
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such path: %s", r.URL.Path))
+	})
 	s.mux = mux
 	return s, nil
 }

@@ -1278,6 +1278,19 @@ func TestMethodNotAllowed(t *testing.T) {
 	if ct := r.header.Get("Content-Type"); r.code != http.StatusMethodNotAllowed || ct != "text/plain; charset=utf-8" || r.header.Get("Allow") != "POST" {
 		t.Errorf("GET /json: got %d %q Allow %q, want ServeMux's plain-text 405, Allow POST", r.code, ct, r.header.Get("Allow"))
 	}
+	// A path the API does not serve: a JSON 404.
+	for _, path := range []string{"/", "/v1/chek", "/v1/check/extra", "/jsonx"} {
+		r := f.do(t, http.MethodPost, path, "", "")
+		var e struct{ Error, Message string }
+		if r.code != http.StatusNotFound {
+			t.Errorf("POST %s: got %d, want 404", path, r.code)
+			continue
+		}
+		decode(t, r, &e)
+		if e.Error != "NOT_FOUND" || e.Message != "no such path: "+path {
+			t.Errorf("POST %s: got %s %q, want NOT_FOUND naming the path", path, e.Error, e.Message)
+		}
+	}
 }
 
 // TestCurlDefaultContentType: curl -d sends a JSON body labelled as a form;
