@@ -83,8 +83,16 @@ func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
 			t.Fatalf("state file: %v", err)
 		}
 	}
-	if m := metricsText(t, base); !regexp.MustCompile(`weir_state_saves_total\{result="ok",state="quota"\} [1-9]`).MatchString(m) {
-		t.Errorf("no successful save of the quota state in the metrics:\n%s", grepLines(m, "weir_state_saves_total"))
+	// The file is in place a moment before the save is counted.
+	saved := regexp.MustCompile(`weir_state_saves_total\{result="ok",state="quota"\} [1-9]`)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m := metricsText(t, base)
+		if saved.MatchString(m) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful save of the quota state in the metrics:\n%s", grepLines(m, "weir_state_saves_total"))
+		}
 	}
 	stop()
 	etcd.Stop()
