@@ -39,9 +39,11 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 			"rules": []map[string]any{
 				{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true},
 				{"rule_id": "held", "domain": "d", "limit": 5, "window_seconds": 1, "scope": "local", "enabled": true},
+				{"rule_id": "remembered", "domain": "d", "limit": 7, "window_seconds": 1, "scope": "local", "enabled": true},
 			},
 			"invalid": []adminapi.InvalidRule{
-				{Domain: "d", RuleID: "held", Error: "limit: want an integer", InForce: true},
+				{Domain: "d", RuleID: "held", Error: "limit: want an integer", InForce: true, Kept: adminapi.KeptShadow},
+				{Domain: "d", RuleID: "remembered", Error: "truncated", InForce: true, Kept: adminapi.KeptMemory},
 				{Domain: "d", RuleID: "lost", Error: "malformed JSON"},
 			},
 		})
@@ -273,8 +275,9 @@ func TestAssetsAndHeaders(t *testing.T) {
 }
 
 // TestOverviewMarksCorruptRules: a rule whose stored document is invalid is
-// shown at the version in force with a marker, and one with no valid
-// version kept gets a row saying it is not enforced.
+// shown at the version in force with a marker saying where that version
+// is kept, and one with no valid version kept gets a row saying it is not
+// enforced.
 func TestOverviewMarksCorruptRules(t *testing.T) {
 	c, _ := newConsole(t, false)
 	rec := do(c, "GET", "/ui/", roToken, nil)
@@ -284,6 +287,7 @@ func TestOverviewMarksCorruptRules(t *testing.T) {
 	body := rec.Body.String()
 	for _, want := range []string{
 		"stored document invalid, last valid version in force: limit: want an integer",
+		"stored document and its last valid copy invalid, last valid version held in memory only (in force where already loaded; the leader restores the copy): truncated",
 		"stored document invalid and no valid version kept: not enforced by processes started since: malformed JSON",
 	} {
 		if !strings.Contains(body, want) {

@@ -116,7 +116,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 		// valid version (the one every process enforces), and marked.
 		invalid := map[string]string{}
 		for _, in := range list.Invalid {
-			invalid[in.RuleID] = in.Error
+			invalid[in.RuleID] = invalidMarker(in)
 		}
 		for _, ru := range list.Rules {
 			row := overviewRow{Domain: d, ID: ru.ID, Scope: string(ru.Scope), Limit: limitText(ru), Global: ru.Scope == rule.ScopeGlobal, Disabled: !ru.Enabled}
@@ -140,8 +140,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 			if row.Disabled {
 				row.Markers = append(row.Markers, "disabled")
 			}
-			if reason, ok := invalid[ru.ID]; ok {
-				row.Markers = append(row.Markers, "stored document invalid, last valid version in force: "+reason)
+			if marker, ok := invalid[ru.ID]; ok {
+				row.Markers = append(row.Markers, marker)
 			}
 			rows = append(rows, row)
 		}
@@ -153,6 +153,18 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 	}
 	p.Data = rows
 	c.render(w, http.StatusOK, "overview", p)
+}
+
+// invalidMarker says of a rule whose stored document is invalid, listed
+// at its last valid version, where that version is kept: in its shadow,
+// which every process reads, or only in the answering coordinator's
+// memory, which processes started since the corruption lack until the
+// leader puts it back.
+func invalidMarker(in adminapi.InvalidRule) string {
+	if in.Kept == adminapi.KeptMemory {
+		return "stored document and its last valid copy invalid, last valid version held in memory only (in force where already loaded; the leader restores the copy): " + in.Error
+	}
+	return "stored document invalid, last valid version in force: " + in.Error
 }
 
 // markers names a policy's settings, one per DC setting.
