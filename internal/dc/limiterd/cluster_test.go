@@ -16,9 +16,9 @@ import (
 )
 
 // TestRedisClusterAddresses starts a limiter on a Redis Cluster given each
-// way --redis can name one — comma-separated nodes, or a URL naming
-// further nodes with addr parameters (the form a cluster with TLS or a
-// password needs) — and checks that keys spread over every slot range are
+// way --redis can name one — comma-separated nodes, a URL naming further
+// nodes with addr parameters (the form a cluster with TLS or a password
+// needs), or one node, whose cluster the limiter finds — and checks that keys spread over every slot range are
 // all decided on the store: a client that took the URL for one node would
 // get MOVED for two thirds of them and decide those by the failure mode.
 func TestRedisClusterAddresses(t *testing.T) {
@@ -36,6 +36,9 @@ func TestRedisClusterAddresses(t *testing.T) {
 		{"comma-separated nodes", strings.Join(addrs[:3], ",")},
 		{"URL with addr parameters", "redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]},
 		{"URL of one node with one addr", "redis://" + addrs[1] + "?addr=" + addrs[1]},
+		// One node named, the others found from it (redisClient).
+		{"one node's address", addrs[2]},
+		{"URL of one node", "redis://" + addrs[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A store timeout far above the default 20ms: this test is

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
-	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -27,7 +26,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -532,14 +530,6 @@ func storeName(addr string) string {
 	return "redis"
 }
 
-// clusterURL reports whether a Redis URL names several Redis Cluster
-// nodes: further nodes come in addr query parameters (go-redis's
-// ParseClusterURL).
-func clusterURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Query().Has("addr")
-}
-
 // openedStore is the DC's store as openStore opened it.
 type openedStore struct {
 	store limiter.Store
@@ -565,38 +555,12 @@ func openStore(cfg Config) (openedStore, error) {
 		}
 		return openedStore{store: s, release: func() {}}, nil
 	}
-	var c redisstore.Client
-	var closeFn func() error
 	// The limiter bounds each call by its adaptive timeout; the client's
 	// own timeouts are the most that may adapt to.
 	timeout := cfg.StoreTimeoutMax
-	switch {
-	case strings.Contains(cfg.Redis, "://") && clusterURL(cfg.Redis):
-		opt, err := redis.ParseClusterURL(cfg.Redis)
-		if err != nil {
-			return openedStore{}, fmt.Errorf("limiterd: --redis: %w", err)
-		}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
-		rc := redis.NewClusterClient(opt)
-		c, closeFn = rc, rc.Close
-	case strings.Contains(cfg.Redis, "://"):
-		opt, err := redis.ParseURL(cfg.Redis)
-		if err != nil {
-			return openedStore{}, fmt.Errorf("limiterd: --redis: %w", err)
-		}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
-		rc := redis.NewClient(opt)
-		c, closeFn = rc, rc.Close
-	case strings.Contains(cfg.Redis, ","):
-		opt := &redis.ClusterOptions{Addrs: strings.Split(cfg.Redis, ",")}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
-		rc := redis.NewClusterClient(opt)
-		c, closeFn = rc, rc.Close
-	default:
-		opt := &redis.Options{Addr: cfg.Redis}
-		tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
-		rc := redis.NewClient(opt)
-		c, closeFn = rc, rc.Close
+	c, closeFn, err := redisClient(cfg.Redis, timeout, cfg.Logger)
+	if err != nil {
+		return openedStore{}, err
 	}
 	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {
@@ -676,18 +640,6 @@ func loadScriptsLater(ctx context.Context, s *redisstore.Store, log *slog.Logger
 			return
 		}
 	}
-}
-
-// tune sets go-redis timeouts for a limiter: short, no retries (a retry
-// doubles the latency a dead Redis adds; the limiter's failure modes take
-// over instead), and one dial per connection: a dead Redis Cluster primary
-// refuses at once, where go-redis's five dials 100ms apart would hold the
-// coalescer's merged calls, and with them decisions on healthy nodes.
-func tune(dial, read, write, pool *time.Duration, retries, dials *int, ctxTimeout *bool, timeout time.Duration) {
-	*dial = max(100*time.Millisecond, 5*timeout)
-	*read, *write, *pool = timeout, timeout, timeout
-	*retries, *dials = -1, 1
-	*ctxTimeout = true
 }
 
 // fileRules keeps the limiter's rules in step with a rule file, or with

@@ -132,3 +132,19 @@ func TestOpenStorePause(t *testing.T) {
 		})
 	}
 }
+
+// A Redis Cluster client follows a pipeline's redirects at once: go-redis
+// reads a MinRetryBackoff of -1 as none, where its default sleeps 10 to
+// 30 ms before re-sending what a migrating slot's node redirected.
+func TestTuneClusterRedirectsWithoutBackoff(t *testing.T) {
+	opt := &redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}
+	tuneCluster(opt, 200*time.Millisecond)
+	c := redis.NewClusterClient(opt)
+	defer c.Close()
+	if got := c.Options().MinRetryBackoff; got != 0 {
+		t.Errorf("MinRetryBackoff as go-redis reads it: %v, want 0 (no backoff)", got)
+	}
+	if got := c.Options().MaxRetries; got != -1 {
+		t.Errorf("MaxRetries: %d, want -1 (none)", got)
+	}
+}

@@ -1,0 +1,129 @@
+package limiterd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/pkg/store/redisstore"
+)
+
+// redisClient returns the go-redis client for --redis, tuned for a
+// limiter (tune), and a function that closes it: a Redis Cluster client
+// for comma-separated nodes or a URL with addr parameters, else a client
+// of one Redis. One address, or a URL without addr parameters, that
+// names a node of a Redis Cluster of several primaries is taken as that
+// cluster's seed (clusterSeed): a client of that node alone would see
+// every key of the others' slots answered MOVED, and decide it by the
+// failure mode.
+func redisClient(addr string, timeout time.Duration, log *slog.Logger) (redisstore.Client, func() error, error) {
+	switch {
+	case strings.Contains(addr, "://") && clusterURL(addr):
+		return newClusterClient(addr, timeout)
+	case strings.Contains(addr, ","):
+		opt := &redis.ClusterOptions{Addrs: strings.Split(addr, ",")}
+		tuneCluster(opt, timeout)
+		rc := redis.NewClusterClient(opt)
+		return rc, rc.Close, nil
+	}
+	var opt *redis.Options
+	if strings.Contains(addr, "://") {
+		var err error
+		if opt, err = redis.ParseURL(addr); err != nil {
+			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+		}
+	} else {
+		opt = &redis.Options{Addr: addr}
+	}
+	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
+	rc := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
+	primaries, err := clusterSeed(ctx, rc)
+	cancel()
+	if err != nil || primaries < 2 {
+		// One Redis, a cluster of one primary (all slots here: batching
+		// works), or no answer yet: a client of the one node.
+		return rc, rc.Close, nil
+	}
+	_ = rc.Close()
+	log.Warn("--redis names one node of a Redis Cluster: using it as the cluster's seed; name several nodes, comma-separated, so that the limiter can start while this one is down",
+		"node", opt.Addr, "primaries", primaries)
+	if strings.Contains(addr, "://") {
+		return newClusterClient(addr, timeout)
+	}
+	copt := &redis.ClusterOptions{Addrs: []string{addr}}
+	tuneCluster(copt, timeout)
+	cc := redis.NewClusterClient(copt)
+	return cc, cc.Close, nil
+}
+
+// newClusterClient returns a Redis Cluster client for a redis:// URL,
+// whose further nodes come in addr parameters, if any.
+func newClusterClient(addr string, timeout time.Duration) (redisstore.Client, func() error, error) {
+	opt, err := redis.ParseClusterURL(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+	}
+	tuneCluster(opt, timeout)
+	rc := redis.NewClusterClient(opt)
+	return rc, rc.Close, nil
+}
+
+// clusterSeed returns how many primaries hold the slots of the Redis
+// Cluster whose node c is: 0 when c's node runs without cluster mode.
+func clusterSeed(ctx context.Context, c *redis.Client) (int, error) {
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return 0, fmt.Errorf("limiterd: read INFO cluster: %w", err)
+	}
+	if !strings.Contains(info, "cluster_enabled:1") {
+		return 0, nil
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("limiterd: read CLUSTER SLOTS: %w", err)
+	}
+	primaries := map[string]bool{}
+	for _, s := range slots {
+		if len(s.Nodes) > 0 {
+			primaries[s.Nodes[0].Addr] = true
+		}
+	}
+	return len(primaries), nil
+}
+
+// tune sets go-redis timeouts for a limiter: short, no retries (a retry
+// doubles the latency a dead Redis adds; the limiter's failure modes take
+// over instead), and one dial per connection: a dead Redis Cluster primary
+// refuses at once, where go-redis's five dials 100ms apart would hold the
+// coalescer's merged calls, and with them decisions on healthy nodes.
+func tune(dial, read, write, pool *time.Duration, retries, dials *int, ctxTimeout *bool, timeout time.Duration) {
+	*dial = max(100*time.Millisecond, 5*timeout)
+	*read, *write, *pool = timeout, timeout, timeout
+	*retries, *dials = -1, 1
+	*ctxTimeout = true
+}
+
+// tuneCluster tunes a Redis Cluster client as tune does, and has it
+// re-send the commands of a pipeline that a node redirected (MOVED, ASK:
+// a slot moving between primaries) at once: go-redis otherwise sleeps its
+// retry backoff, 10 to 30 ms by default, before it follows a pipeline's
+// redirects, as long as the store timeout's floor, where it follows a
+// single command's without a pause.
+func tuneCluster(opt *redis.ClusterOptions, timeout time.Duration) {
+	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
+	opt.MinRetryBackoff = -1 // go-redis: -1 is no backoff
+}
+
+// clusterURL reports whether a Redis URL names several Redis Cluster
+// nodes: further nodes come in addr query parameters (go-redis's
+// ParseClusterURL).
+func clusterURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Query().Has("addr")
+}
