@@ -1,7 +1,10 @@
 package limiter_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +149,28 @@ func TestLocalModeRefundsBothCounts(t *testing.T) {
 	}
 	if r := check(local).Items[0].Results[0]; r.Allowed {
 		t.Fatalf("d's third admission: %v allowed, want rejected at this instance's 2", r.Source)
+	}
+}
+
+// The warning of decisions gone to their failure modes names the store's
+// last error and its node, which its counts by reason do not say (a
+// stopped server here; MOVED or CLUSTERDOWN on a misnamed cluster).
+func TestFallbackWarningNamesTheStoreError(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs bytes.Buffer
+	l := redisLimiter(t, srv, newClock(), failoverYAML, func(cfg *limiter.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	srv.Stop()
+	resp, err := l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"mode": "local", "k": "a"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Items[0].Results[0].Source; got != limiter.SourceFailureLocal {
+		t.Fatalf("with Redis stopped: source %v, want failure_local", got)
+	}
+	line := logs.String()
+	if !strings.Contains(line, "failure modes instead of the store") || !strings.Contains(line, `last_error="redisstore: `) || !strings.Contains(line, "last_error_node="+srv.Addr) {
+		t.Errorf("log %q: want the fallback warning naming the store's error and node %s", line, srv.Addr)
 	}
 }

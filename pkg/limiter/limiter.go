@@ -1015,7 +1015,7 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		if h.ok {
 			allowed += h.reqs
 		} else {
-			l.fell.add(l, h.n.name, FallbackBreakerOpen, h.reqs)
+			l.fell.add(l, h.n.name, FallbackBreakerOpen, h.reqs, nil)
 		}
 	}
 	if allowed == 0 {
@@ -1038,7 +1038,7 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 			}
 			for i := range rt.hops {
 				if h := &rt.hops[i]; h.ok {
-					l.fell.add(l, h.n.name, FallbackShed, h.reqs)
+					l.fell.add(l, h.n.name, FallbackShed, h.reqs, nil)
 				}
 			}
 			return nil, errShed
@@ -1102,10 +1102,10 @@ func (l *Limiter) storeCall(ctx context.Context, now time.Time, reqs []algorithm
 		case isTimeout(h.firstErr):
 			h.n.timeout.timedOut(h.bound, h.callEnd)
 			h.n.breaker.FailureOf(h.callStart)
-			l.fell.add(l, h.n.name, FallbackTimeout, h.failed)
+			l.fell.add(l, h.n.name, FallbackTimeout, h.failed, h.firstErr)
 		default:
 			h.n.breaker.FailureOf(h.callStart)
-			l.fell.add(l, h.n.name, FallbackError, h.failed)
+			l.fell.add(l, h.n.name, FallbackError, h.failed, h.firstErr)
 		}
 	}
 	if err != nil || len(sub) == len(reqs) {

@@ -127,11 +127,23 @@ type fallbacks struct {
 	observer FallbackObserver
 	counts   [len(fallbackNames)]atomic.Int64
 	lastLog  atomic.Int64 // Unix ns
+	// lastErr is the latest store error behind a fallback, for the log
+	// line to name what the store answered (MOVED, CLUSTERDOWN, a refused
+	// connection, ...), which the counts do not say.
+	lastErr atomic.Pointer[storeError]
+}
+
+// storeError is a store call's error and the node it came from.
+type storeError struct {
+	node string
+	err  error
 }
 
 const fallbackLogEvery = 10 * time.Second
 
-func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int) {
+// add counts n decisions of node that went to their failure modes for
+// reason; err is the store's error behind it, if any.
+func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int, err error) {
 	if n <= 0 {
 		return
 	}
@@ -139,6 +151,9 @@ func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int) {
 		f.observer.FellBack(node, reason, n)
 	}
 	f.counts[reason].Add(int64(n))
+	if err != nil {
+		f.lastErr.Store(&storeError{node, err})
+	}
 	now := l.now().UnixNano()
 	last := f.lastLog.Load()
 	if now-last < int64(fallbackLogEvery) || !f.lastLog.CompareAndSwap(last, now) {
@@ -151,5 +166,8 @@ func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int) {
 		}
 	}
 	attrs = append(attrs, "store_timeout", l.StoreTimeout())
+	if e := f.lastErr.Swap(nil); e != nil {
+		attrs = append(attrs, "last_error", e.err.Error(), "last_error_node", e.node)
+	}
 	l.log.Warn("rule decisions went to their failure modes instead of the store (counts since the last such line, at most one every 10s)", attrs...)
 }
