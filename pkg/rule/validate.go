@@ -427,6 +427,23 @@ func canonicalMatch(m map[string]string) string {
 	return b.String()
 }
 
+// ValidID reports whether s is a valid rule id or domain name: 1 to 128
+// characters of letters, digits, '_', '-' and '.', starting with a letter
+// or digit. The admin API addresses only rules whose id and domain are
+// valid; a document stored under another key (written into etcd by
+// other means) can be read but not fixed or deleted through it.
+func ValidID(s string) bool {
+	if s == "" || len(s) > maxIDLen || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
 // checkName checks an identifier at path np: 1 to max characters of
 // letters, digits, '_', '-' and '.', starting with a letter or digit. It
 // reports whether the name is good.

@@ -408,21 +408,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, max int64) ([]
 // validName reports whether s is a valid domain or rule id, as package
 // rule checks them: 1 to 128 letters, digits, '.', '_' and '-', starting
 // with a letter or digit. Such names are safe in etcd keys and URLs.
-func validName(s string) bool {
-	if s == "" || len(s) > 128 || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
+func validName(s string) bool { return rule.ValidID(s) }
 
 // etag returns the entity tag of a key's mod revision.
 func etag(rev int64) string { return `"` + strconv.FormatInt(rev, 10) + `"` }

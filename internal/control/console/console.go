@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/platform/auth"
 	"github.com/weirhq/weir/pkg/adminclient"
 )
@@ -51,11 +52,21 @@ type Config struct {
 	// DefaultDomain is the domain whose rules are listed even when none of
 	// them is global; default "default".
 	DefaultDomain string
+	// EtcdPrefix is the prefix of the etcd keys (etcdlayout.Layout), with
+	// which the console names the key of a rule the admin API cannot
+	// address; default etcdlayout.DefaultPrefix.
+	EtcdPrefix string
+	// PageTimeout bounds the admin API calls of one page; default 10 s.
+	// A page whose calls do not all finish in time is shown with what was
+	// read and a banner saying what is missing.
+	PageTimeout time.Duration
 	// Logger receives the causes of failed pages; default: discard.
 	Logger *slog.Logger
 	// Now is the clock of the charts' time axis; default time.Now.
 	Now func() time.Time
 }
+
+func (c Config) layout() etcdlayout.Layout { return etcdlayout.Layout{Prefix: c.EtcdPrefix} }
 
 // Validate reports whether c is usable.
 func (c Config) Validate() error {
@@ -95,6 +106,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PageTimeout <= 0 {
+		cfg.PageTimeout = 10 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

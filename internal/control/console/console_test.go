@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/internal/control/console"
 	"github.com/weirhq/weir/internal/platform/auth"
@@ -26,6 +28,39 @@ const (
 type api struct {
 	mu     sync.Mutex
 	writes []string
+
+	// Optional behaviours, set before the first request.
+	//
+	// overview, if set, answers GET /overview instead of the standby's
+	// 503 naming the leader.
+	overview http.HandlerFunc
+	// globals more global rules g0, g1, ... in domain d, each with c
+	// drained; their shares take sharesDelay to answer. sharesDelay
+	// also slows the shares of r.
+	globals     int
+	sharesDelay time.Duration
+	// sharesFail, if set, answers the shares of every rule.
+	sharesFail http.HandlerFunc
+	// failList answers GET /rate-limits of these domains 503.
+	failList map[string]bool
+	// invalid are more invalid rules without a valid version, in d.
+	invalid []adminapi.InvalidRule
+
+	inFlight, maxInFlight int // shares requests being answered
+}
+
+// sharesCall counts a shares request in flight while it is answered.
+func (a *api) sharesCall() func() {
+	a.mu.Lock()
+	a.inFlight++
+	a.maxInFlight = max(a.maxInFlight, a.inFlight)
+	a.mu.Unlock()
+	time.Sleep(a.sharesDelay)
+	return func() {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+	}
 }
 
 func (a *api) handler(tokens auth.Store) http.Handler {
@@ -35,20 +70,46 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /rate-limits", func(w http.ResponseWriter, r *http.Request) {
+		if a.failList[r.URL.Query().Get("domain")] {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			js(w, adminapi.ErrorBody{Error: "etcd unavailable"})
+			return
+		}
+		rules := []map[string]any{
+			{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true},
+			{"rule_id": "held", "domain": "d", "limit": 5, "window_seconds": 1, "scope": "local", "enabled": true},
+			{"rule_id": "remembered", "domain": "d", "limit": 7, "window_seconds": 1, "scope": "local", "enabled": true},
+		}
+		for i := range a.globals {
+			rules = append(rules, map[string]any{"rule_id": fmt.Sprintf("g%d", i), "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true})
+		}
 		js(w, map[string]any{
-			"rules": []map[string]any{
-				{"rule_id": "r", "domain": "d", "limit": 10, "window_seconds": 1, "scope": "global", "enabled": true},
-				{"rule_id": "held", "domain": "d", "limit": 5, "window_seconds": 1, "scope": "local", "enabled": true},
-				{"rule_id": "remembered", "domain": "d", "limit": 7, "window_seconds": 1, "scope": "local", "enabled": true},
-			},
-			"invalid": []adminapi.InvalidRule{
+			"rules": rules,
+			"invalid": append([]adminapi.InvalidRule{
 				{Domain: "d", RuleID: "held", Error: "limit: want an integer", InForce: true, Kept: adminapi.KeptShadow},
 				{Domain: "d", RuleID: "remembered", Error: "truncated", InForce: true, Kept: adminapi.KeptMemory},
 				{Domain: "d", RuleID: "lost", Error: "malformed JSON"},
-			},
+			}, a.invalid...),
 		})
 	})
+	mux.HandleFunc("GET /rate-limits/held", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adminapi.HeaderInvalidDocument, longReason)
+		js(w, map[string]any{"rule_id": "held", "domain": "d", "limit": 5, "window_seconds": 1, "scope": "local", "enabled": true})
+	})
+	mux.HandleFunc("GET /rate-limits/{id}/shares", func(w http.ResponseWriter, r *http.Request) {
+		defer a.sharesCall()()
+		if a.sharesFail != nil {
+			a.sharesFail(w, r)
+			return
+		}
+		js(w, adminapi.Shares{Domain: "d", RuleID: r.PathValue("id"), DCs: []adminapi.DCShare{{DC: "a", Share: 1}, {DC: "c", Drained: true}}})
+	})
 	mux.HandleFunc("GET /rate-limits/r/shares", func(w http.ResponseWriter, r *http.Request) {
+		defer a.sharesCall()()
+		if a.sharesFail != nil {
+			a.sharesFail(w, r)
+			return
+		}
 		w.Header().Set("ETag", `"3"`)
 		js(w, adminapi.Shares{Domain: "d", RuleID: "r", ETag: `"3"`, DCs: []adminapi.DCShare{{DC: "a", Demand: 0.8, Share: 0.5, Target: 0.5}, {DC: "b", Demand: 0.2, Share: 0.5, Target: 0.5}}})
 	})
@@ -61,6 +122,10 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 		w.Write(body)
 	})
 	mux.HandleFunc("GET /overview", func(w http.ResponseWriter, r *http.Request) {
+		if a.overview != nil {
+			a.overview(w, r)
+			return
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		js(w, adminapi.ErrorBody{Error: "not the leader", Leader: "https://leader:8070"})
 	})
@@ -69,12 +134,19 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 
 func newConsole(t *testing.T, secure bool) (*console.Console, *api) {
 	t.Helper()
+	return newConsoleWith(t, &api{}, console.Config{Secure: secure})
+}
+
+// newConsoleWith serves a's API through a console configured by cfg (its
+// API, Tokens and DefaultDomain set here).
+func newConsoleWith(t *testing.T, a *api, cfg console.Config) (*console.Console, *api) {
+	t.Helper()
 	tokens, err := auth.Parse([]byte(rwToken + " rw alice\n" + roToken + " ro bob\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &api{}
-	c, err := console.New(console.Config{API: a.handler(tokens), Tokens: tokens, Secure: secure, DefaultDomain: "d"})
+	cfg.API, cfg.Tokens, cfg.DefaultDomain = a.handler(tokens), tokens, "d"
+	c, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/adminclient"
@@ -43,22 +44,41 @@ func (c *Console) base(s sess, title, nav string) page {
 }
 
 // noteLive records in p what an error of a live endpoint says: a standby
-// (and where the leader is) or a failure.
+// (and where the leader is), or a failure. Only the admin API's explicit
+// answer that this coordinator does not lead makes a standby; any other
+// error, a deadline or etcd unavailable included (also 503), is shown as
+// one.
 func (p *page) noteLive(err error) {
-	var ae *adminclient.APIError
 	switch {
 	case err == nil:
-	case errors.Is(err, adminclient.ErrUnavailable):
-		p.Standby = true
-		if errors.As(err, &ae) && ae.Leader != "" {
-			p.Leader = strings.TrimSuffix(ae.Leader, "/") + Prefix
-		}
 	case errors.Is(err, adminclient.ErrNotFound):
 	default:
+		if leader, ok := notLeader(err); ok {
+			p.Standby = true
+			if leader != "" {
+				p.Leader = strings.TrimSuffix(leader, "/") + Prefix
+			}
+			return
+		}
 		if p.Error == "" {
 			p.Error = err.Error()
 		}
 	}
+}
+
+// notLeader reports whether err is the admin API's answer that this
+// coordinator does not lead (a 503 naming the leader, or saying it does
+// not lead when it does not know the leader), and the leader's admin URL
+// if named.
+func notLeader(err error) (leader string, ok bool) {
+	ae, isAPI := errors.AsType[*adminclient.APIError](err)
+	if !isAPI || ae.Status != http.StatusServiceUnavailable {
+		return "", false
+	}
+	if ae.Leader != "" {
+		return ae.Leader, true
+	}
+	return "", strings.Contains(ae.Message, "does not lead") || strings.Contains(ae.Message, "not the leader")
 }
 
 func (c *Console) render(w http.ResponseWriter, code int, name string, p page) {
@@ -74,118 +94,7 @@ func (c *Console) render(w http.ResponseWriter, code int, name string, p page) {
 }
 
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), 10*time.Second)
-}
-
-// overviewRow is one rule on the overview.
-type overviewRow struct {
-	Domain, ID, Scope string
-	Limit             string
-	DCs               []adminapi.DCOverview
-	Last, Recent      adminapi.Counts
-	RejectRate        string
-	Markers           []string
-	Global, Planned   bool
-	Disabled          bool
-}
-
-func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
-	ctx, cancel := c.ctx(r)
-	defer cancel()
-	p := c.base(s, "Overview", "overview")
-	ov, err := c.client(s, "").Overview(ctx)
-	p.noteLive(err)
-	p.Refresh = refreshOf(ov.IntervalSeconds)
-	byRule := map[[2]string]adminapi.RuleOverview{}
-	domains := []string{c.cfg.DefaultDomain}
-	for _, ro := range ov.Rules {
-		byRule[[2]string{ro.Domain, ro.RuleID}] = ro
-		if !slices.Contains(domains, ro.Domain) {
-			domains = append(domains, ro.Domain)
-		}
-	}
-	var rows []overviewRow
-	for _, d := range domains {
-		cl := c.client(s, d)
-		list, err := cl.RuleList(ctx)
-		if err != nil {
-			p.noteLive(err)
-			continue
-		}
-		// A rule whose stored document is invalid is listed at its last
-		// valid version (the one every process enforces), and marked.
-		invalid := map[string]string{}
-		for _, in := range list.Invalid {
-			invalid[in.RuleID] = invalidMarker(in)
-		}
-		for _, ru := range list.Rules {
-			row := overviewRow{Domain: d, ID: ru.ID, Scope: string(ru.Scope), Limit: limitText(ru), Global: ru.Scope == rule.ScopeGlobal, Disabled: !ru.Enabled}
-			if ro, ok := byRule[[2]string{d, ru.ID}]; ok {
-				row.Planned, row.DCs = true, ro.DCs
-				for _, dc := range ro.DCs {
-					row.Last, row.Recent = row.Last.Add(dc.Last), row.Recent.Add(dc.Recent)
-				}
-				if row.Recent.Offered > 0 {
-					row.RejectRate = fmt.Sprintf("%.1f%%", 100*float64(row.Recent.Rejected)/float64(row.Recent.Offered))
-				}
-			}
-			if row.Global {
-				if sh, err := cl.Shares(ctx, ru.ID); err == nil {
-					row.Markers = markers(sh.Policy())
-				}
-			}
-			if row.Global && !row.Planned && !p.Standby {
-				row.Markers = append(row.Markers, "not planned (static shares)")
-			}
-			if row.Disabled {
-				row.Markers = append(row.Markers, "disabled")
-			}
-			if marker, ok := invalid[ru.ID]; ok {
-				row.Markers = append(row.Markers, marker)
-			}
-			rows = append(rows, row)
-		}
-		for _, in := range list.Invalid {
-			if !in.InForce {
-				rows = append(rows, overviewRow{Domain: d, ID: in.RuleID, Markers: []string{"stored document invalid and no valid version kept: not enforced by processes started since: " + in.Error}})
-			}
-		}
-	}
-	p.Data = rows
-	c.render(w, http.StatusOK, "overview", p)
-}
-
-// invalidMarker says of a rule whose stored document is invalid, listed
-// at its last valid version, where that version is kept: in its shadow,
-// which every process reads, or only in the answering coordinator's
-// memory, which processes started since the corruption lack until the
-// leader puts it back.
-func invalidMarker(in adminapi.InvalidRule) string {
-	if in.Kept == adminapi.KeptMemory {
-		return "stored document and its last valid copy invalid, last valid version held in memory only (in force where already loaded; the leader restores the copy): " + in.Error
-	}
-	return "stored document invalid, last valid version in force: " + in.Error
-}
-
-// markers names a policy's settings, one per DC setting.
-func markers(pol sharepolicy.Policy) []string {
-	var out []string
-	for _, dc := range sortedKeys(pol.DCs) {
-		d := pol.DCs[dc]
-		switch {
-		case d.Drained:
-			out = append(out, dc+" drained")
-		case d.Pin != nil:
-			out = append(out, fmt.Sprintf("%s pinned at %s", dc, pct(*d.Pin)))
-		}
-		if d.Floor > 0 {
-			out = append(out, fmt.Sprintf("%s floor %s", dc, pct(d.Floor)))
-		}
-		if d.Ceiling > 0 {
-			out = append(out, fmt.Sprintf("%s ceiling %s", dc, pct(d.Ceiling)))
-		}
-	}
-	return out
+	return context.WithTimeout(r.Context(), c.cfg.PageTimeout)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -216,12 +125,16 @@ type rulePage struct {
 	Domain, ID string
 	Global     bool
 	Definition string
-	Charts     []chartView
-	Latest     string
-	Keys       []keyView
-	HotKeys    []adminapi.HotKey
-	Audit      []auditView
-	DCs        []string
+	// Invalid, when not empty, says why the stored document is invalid
+	// (in whole: the overview's marker quotes the start); Definition is
+	// then the last valid version, the one in force.
+	Invalid string
+	Charts  []chartView
+	Latest  string
+	Keys    []keyView
+	HotKeys []adminapi.HotKey
+	Audit   []auditView
+	DCs     []string
 }
 
 type keyView struct {
@@ -239,14 +152,15 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
 	defer cancel()
 	domain, id := r.PathValue("domain"), r.PathValue("rule")
 	cl := c.client(s, domain)
-	ru, _, err := cl.GetRule(ctx, id)
+	sr, err := cl.GetStoredRule(ctx, id)
 	if err != nil {
 		c.failPage(w, s, err)
 		return
 	}
+	ru := sr.Rule
 	p := c.base(s, id, "")
 	def, _ := json.MarshalIndent(ru, "", "  ")
-	d := rulePage{Domain: domain, ID: id, Global: ru.Scope == rule.ScopeGlobal, Definition: string(def)}
+	d := rulePage{Domain: domain, ID: id, Global: ru.Scope == rule.ScopeGlobal, Definition: string(def), Invalid: sr.Invalid}
 	if d.Global {
 		ser, err := cl.Series(ctx, id)
 		p.noteLive(err)
@@ -524,7 +438,9 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("15:04:05.0 UTC")
 	},
-	"safeSVG": func(s string) template.HTML { return template.HTML(s) }, // svgchart escapes all text
+	"safeSVG":    func(s string) template.HTML { return template.HTML(s) }, // svgchart escapes all text
+	"hasBadRune": func(s string) bool { return strings.ContainsRune(s, utf8.RuneError) },
+	"keyDir":     func(key string) string { return key[:strings.LastIndex(key, "/")+1] },
 }
 
 func pct(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + "%" }

@@ -13,17 +13,18 @@ import (
 // admin API mux already serves (the console calls it in-process with the
 // signed-in token).
 func mountConsole(mux *http.ServeMux, cfg Config, tokens auth.Store, log *slog.Logger) error {
-	h, err := ConsoleHandler(mux, tokens, cfg.TLS.Enabled(), cfg.DefaultDomain, log)
+	ui, err := console.New(console.Config{API: mux, Tokens: tokens, Secure: cfg.TLS.Enabled(), DefaultDomain: cfg.DefaultDomain, EtcdPrefix: cfg.Prefix, Logger: log})
 	if err != nil {
-		return err
+		return fmt.Errorf("coordinatord: %w", err)
 	}
-	mux.Handle(console.Prefix, h)
+	mux.Handle(console.Prefix, ui)
 	return nil
 }
 
 // ConsoleHandler returns the console over api, the authenticated admin API
 // (for programs that serve one of their own, such as the simulator); mount
-// it at console.Prefix. secure marks its cookie Secure (TLS on).
+// it at console.Prefix. secure marks its cookie Secure (TLS on). Its etcd
+// keys have the default prefix.
 func ConsoleHandler(api http.Handler, tokens auth.Store, secure bool, defaultDomain string, log *slog.Logger) (http.Handler, error) {
 	ui, err := console.New(console.Config{API: api, Tokens: tokens, Secure: secure, DefaultDomain: defaultDomain, Logger: log})
 	if err != nil {
