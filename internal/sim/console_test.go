@@ -3,6 +3,8 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/weirhq/weir/internal/control/console"
 	"github.com/weirhq/weir/internal/sim"
 	"github.com/weirhq/weir/internal/sim/scenario"
 )
@@ -258,6 +262,59 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("after a read-only apply: got c's pin %q, want 50 (unchanged)", pin)
 	}
 	shot("shares-readonly")
+
+	// A refresh that fails leaves the page under a banner saying since
+	// when and why, the refreshes go on, and one that succeeds removes it.
+	const stale = `(document.querySelector('#stale') || {textContent: ''}).textContent`
+	run("rule page", chromedp.Navigate(rd.url+"rules/shop/checkout"), chromedp.WaitVisible(`#chart-admitted`, chromedp.ByID))
+	run("offline", network.Enable(), network.EmulateNetworkConditions(true, 0, -1, -1))
+	waitJS(t, ctx, 10*interval, "a banner says the coordinator is unreachable", `/^Not refreshed since \d\d:\d\d:\d\d: the coordinator is unreachable/.test(`+stale+`)`)
+	run("online", network.EmulateNetworkConditions(false, 0, -1, -1))
+	waitJS(t, ctx, 10*interval, "the banner goes once a refresh succeeds", `document.querySelector('#stale') === null`)
+
+	// A rule deleted under its open page: the page stays, and says so.
+	api := strings.TrimSuffix(rd.url, "ui/") + "rate-limits"
+	adminCall(t, "POST", api+"?domain=shop", rd.tokens.ReadWrite, `{"rule_id": "doomed", "path_pattern": "/doomed", "limit": 5, "window_seconds": 1, "scope": "global"}`)
+	run("doomed rule page", chromedp.Navigate(rd.url+"rules/shop/doomed"), chromedp.WaitVisible(`#definition`, chromedp.ByID))
+	adminCall(t, "DELETE", api+"/doomed?domain=shop", rd.tokens.ReadWrite, "")
+	waitJS(t, ctx, 10*interval, "a banner says the rule was deleted", stale+`.includes('the rule was deleted or is not found (HTTP 404)') && document.querySelector('#definition') !== null`)
+
+	// A session that is no longer valid (a revoked token): the next
+	// refresh goes to the sign-in page instead of putting it inside this
+	// one, and what is typed there stays.
+	run("rule page again", chromedp.Navigate(rd.url+"rules/shop/checkout"), chromedp.WaitVisible(`#chart-admitted`, chromedp.ByID))
+	run("revoke", network.SetCookie(console.CookieName, "revoked-token-0123456789").WithURL(rd.url).WithPath("/ui/").WithHTTPOnly(true).WithSameSite(network.CookieSameSiteStrict))
+	waitJS(t, ctx, 10*interval, "the refresh goes to the sign-in page", `location.pathname === '/ui/signin' && document.querySelectorAll('main').length === 1 && document.querySelector('#token') !== null`)
+	run("type a token", chromedp.SendKeys(`#token`, "typed", chromedp.ByID))
+	time.Sleep(3 * interval)
+	var typed string
+	run("typed token", chromedp.Value(`#token`, &typed, chromedp.ByID))
+	if typed != "typed" {
+		t.Errorf("sign-in page after a revoked session: got the token field %q %v after typing, want \"typed\"", typed, 3*interval)
+	}
+}
+
+// adminCall sends a request to the admin API with token, and fails the
+// test unless it is answered 2xx.
+func adminCall(t *testing.T, method, url, token, body string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: got %d, want 2xx: %s", method, url, resp.StatusCode, msg)
+	}
 }
 
 // waitJS polls a JavaScript condition until it holds or d passes.
