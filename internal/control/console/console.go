@@ -27,8 +27,14 @@ import (
 // Prefix is the path the console is served under.
 const Prefix = "/ui/"
 
-// CookieName names the session cookie.
-const CookieName = "weir_console"
+// CookieName names the session cookie over plain HTTP; SecureCookieName
+// over TLS (Config.Secure), where the __Host- prefix has browsers refuse
+// it unless it is Secure, set by this host itself (no Domain) and scoped
+// to Path=/ — the prefix requires that path.
+const (
+	CookieName       = "weir_console"
+	SecureCookieName = "__Host-weir_console"
+)
 
 // DefaultRefresh is how often the pages refresh when the admin API does
 // not say what the planning interval is.
@@ -46,9 +52,19 @@ type Config struct {
 	// Tokens checks the tokens operators sign in with: the admin API's.
 	// Required.
 	Tokens auth.Store
-	// Secure marks the session cookie Secure: set it when the admin port
-	// serves TLS.
+	// Secure marks the session cookie Secure and names it
+	// SecureCookieName: set it when the admin port serves TLS.
 	Secure bool
+	// SessionIdle ends a session unused for this long; default
+	// DefaultSessionIdle (1 h).
+	SessionIdle time.Duration
+	// SessionLifetime ends a session this long after its sign-in;
+	// default DefaultSessionLifetime (12 h).
+	SessionLifetime time.Duration
+	// MaxSessions bounds the sessions held at once; at the bound a
+	// sign-in ends the least recently used one. Default
+	// DefaultMaxSessions (10,000).
+	MaxSessions int
 	// DefaultDomain is the domain whose rules are listed even when none of
 	// them is global; default "default".
 	DefaultDomain string
@@ -62,7 +78,8 @@ type Config struct {
 	PageTimeout time.Duration
 	// Logger receives the causes of failed pages; default: discard.
 	Logger *slog.Logger
-	// Now is the clock of the charts' time axis; default time.Now.
+	// Now is the clock of the charts' time axis and of the sessions'
+	// expiry; default time.Now.
 	Now func() time.Time
 }
 
@@ -77,6 +94,9 @@ func (c Config) Validate() error {
 	if c.Tokens == nil {
 		errs = append(errs, errors.New("a token store (Tokens) is required"))
 	}
+	if c.SessionIdle < 0 || c.SessionLifetime < 0 || c.MaxSessions < 0 {
+		errs = append(errs, errors.New("SessionIdle, SessionLifetime and MaxSessions must not be negative"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("console: invalid config: %w", err)
 	}
@@ -84,14 +104,15 @@ func (c Config) Validate() error {
 }
 
 // Console serves the pages; an http.Handler for the paths under Prefix.
-// It keeps no state between requests but its CSRF key, and is safe for
-// concurrent use.
+// It keeps no state between requests but its CSRF key and the sessions
+// (in memory: a new Console has none), and is safe for concurrent use.
 type Console struct {
-	cfg  Config
-	log  *slog.Logger
-	key  []byte // the CSRF key
-	tmpl *template.Template
-	mux  *http.ServeMux
+	cfg      Config
+	log      *slog.Logger
+	key      []byte // the CSRF key
+	sessions *sessions
+	tmpl     *template.Template
+	mux      *http.ServeMux
 }
 
 var _ http.Handler = (*Console)(nil)
@@ -113,6 +134,15 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionLifetime == 0 {
+		cfg.SessionLifetime = DefaultSessionLifetime
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("console: CSRF key: %w", err)
@@ -121,7 +151,8 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, key: key, tmpl: tmpl, mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, log: cfg.Logger, key: key, tmpl: tmpl, mux: http.NewServeMux(),
+		sessions: newSessions(cfg.Now, cfg.SessionIdle, cfg.SessionLifetime, cfg.MaxSessions)}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("console: assets: %w", err)
@@ -165,19 +196,27 @@ func sameOrigin(r *http.Request) bool {
 
 // sess is a signed-in request.
 type sess struct {
+	id    string // the session id, the cookie's value
 	token string
 	who   auth.Principal
 	csrf  string
 }
 
-// session runs h for a signed-in operator; others are sent to sign in.
+// session runs h for a signed-in operator; others are sent to sign in. A
+// session whose token is no longer in the token file ends here.
 func (c *Console) session(h func(w http.ResponseWriter, r *http.Request, s sess)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ck, err := r.Cookie(CookieName)
+		ck, err := r.Cookie(c.cookieName())
+		var token string
 		var p auth.Principal
 		ok := err == nil && ck.Value != ""
 		if ok {
-			p, ok = c.cfg.Tokens.Lookup(ck.Value)
+			token, ok = c.sessions.use(ck.Value)
+		}
+		if ok {
+			if p, ok = c.cfg.Tokens.Lookup(token); !ok {
+				c.sessions.end(ck.Value) // the token was revoked
+			}
 		}
 		if !ok {
 			if r.Method != http.MethodGet {
@@ -187,7 +226,7 @@ func (c *Console) session(h func(w http.ResponseWriter, r *http.Request, s sess)
 			http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		s := sess{token: ck.Value, who: p, csrf: c.csrfToken(ck.Value)}
+		s := sess{id: ck.Value, token: token, who: p, csrf: c.csrfToken(ck.Value)}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				http.Error(w, "bad form", http.StatusBadRequest)
@@ -203,10 +242,10 @@ func (c *Console) session(h func(w http.ResponseWriter, r *http.Request, s sess)
 	}
 }
 
-// csrfToken is the session's CSRF token: an HMAC of the session's token.
-func (c *Console) csrfToken(token string) string {
+// csrfToken is the session's CSRF token: an HMAC of the session id.
+func (c *Console) csrfToken(id string) string {
 	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(token))
+	m.Write([]byte(id))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -225,13 +264,41 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusUnauthorized, "signin", page{Title: "Sign in", Next: next, Error: "That token is not one of the admin API's."})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: Prefix, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	id, err := c.sessions.start(token)
+	if err != nil {
+		c.log.Error("console: sign-in failed", "err", err)
+		http.Error(w, "sign-in failed", http.StatusInternalServerError)
+		return
+	}
+	http.SetCookie(w, c.cookie(id, 0))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (c *Console) signOut(w http.ResponseWriter, r *http.Request, _ sess) {
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s sess) {
+	c.sessions.end(s.id)
+	http.SetCookie(w, c.cookie("", -1))
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
+}
+
+// cookieName is the session cookie's name: with the __Host- prefix over
+// TLS.
+func (c *Console) cookieName() string {
+	if c.cfg.Secure {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
+// cookie is the session cookie holding id (a session id, never a token).
+// It lasts as long as the browser runs (maxAge 0) or, with maxAge -1, is
+// dropped. Over TLS its path is / (required by the __Host- prefix); else
+// it is sent to the console's paths only.
+func (c *Console) cookie(id string, maxAge int) *http.Cookie {
+	path := Prefix
+	if c.cfg.Secure {
+		path = "/"
+	}
+	return &http.Cookie{Name: c.cookieName(), Value: id, Path: path, MaxAge: maxAge, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode}
 }
 
 // safeNext keeps a redirect target inside the console.

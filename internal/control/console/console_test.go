@@ -153,7 +153,8 @@ func newConsoleWith(t *testing.T, a *api, cfg console.Config) (*console.Console,
 	return c, a
 }
 
-func do(h http.Handler, method, target, token string, form url.Values, hdr ...string) *httptest.ResponseRecorder {
+// do sends a request to h with session as the cookie's value, if not "".
+func do(h http.Handler, method, target, session string, form url.Values, hdr ...string) *httptest.ResponseRecorder {
 	var body *strings.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -164,8 +165,8 @@ func do(h http.Handler, method, target, token string, form url.Values, hdr ...st
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if token != "" {
-		req.AddCookie(&http.Cookie{Name: console.CookieName, Value: token})
+	if session != "" {
+		req.AddCookie(&http.Cookie{Name: console.CookieName, Value: session})
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
@@ -173,6 +174,19 @@ func do(h http.Handler, method, target, token string, form url.Values, hdr ...st
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// signIn signs in to h with token and returns the session cookie's value.
+func signIn(t *testing.T, h http.Handler, token string) string {
+	t.Helper()
+	rec := do(h, "POST", "/ui/signin", "", url.Values{"token": {token}})
+	for _, ck := range rec.Result().Cookies() {
+		if ck.Name == console.CookieName && ck.Value != "" {
+			return ck.Value
+		}
+	}
+	t.Fatalf("sign-in: got %d without a session cookie", rec.Code)
+	return ""
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
@@ -192,13 +206,14 @@ func TestSignIn(t *testing.T) {
 		secure bool
 		token  string
 		code   int
+		cname  string // the cookie's name
 		cookie string // want in Set-Cookie; "" for none
 	}{
-		{"read-write token", false, rwToken, http.StatusSeeOther, "HttpOnly; SameSite=Strict"},
-		{"over TLS", true, rwToken, http.StatusSeeOther, "HttpOnly; Secure; SameSite=Strict"},
-		{"read-only token", false, roToken, http.StatusSeeOther, "HttpOnly; SameSite=Strict"},
-		{"unknown token", false, "not-a-token-of-ours", http.StatusUnauthorized, ""},
-		{"empty", false, "", http.StatusUnauthorized, ""},
+		{"read-write token", false, rwToken, http.StatusSeeOther, console.CookieName, "Path=/ui/; HttpOnly; SameSite=Strict"},
+		{"over TLS", true, rwToken, http.StatusSeeOther, console.SecureCookieName, "Path=/; HttpOnly; Secure; SameSite=Strict"},
+		{"read-only token", false, roToken, http.StatusSeeOther, console.CookieName, "Path=/ui/; HttpOnly; SameSite=Strict"},
+		{"unknown token", false, "not-a-token-of-ours", http.StatusUnauthorized, "", ""},
+		{"empty", false, "", http.StatusUnauthorized, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := newConsole(t, tc.secure)
@@ -213,8 +228,11 @@ func TestSignIn(t *testing.T) {
 				}
 				return
 			}
-			if !strings.HasPrefix(got, console.CookieName+"=") || !strings.Contains(got, tc.cookie) || !strings.Contains(got, "Path=/ui/") {
-				t.Errorf("got Set-Cookie %q, want the session with %s", got, tc.cookie)
+			if !strings.HasPrefix(got, tc.cname+"=") || !strings.Contains(got, tc.cookie) {
+				t.Errorf("got Set-Cookie %q, want %s with %s", got, tc.cname, tc.cookie)
+			}
+			if strings.Contains(got, tc.token) {
+				t.Errorf("got Set-Cookie %q holding the token, want a session id", got)
 			}
 			if loc := rec.Header().Get("Location"); loc != "/ui/cluster" {
 				t.Errorf("got Location %q, want /ui/cluster", loc)
@@ -247,12 +265,13 @@ func TestRedirects(t *testing.T) {
 
 func TestSharesChanges(t *testing.T) {
 	c, a := newConsole(t, false)
-	page := do(c, "GET", "/ui/rules/d/r/shares", rwToken, nil)
+	rw, ro := signIn(t, c, rwToken), signIn(t, c, roToken)
+	page := do(c, "GET", "/ui/rules/d/r/shares", rw, nil)
 	if page.Code != 200 {
 		t.Fatalf("shares page: got %d, want 200:\n%s", page.Code, page.Body)
 	}
 	csrf := csrfOf(t, page.Body.String())
-	roPage := do(c, "GET", "/ui/rules/d/r/shares", roToken, nil)
+	roPage := do(c, "GET", "/ui/rules/d/r/shares", ro, nil)
 	if strings.Contains(roPage.Body.String(), `id="apply"`) || !strings.Contains(roPage.Body.String(), `id="readonly"`) {
 		t.Errorf("read-only shares page: got an apply button or no read-only notice")
 	}
@@ -268,28 +287,28 @@ func TestSharesChanges(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		name   string
-		token  string
-		form   url.Values
-		hdr    []string
-		code   int
-		writes int
+		name    string
+		session string
+		form    url.Values
+		hdr     []string
+		code    int
+		writes  int
 	}{
-		{"no CSRF token", rwToken, pin, nil, http.StatusForbidden, 0},
-		{"a forged CSRF token", rwToken, with(pin, "csrf", strings.Repeat("0", 64)), nil, http.StatusForbidden, 0},
-		{"another session's CSRF token", rwToken, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
-		{"from another site", rwToken, with(pin, "csrf", csrf), []string{"Origin", "https://evil.example"}, http.StatusForbidden, 0},
-		{"read-only token", roToken, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
+		{"no CSRF token", rw, pin, nil, http.StatusForbidden, 0},
+		{"a forged CSRF token", rw, with(pin, "csrf", strings.Repeat("0", 64)), nil, http.StatusForbidden, 0},
+		{"another session's CSRF token", rw, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
+		{"from another site", rw, with(pin, "csrf", csrf), []string{"Origin", "https://evil.example"}, http.StatusForbidden, 0},
+		{"read-only token", ro, with(pin, "csrf", roCSRF), nil, http.StatusForbidden, 0},
 		{"without a session", "", with(pin, "csrf", csrf), nil, http.StatusUnauthorized, 0},
-		{"a bad percentage", rwToken, with(with(pin, "csrf", csrf), "pin-a", "170"), nil, http.StatusUnprocessableEntity, 0},
-		{"preview", rwToken, with(with(pin, "csrf", csrf), "action", "preview"), nil, http.StatusOK, 0},
-		{"apply", rwToken, with(pin, "csrf", csrf), nil, http.StatusSeeOther, 1},
+		{"a bad percentage", rw, with(with(pin, "csrf", csrf), "pin-a", "170"), nil, http.StatusUnprocessableEntity, 0},
+		{"preview", rw, with(with(pin, "csrf", csrf), "action", "preview"), nil, http.StatusOK, 0},
+		{"apply", rw, with(pin, "csrf", csrf), nil, http.StatusSeeOther, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a.mu.Lock()
 			before := len(a.writes)
 			a.mu.Unlock()
-			rec := do(c, "POST", "/ui/rules/d/r/shares", tc.token, tc.form, tc.hdr...)
+			rec := do(c, "POST", "/ui/rules/d/r/shares", tc.session, tc.form, tc.hdr...)
 			if rec.Code != tc.code {
 				t.Errorf("got status %d, want %d:\n%s", rec.Code, tc.code, rec.Body)
 			}
@@ -310,8 +329,9 @@ func TestSharesChanges(t *testing.T) {
 
 func TestPreview(t *testing.T) {
 	c, _ := newConsole(t, false)
-	csrf := csrfOf(t, do(c, "GET", "/ui/rules/d/r/shares", rwToken, nil).Body.String())
-	rec := do(c, "POST", "/ui/rules/d/r/shares", rwToken, url.Values{"csrf": {csrf}, "action": {"preview"}, "pin-b": {"30"}})
+	rw := signIn(t, c, rwToken)
+	csrf := csrfOf(t, do(c, "GET", "/ui/rules/d/r/shares", rw, nil).Body.String())
+	rec := do(c, "POST", "/ui/rules/d/r/shares", rw, url.Values{"csrf": {csrf}, "action": {"preview"}, "pin-b": {"30"}})
 	// b pinned at 30%: a, the only other DC, gets the remaining 70%.
 	for _, want := range []string{`<td class="num preview changed">70.0%</td>`, `<td class="num preview changed">30.0%</td>`} {
 		if !strings.Contains(rec.Body.String(), want) {
@@ -322,7 +342,7 @@ func TestPreview(t *testing.T) {
 
 func TestStandbyNamesTheLeader(t *testing.T) {
 	c, _ := newConsole(t, false)
-	rec := do(c, "GET", "/ui/", roToken, nil)
+	rec := do(c, "GET", "/ui/", signIn(t, c, roToken), nil)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="standby"`) || !strings.Contains(rec.Body.String(), `href="https://leader:8070/ui/"`) {
 		t.Errorf("overview on a standby: got %d without the leader's console:\n%s", rec.Code, rec.Body)
 	}
@@ -352,7 +372,7 @@ func TestAssetsAndHeaders(t *testing.T) {
 // enforced.
 func TestOverviewMarksCorruptRules(t *testing.T) {
 	c, _ := newConsole(t, false)
-	rec := do(c, "GET", "/ui/", roToken, nil)
+	rec := do(c, "GET", "/ui/", signIn(t, c, roToken), nil)
 	if rec.Code != 200 {
 		t.Fatalf("GET /ui/: got %d, want 200:\n%s", rec.Code, rec.Body)
 	}

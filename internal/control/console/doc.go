@@ -20,9 +20,14 @@
 // everything and changes nothing — and, on a standby, the admin API's
 // answer (forwarded to the leader, or naming it).
 //
-// Sign-in takes a token of the admin API's token file and keeps it in a
-// cookie that is HttpOnly, SameSite=Strict and, with Config.Secure, Secure.
-// Every form that changes something carries a CSRF token derived from the
-// session (an HMAC of the cookie under a per-process key), checked on
-// submission, and requests whose Origin is another site are refused.
+// Sign-in takes a token of the admin API's token file and opens a session:
+// the browser gets a random session id in a cookie that is HttpOnly,
+// SameSite=Strict and, with Config.Secure, Secure with the __Host- prefix;
+// the token stays in the Console's memory. A session ends at sign-out,
+// after Config.SessionIdle unused or Config.SessionLifetime in all, when
+// its token leaves the token file, or when Config.MaxSessions newer ones
+// push it out; the Console's sessions die with it. Every form that changes
+// something carries a CSRF token derived from the session (an HMAC of the
+// session id under a per-process key), checked on submission, and
+// requests whose Origin is another site are refused.
 package console
