@@ -178,6 +178,11 @@ func TestParseJSONErrors(t *testing.T) {
 		{"bad token", "{\"a\": 1,\n \"b\": [}", document.Limits{}, document.ErrSyntax, "line 2, column 8: invalid character '}' looking for beginning of value"},
 		{"trailing data", `{} {}`, document.Limits{}, document.ErrSyntax, "line 1, column 4: data after the end of the document"},
 		{"too large", `"abcdef"`, document.Limits{MaxSize: 4}, document.ErrTooLarge, "8 bytes; at most 4"},
+		// Decoded, \xff\xfe would become U+FFFD and the document read
+		// as another one.
+		{"invalid UTF-8 in a string", "{\"a\":\n \"x\xff\xfe\"}", document.Limits{}, document.ErrSyntax, "line 2, column 4: not valid UTF-8 at byte offset 9"},
+		{"invalid UTF-8 in a key", "{\"\xc3\": 1}", document.Limits{}, document.ErrSyntax, "line 1, column 3: not valid UTF-8 at byte offset 2"},
+		{"truncated UTF-8 at the end", "\"\xe2\x82", document.Limits{}, document.ErrSyntax, "line 1, column 2: not valid UTF-8 at byte offset 1"},
 		{"too deep", strings.Repeat("[", 5) + strings.Repeat("]", 5), document.Limits{MaxDepth: 4}, document.ErrTooLarge, "line 1: nested deeper than 4"},
 	}
 	for _, tt := range tests {

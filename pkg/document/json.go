@@ -6,18 +6,23 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ParseJSON parses one JSON document into a tree. Numbers keep the text
 // they were written with; each value knows its line.
 //
 // Errors are *Error: ErrTooLarge for a document over lim, ErrSyntax for
-// one that is empty, not well-formed JSON (with the line and column of
-// the token that could not be read) or followed by more data. Duplicate
+// one that is not valid UTF-8 (see CheckUTF8), empty, not well-formed JSON
+// (with the line and column of the token that could not be read) or
+// followed by more data. Duplicate
 // keys are not errors: they are kept in the objects' Repeats for the
 // decoder to report with their paths.
 func ParseJSON(data []byte, lim Limits) (*Node, error) {
 	if err := lim.CheckSize(data); err != nil {
+		return nil, err
+	}
+	if err := CheckUTF8(data); err != nil {
 		return nil, err
 	}
 	p := jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), maxDepth: lim.Depth(), line: 1}
@@ -47,6 +52,31 @@ func ParseJSON(data []byte, lim Limits) (*Node, error) {
 		return nil, p.errorAt(p.dec.InputOffset(), se.Error())
 	}
 	return nil, &Error{Reason: err.Error()}
+}
+
+// CheckUTF8 returns an *Error matching ErrSyntax if data is not valid
+// UTF-8, naming the byte offset (from 0), line and column of the first
+// byte that is not, else nil. Parsers check the raw document: decoding
+// JSON would replace such bytes with U+FFFD, so that two different
+// documents would read the same.
+func CheckUTF8(data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	off := 0
+	for off < len(data) {
+		r, size := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		off += size
+	}
+	before := data[:off]
+	return &Error{
+		Line:   bytes.Count(before, []byte{'\n'}) + 1,
+		Column: off - (bytes.LastIndexByte(before, '\n') + 1) + 1,
+		Reason: "not valid UTF-8 at byte offset " + strconv.Itoa(off),
+	}
 }
 
 // jsonParser reads a tree from a json.Decoder's tokens, counting lines as

@@ -216,3 +216,42 @@ func TestWritesOnlyValidDocuments(t *testing.T) {
 		t.Errorf("after the refused updates: got %s, want the last accepted one (limit 9)", doc)
 	}
 }
+
+// TestInvalidUTF8Refused: a rule document with bytes that are not UTF-8
+// is refused (400, naming the offset) rather than accepted with the bytes
+// replaced by U+FFFD; one written to etcd by hand is an invalid document,
+// answered at its last valid version.
+func TestInvalidUTF8Refused(t *testing.T) {
+	e := newEnv(t)
+	want(t, e.create(loginRule), 201)
+	for _, tc := range []struct{ name, method, target, body string }{
+		{"create", "POST", "/rate-limits", "{\"rule_id\": \"other\", \"limit\": 1, \"window_seconds\": 1, \"description\": \"x\xff\xfe\"}"},
+		{"patch", "PUT", "/rate-limits/user-login-attempt", "{\"description\": \"x\xff\xfe\"}"},
+		{"a key", "PUT", "/rate-limits/user-login-attempt", "{\"descr\xffiption\": \"x\"}"},
+		{"replace", "PUT", "/rate-limits/user-login-attempt", strings.Replace(loginRule, `"enabled"`, "\"description\": \"\xfe\", \"enabled\"", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantError(t, e.do(tc.method, tc.target, tc.body), 400, "not valid UTF-8 at byte offset")
+			doc, _ := e.get(e.layout.Rule("default", "user-login-attempt"))
+			if r, err := rulestore.Decode("default", "user-login-attempt", []byte(doc)); err != nil || r.Description != "" {
+				t.Errorf("stored rule: got %+v, %v; want the created one, without a description", r, err)
+			}
+			if _, rev := e.get(e.layout.Rule("default", "other")); rev != 0 {
+				t.Errorf("rule other: created, want refused")
+			}
+		})
+	}
+
+	t.Run("written to etcd", func(t *testing.T) {
+		e.put(e.layout.Rule("default", "user-login-attempt"), "{\"rule_id\": \"user-login-attempt\", \"limit\": 6, \"window_seconds\": 300, \"description\": \"\xff\"}")
+		rec := e.do("GET", "/rate-limits/user-login-attempt", "")
+		want(t, rec, 200)
+		if got := rec.Header().Get(adminapi.HeaderInvalidDocument); !strings.Contains(got, "line 1, column 86: not valid UTF-8 at byte offset 85") {
+			t.Errorf("%s: got %q, want the bad byte's offset", adminapi.HeaderInvalidDocument, got)
+		}
+		var r rule.Rule
+		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Limit != 5 {
+			t.Errorf("body: got limit %d (%v), want the last valid version's 5", r.Limit, err)
+		}
+	})
+}

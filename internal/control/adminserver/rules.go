@@ -421,8 +421,13 @@ type patchField struct {
 // parsePatch reads a PUT body: one JSON object, whose top-level fields it
 // returns in order. A key repeated at any level is refused (422, each
 // repeat at its path), as rule.ParseRule refuses them: the merge would
-// otherwise keep one value silently.
+// otherwise keep one value silently. A body that is not valid UTF-8 is
+// refused (400) before decoding, which would turn a field name's bad
+// bytes into U+FFFD.
 func parsePatch(body []byte) ([]patchField, error) {
+	if err := document.CheckUTF8(body); err != nil {
+		return nil, ruleError(document.Wrap(err, rule.ErrSyntax, rule.ErrTooLarge), len(body))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	malformed := func(err error) error { return errorf(http.StatusBadRequest, "malformed JSON: %v", err) }
 	tok, err := dec.Token()

@@ -287,3 +287,37 @@ func TestLogSaysWhatIsEnforced(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidUTF8DocumentIsHeld writes a rule document whose description
+// holds bytes that are not UTF-8: decoding would read them as U+FFFD and
+// accept another rule than the one written. It is an invalid document
+// like any other — the running Watcher, and one started afterwards, hold
+// the last valid version and say where the bad byte is.
+func TestInvalidUTF8DocumentIsHeld(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	var l etcdlayout.Layout
+	putRule(t, cli, l, rule.Rule{Domain: "api", ID: "login", Limit: 5, WindowSeconds: 60})
+	w, rec := startWatcher(t, cli, false)
+
+	doc := "{\"rule_id\":\"login\",\"limit\":6,\"window_seconds\":60,\"description\":\"x\xff\xfe\"}"
+	if _, err := cli.Put(context.Background(), l.Rule("api", "login"), doc); err != nil {
+		t.Fatal(err)
+	}
+	const reason = "line 1, column 66: not valid UTF-8 at byte offset 65"
+	for _, name := range []string{"running", "started afterwards"} {
+		t.Run(name, func(t *testing.T) {
+			w, rec := w, rec
+			if name == "started afterwards" {
+				w, rec = startWatcher(t, cli, false)
+			}
+			wait.For(t, 10*time.Second, "the rule held", func() bool { return w.Stats().Held == 1 })
+			if held := w.Held(); len(held) != 1 || !held[0].Kept || held[0].Version.Limit != 5 || !strings.Contains(held[0].Reason, reason) {
+				t.Errorf("Held() = %+v, want api/login kept at limit 5, the reason saying %q", held, reason)
+			}
+			if got := rec.limits()["api/login"]; got != 5 {
+				t.Errorf("limit in force %d, want the last valid version's 5", got)
+			}
+		})
+	}
+}

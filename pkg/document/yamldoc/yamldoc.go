@@ -31,11 +31,14 @@ import (
 // Merge keys ("<<") are applied, the merged fields following the others.
 //
 // Errors are *document.Error: too large (over lim), or not well-formed:
-// empty, not YAML, more than one YAML document, or a key that is a list
+// not valid UTF-8 (document.CheckUTF8), empty, not YAML, more than one YAML document, or a key that is a list
 // or a mapping. A document that starts like JSON and is not YAML gets the
 // JSON parser's complaint, with its line and column.
 func Parse(data []byte, lim document.Limits) (*document.Node, error) {
 	if err := lim.CheckSize(data); err != nil {
+		return nil, err
+	}
+	if err := document.CheckUTF8(data); err != nil {
 		return nil, err
 	}
 	if json.Valid(data) {

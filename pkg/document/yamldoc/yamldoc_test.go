@@ -91,6 +91,8 @@ func TestParseErrors(t *testing.T) {
 		{"a list as a key", "? [1]\n: 2\n", document.Limits{}, document.ErrSyntax, "invalid map key: []interface {}{1}"},
 		{"broken JSON keeps its position", "{\"a\": 1,\n \"b\": [}\n", document.Limits{}, document.ErrSyntax, "line 2, column 8: invalid character '}' looking for beginning of value"},
 		{"too large", "a: 12345\n", document.Limits{MaxSize: 4}, document.ErrTooLarge, "9 bytes; at most 4"},
+		{"invalid UTF-8 in YAML", "a: 1\nb: x\xff\n", document.Limits{}, document.ErrSyntax, "line 2, column 5: not valid UTF-8 at byte offset 9"},
+		{"invalid UTF-8 in JSON", "{\"b\": \"\xff\xfe\"}", document.Limits{}, document.ErrSyntax, "line 1, column 8: not valid UTF-8 at byte offset 7"},
 		{"too deep", "a: [[[1]]]\n", document.Limits{MaxDepth: 3}, document.ErrTooLarge, "nested deeper than 3"},
 	}
 	for _, tt := range tests {
