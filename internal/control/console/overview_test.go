@@ -41,7 +41,7 @@ func TestOverviewReadsPoliciesInParallel(t *testing.T) {
 	const rules, delay = 200, 20 * time.Millisecond // one after the other: 4 s
 	c, a := newConsoleWith(t, &api{overview: leading, globals: rules, sharesDelay: delay}, console.Config{})
 	start := time.Now()
-	rec := do(c, "GET", "/ui/", roToken, nil)
+	rec := do(c, "GET", "/ui/", signIn(t, c, roToken), nil)
 	took := time.Since(start)
 	body := rec.Body.String()
 	if rec.Code != 200 {
@@ -102,7 +102,7 @@ func TestOverviewIncomplete(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := newConsoleWith(t, tc.api, tc.cfg)
-			rec := do(c, "GET", "/ui/", roToken, nil)
+			rec := do(c, "GET", "/ui/", signIn(t, c, roToken), nil)
 			body := rec.Body.String()
 			if rec.Code != 200 {
 				t.Fatalf("GET /ui/: got %d, want 200:\n%s", rec.Code, body)
@@ -125,7 +125,7 @@ func TestOverviewIncomplete(t *testing.T) {
 // with more in its title; the rule's page gives it whole.
 func TestOverviewCutsLongReasons(t *testing.T) {
 	c, _ := newConsoleWith(t, &api{overview: leading, invalid: []adminapi.InvalidRule{{Domain: "d", RuleID: "huge", Error: longReason}}}, console.Config{})
-	body := do(c, "GET", "/ui/", roToken, nil).Body.String()
+	body := do(c, "GET", "/ui/", signIn(t, c, roToken), nil).Body.String()
 	for _, id := range []string{"huge"} {
 		r := row(t, body, id)
 		text := regexp.MustCompile(`<span class="marker[^"]*"[^>]*>([^<]*)</span>`).FindStringSubmatch(r)
@@ -139,7 +139,7 @@ func TestOverviewCutsLongReasons(t *testing.T) {
 			t.Errorf("row of %s: got no title with the longer reason", id)
 		}
 	}
-	rule := do(c, "GET", "/ui/rules/d/held", roToken, nil).Body.String()
+	rule := do(c, "GET", "/ui/rules/d/held", signIn(t, c, roToken), nil).Body.String()
 	if !strings.Contains(html.UnescapeString(rule), longReason) {
 		t.Errorf("rule page of held: got no whole reason of its invalid document")
 	}
@@ -155,7 +155,7 @@ func TestOverviewUnaddressableRules(t *testing.T) {
 		invalid = append(invalid, adminapi.InvalidRule{Domain: "d", RuleID: id, Error: "malformed JSON"})
 	}
 	c, _ := newConsoleWith(t, &api{overview: leading, invalid: invalid}, console.Config{EtcdPrefix: "/custom/"})
-	body := do(c, "GET", "/ui/", roToken, nil).Body.String()
+	body := do(c, "GET", "/ui/", signIn(t, c, roToken), nil).Body.String()
 	for _, id := range ids {
 		r := row(t, body, id)
 		if strings.Contains(r, "<a ") {

@@ -75,7 +75,8 @@ func newClusterClient(addr string, timeout time.Duration) (redisstore.Client, fu
 }
 
 // clusterSeed returns how many primaries hold the slots of the Redis
-// Cluster whose node c is: 0 when c's node runs without cluster mode.
+// Cluster whose node c is (its shards with slots; CLUSTER SHARDS, Redis
+// 7.0): 0 when c's node runs without cluster mode.
 func clusterSeed(ctx context.Context, c *redis.Client) (int, error) {
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
@@ -84,17 +85,17 @@ func clusterSeed(ctx context.Context, c *redis.Client) (int, error) {
 	if !strings.Contains(info, "cluster_enabled:1") {
 		return 0, nil
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
-		return 0, fmt.Errorf("limiterd: read CLUSTER SLOTS: %w", err)
+		return 0, fmt.Errorf("limiterd: read CLUSTER SHARDS: %w", err)
 	}
-	primaries := map[string]bool{}
-	for _, s := range slots {
-		if len(s.Nodes) > 0 {
-			primaries[s.Nodes[0].Addr] = true
+	primaries := 0
+	for _, s := range shards {
+		if len(s.Slots) > 0 {
+			primaries++
 		}
 	}
-	return len(primaries), nil
+	return primaries, nil
 }
 
 // tune sets go-redis timeouts for a limiter: short, no retries (a retry
