@@ -480,8 +480,8 @@ func TestRefusesOversizedEarly(t *testing.T) {
 			if code, msg := status.Code(err), status.Convert(err).Message(); code != codes.InvalidArgument || msg != tc.want {
 				t.Fatalf("got %v %q, want InvalidArgument %q", code, msg, tc.want)
 			}
-			if allocs := testing.AllocsPerRun(3, func() { _, _ = svc.ShouldRateLimitWire(context.Background(), tc.req) }); allocs > 16 {
-				t.Errorf("allocations: got %v, want at most 16", allocs)
+			if allocs := testing.AllocsPerRun(3, func() { _, _ = svc.ShouldRateLimitWire(context.Background(), tc.req) }); allocs > 64 {
+				t.Errorf("allocations: got %v, want at most 64 (the race detector adds a few; what this tells apart is millions)", allocs)
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
