@@ -8,13 +8,15 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/pkg/limiter"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
-// errAlone tells a caller whose batch was refused as invalid to send its
-// items on their own: one bad item must not fail the others' checks.
+// errAlone tells a caller whose batch failed for its content (refused as
+// invalid, or not encodable) to send its items on their own: one bad item
+// must not fail the others' checks.
 var errAlone = errors.New("client: batch refused; send alone")
 
 // batcher gathers the Checks of each domain that arrive within the linger
@@ -30,8 +32,8 @@ type batcher struct {
 	inflight sync.WaitGroup
 }
 
-// batch is one RPC's worth of items. results and err are written once,
-// before done is closed.
+// batch is one RPC's worth of items. results, err and alone are written
+// once, before done is closed.
 type batch struct {
 	domain  string
 	items   []*weirv1.CheckItem
@@ -40,6 +42,11 @@ type batch struct {
 	done    chan struct{}
 	results []*weirv1.ItemResult
 	err     error
+	// alone is set when err is about the items and no quota was spent:
+	// the limiter refused the request as invalid (for any reason but its
+	// domain, which all callers share), or it could not be encoded and
+	// was never sent.
+	alone bool
 }
 
 func newBatcher(c *Client) *batcher {
@@ -88,7 +95,7 @@ func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.Chec
 		return nil, context.Cause(ctx)
 	}
 	if bt.err != nil {
-		if bt.callers > 1 && status.Code(bt.err) == codes.InvalidArgument && !errors.Is(remoteError(bt.err), limiter.ErrUnknownDomain) {
+		if bt.callers > 1 && bt.alone {
 			return nil, errAlone
 		}
 		return nil, bt.err
@@ -122,8 +129,21 @@ func (b *batcher) expire(bt *batch) {
 func (b *batcher) flush(bt *batch) {
 	defer b.inflight.Done()
 	bt.results, bt.err = b.c.rpc(b.c.base, bt.domain, bt.items)
-	if bt.err != nil && b.c.base.Err() != nil {
+	switch {
+	case bt.err == nil:
+	case b.c.base.Err() != nil:
 		bt.err = ErrClosed
+	case status.Code(bt.err) == codes.InvalidArgument:
+		bt.alone = !errors.Is(remoteError(bt.err), limiter.ErrUnknownDomain)
+	case status.Code(bt.err) == codes.Internal:
+		// gRPC reports a request it could not encode as Internal, and
+		// sends nothing. protoItems refuses what protobuf cannot encode,
+		// so this should not happen; should it, the callers must not all
+		// fail for one item. Encoding again tells this failure from an
+		// Internal the limiter answered (after it may have spent quota,
+		// when resending would spend it twice).
+		_, merr := proto.Marshal(&weirv1.CheckRequest{Domain: bt.domain, Items: bt.items})
+		bt.alone = merr != nil
 	}
 	close(bt.done)
 }

@@ -155,8 +155,10 @@ type Site struct {
 }
 
 // Check decides every item of req, consuming quota for those allowed, as
-// limiter.Limiter.Check does (but for Item.Exact, which weir.v1 does not
-// carry: such items are refused as invalid). Requests of more items than
+// limiter.Limiter.Check does, but for what weir.v1 cannot carry, which is
+// refused as invalid (limiter.ErrInvalid) before anything is sent:
+// Item.Exact, and a domain, attribute name or value that is not valid
+// UTF-8 (the in-process limiter takes any bytes). Requests of more items than
 // Config.MaxBatch are split over several RPCs, sent together; their items
 // are independent, and when one RPC fails the others' quota is spent.
 //
@@ -171,6 +173,9 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 	c.stats.items.Add(uint64(len(req.Items)))
 	if c.isClosed() {
 		return limiter.Response{}, ErrClosed
+	}
+	if err := validDomain(req.Domain); err != nil {
+		return limiter.Response{}, err
 	}
 	items, err := protoItems(req.Items)
 	if err != nil {

@@ -188,6 +188,11 @@ func TestErrors(t *testing.T) {
 		{"negative hits", c, limiter.Request{Items: []limiter.Item{{Hits: -1}}}, []error{limiter.ErrInvalid}, 0},
 		{"value too long", c, limiter.Request{Items: []limiter.Item{item("user_id", huge+"x")}}, []error{limiter.ErrInvalid}, 0},
 		{"exact", c, limiter.Request{Items: []limiter.Item{{Exact: true}}}, []error{limiter.ErrInvalid}, 0},
+		// protobuf strings must be UTF-8: such a request cannot be sent.
+		{"value not UTF-8", c, limiter.Request{Items: []limiter.Item{item("user_id", "\xff\xfe")}}, []error{limiter.ErrInvalid}, 0},
+		{"name not UTF-8", c, limiter.Request{Items: []limiter.Item{item("\xffname", "v")}}, []error{limiter.ErrInvalid}, 0},
+		{"domain not UTF-8", c, limiter.Request{Domain: "we\xffb", Items: []limiter.Item{item("user_id", "a")}}, []error{limiter.ErrInvalid}, 0},
+		{"second item not UTF-8", c, limiter.Request{Items: []limiter.Item{item("user_id", "a"), item("user_id", "\xed\xa0\x80")}}, []error{limiter.ErrInvalid}, 0},
 		{"key too long, found by the server", c, limiter.Request{Items: []limiter.Item{item("a", huge, "b", huge, "c", huge, "d", huge, "e", huge)}}, []error{limiter.ErrInvalid}, 1},
 		{"unknown domain", c, limiter.Request{Domain: "nope", Items: []limiter.Item{item("user_id", "a")}}, []error{limiter.ErrUnknownDomain}, 1},
 		{"no rules, policy fail", bare, limiter.Request{Items: []limiter.Item{item("user_id", "a")}}, []error{client.ErrUnavailable, limiter.ErrNoRules}, 0},
@@ -346,7 +351,7 @@ func TestBatching(t *testing.T) {
 	addr, n := serve(t, rulesYAML)
 	c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, MaxBatch: 64, Timeout: 5 * time.Second})
 	const callers = 100
-	errs := checkConcurrently(t, c, callers, -1)
+	errs := checkConcurrently(t, c, callers, -1, limiter.Item{})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
@@ -363,20 +368,32 @@ func TestBatching(t *testing.T) {
 	}
 }
 
-// TestBatchWithABadItem: an item only the server finds invalid fails its
-// own check, not those it shared a batch with.
+// TestBatchWithABadItem: a bad item fails its own check, not those it
+// shared a batch with, whether the server finds it (a key too long) or
+// the client does (not UTF-8, which cannot be encoded).
 func TestBatchWithABadItem(t *testing.T) {
-	addr, _ := serve(t, rulesYAML)
-	c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, Timeout: 5 * time.Second})
-	if err := errors.Join(checkConcurrently(t, c, 10, 7)...); err != nil {
-		t.Fatal(err)
+	huge := strings.Repeat("v", limiter.MaxValueLen)
+	for _, tc := range []struct {
+		name string
+		bad  limiter.Item
+	}{
+		{"key too long, found by the server", item("a", huge, "b", huge, "c", huge, "d", huge, "e", huge)},
+		{"value not UTF-8", item("user_id", "bad-\xff")},
+		{"name not UTF-8", item("\xffuser_id", "bad")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, _ := serve(t, rulesYAML)
+			c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, Timeout: 5 * time.Second})
+			if err := errors.Join(checkConcurrently(t, c, 10, 7, tc.bad)...); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
 // checkConcurrently has callers check two items each of their own key at
-// once (caller bad with a key too long) and returns what went wrong.
-func checkConcurrently(t *testing.T, c *client.Client, callers, bad int) []error {
-	huge := strings.Repeat("v", limiter.MaxValueLen)
+// once (caller bad with badItem second) and returns what went wrong.
+func checkConcurrently(t *testing.T, c *client.Client, callers, bad int, badItem limiter.Item) []error {
 	var wg sync.WaitGroup
 	errs := make([]error, callers)
 	start := make(chan struct{})
@@ -384,8 +401,8 @@ func checkConcurrently(t *testing.T, c *client.Client, callers, bad int) []error
 		wg.Go(func() {
 			<-start
 			req := limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint(i)), item("user_id", fmt.Sprint(i))}}
-			if i == bad { // a key too long: refused by the server alone
-				req.Items[1] = item("a", huge, "b", huge, "c", huge, "d", huge, "e", huge)
+			if i == bad {
+				req.Items[1] = badItem
 			}
 			resp, err := c.Check(ctx(t), req)
 			switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -18,8 +19,10 @@ import (
 )
 
 // protoItems converts items to weir.v1, checked against the limits the
-// limiter enforces: a bad item must fail its own Check, not a batch it
-// shares with others.
+// limiter enforces and against what protobuf can encode (strings must be
+// UTF-8): a bad item must fail its own Check with limiter.ErrInvalid, not
+// a batch it shares with others, and not as an error the failure policy
+// or a caller's OnError would let through.
 func protoItems(items []limiter.Item) ([]*weirv1.CheckItem, error) {
 	if len(items) == 0 {
 		return nil, fmt.Errorf("client: %w: no items", limiter.ErrInvalid)
@@ -53,6 +56,22 @@ func validItem(it *limiter.Item) error {
 		if len(v) > limiter.MaxValueLen {
 			return fmt.Errorf("%w: attribute %q has a value of %d bytes, at most %d", limiter.ErrInvalid, k, len(v), limiter.MaxValueLen)
 		}
+		// weir.v1's strings are protobuf strings, which must be UTF-8:
+		// such an item cannot even be encoded.
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("%w: attribute name %q is not valid UTF-8", limiter.ErrInvalid, k)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: attribute %q has a value that is not valid UTF-8", limiter.ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+// validDomain checks a domain against what weir.v1 can carry: UTF-8.
+func validDomain(domain string) error {
+	if !utf8.ValidString(domain) {
+		return fmt.Errorf("client: %w: domain %q is not valid UTF-8", limiter.ErrInvalid, domain)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir/pkg/limiter"
 )
@@ -26,7 +27,8 @@ type Checker interface {
 // OnError says what happens to a request the checker could not decide (no
 // rules loaded yet, an unknown domain, a remote checker out of reach).
 // Requests that are themselves bad — a header value too large to be an
-// attribute — are answered 400 whatever this says.
+// attribute, a path or header value that is not valid UTF-8 — are
+// answered 400 whatever this says.
 type OnError int
 
 const (
@@ -169,8 +171,14 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // Item describes r as a limiter item: ip, path, method, host, and the
-// configured headers. It fails only for a header value longer than an
-// attribute may be.
+// configured headers. It fails only for a value that cannot be an
+// attribute: longer than an attribute may be, or not valid UTF-8 (a path
+// such as /%FF, once its escapes are read, or a header holding bytes
+// 0x80-0xFF that are not UTF-8). Attributes must be UTF-8 to cross
+// weir.v1, so a remote checker could not decide such a request; the
+// middleware refuses it whatever the checker, so that in-process and
+// remote checkers answer alike and no such request is passed on
+// unchecked.
 func (m *Middleware) Item(r *http.Request) (limiter.Item, error) {
 	attrs := make(map[string]string, 4+len(m.headers))
 	if ip := m.clientIP(r); ip.IsValid() {
@@ -198,7 +206,22 @@ func (m *Middleware) Item(r *http.Request) (limiter.Item, error) {
 	if len(attrs[AttrHost]) > limiter.MaxValueLen {
 		return limiter.Item{}, fmt.Errorf("host of %d bytes, at most %d", len(attrs[AttrHost]), limiter.MaxValueLen)
 	}
+	for a, v := range attrs {
+		if !utf8.ValidString(v) {
+			return limiter.Item{}, fmt.Errorf("%s is not valid UTF-8", m.source(a))
+		}
+	}
 	return limiter.Item{Attributes: attrs}, nil
+}
+
+// source names where the attribute a comes from, for messages.
+func (m *Middleware) source(a string) string {
+	for _, h := range m.headers {
+		if h.attr == a {
+			return "header " + h.header
+		}
+	}
+	return a
 }
 
 // clientIP returns the peer's address, or, from a trusted proxy, the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -71,13 +72,24 @@ var checkers = []struct {
 		},
 		unreachable: func(t *testing.T) httplimit.Checker { return newClient(t, deadpeer.Addr(t)) },
 	},
+	{
+		name: "remote batched",
+		new: func(t *testing.T, rules string) httplimit.Checker {
+			return newClient(t, limitertest.Serve(t, limitertest.New(t, rules, func() time.Time { return t0 })), time.Millisecond)
+		},
+		unreachable: func(t *testing.T) httplimit.Checker { return newClient(t, deadpeer.Addr(t), time.Millisecond) },
+	},
 }
 
 // newClient returns a client of the limiter at addr that leaves failures
-// to the middleware's OnError.
-func newClient(t *testing.T, addr string) *client.Client {
+// to the middleware's OnError, batching with linger when one is given.
+func newClient(t *testing.T, addr string, linger ...time.Duration) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}})
+	cfg := client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second, Policy: client.Policy{OnFailure: client.Fail}}
+	if len(linger) > 0 {
+		cfg.Linger = linger[0]
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +186,38 @@ func testMiddleware(t *testing.T, lim httplimit.Checker) {
 		// A header too large for an attribute is a bad request, not a pass.
 		{"GET", "/users/me", "192.0.2.1:5000", map[string]string{"X-User-Id": strings.Repeat("x", limiter.MaxValueLen+1)}, 400, false, nil, `"error":"INVALID_REQUEST"`},
 	})
+}
+
+// TestNotUTF8 sends requests whose path or header cannot be an attribute
+// (not valid UTF-8): each is a bad request, answered 400 and never passed
+// on unchecked, with any checker, and however often it is sent.
+func TestNotUTF8(t *testing.T) {
+	for _, ck := range checkers {
+		t.Run(ck.name, func(t *testing.T) {
+			lim := ck.new(t, rulesYAML)
+			for _, onError := range []httplimit.OnError{httplimit.Allow, httplimit.Reject} {
+				m, err := httplimit.New(httplimit.Config{Checker: lim, Headers: map[string]string{"X-User-Id": "user_id"}, OnError: onError})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up := &upstream{}
+				bad := func(path string, header map[string]string, want string) []call {
+					c := call{"GET", path, "192.0.2.9:1", header, 400, false, nil, want}
+					return []call{c, c, c, c} // past the limits of 1 and 2
+				}
+				for _, tc := range []struct {
+					name  string
+					calls []call
+				}{
+					{"path /%FF", bad("/api/%FF", nil, `"path is not valid UTF-8"`)},
+					{"path with a lone surrogate", bad("/users/%ED%A0%80", map[string]string{"X-User-Id": "eve"}, `"path is not valid UTF-8"`)},
+					{"header value", bad("/users/me", map[string]string{"X-User-Id": "mallory\xff"}, `"header X-User-Id is not valid UTF-8"`)},
+				} {
+					t.Run(fmt.Sprintf("%s/%v", tc.name, onError), func(t *testing.T) { run(t, m.Wrap(up), up, tc.calls) })
+				}
+			}
+		})
+	}
 }
 
 // failing is a checker out of reach.
