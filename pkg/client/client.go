@@ -156,9 +156,12 @@ type Site struct {
 
 // Check decides every item of req, consuming quota for those allowed, as
 // limiter.Limiter.Check does, but for what weir.v1 cannot carry, which is
-// refused as invalid (limiter.ErrInvalid) before anything is sent:
-// Item.Exact, and a domain, attribute name or value that is not valid
-// UTF-8 (the in-process limiter takes any bytes). Requests of more items than
+// refused as invalid (limiter.ErrInvalid, naming the field) before
+// anything is sent: Item.Exact, Item.CountRejected, Item.Match, Item.ZeroHits
+// with Hits 0 (weir.v1's hits 0 means 1; with Hits above 0 ZeroHits
+// changes nothing and is accepted), and a domain, attribute name or value
+// that is not valid UTF-8 (the in-process limiter takes any bytes).
+// Requests of more items than
 // Config.MaxBatch are split over several RPCs, sent together; their items
 // are independent, and when one RPC fails the others' quota is spent.
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/ruleset"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -151,6 +152,8 @@ func TestCheckAnswersAsTheLimiter(t *testing.T) {
 				{Items: []limiter.Item{item("user_id", "dave", "trial", "yes"), item("user_id", "dave", "trial", "yes")}},
 				{Items: []limiter.Item{item("path", "/health"), item("other", "x")}},
 				{Items: []limiter.Item{item("a", long, "b", long, "c", "1", "d", "2", "e", "3")}},
+				// ZeroHits changes nothing when Hits is above 0.
+				{Items: []limiter.Item{{Attributes: map[string]string{"user_id": "erin"}, Hits: 2, ZeroHits: true}}},
 			} {
 				want, err := local.Check(ctx(t), req)
 				if err != nil {
@@ -164,8 +167,8 @@ func TestCheckAnswersAsTheLimiter(t *testing.T) {
 					t.Errorf("request %d:\ngot  %s\nwant %s", i, g, w)
 				}
 			}
-			if s := c.Stats(); s.Checks != 8 || s.Items != 11 || s.RPCs != 8 || s.RPCErrors != 0 {
-				t.Errorf("stats: got %+v, want 8 checks, 11 items, 8 RPCs, no errors", s)
+			if s := c.Stats(); s.Checks != 9 || s.Items != 12 || s.RPCs != 9 || s.RPCErrors != 0 {
+				t.Errorf("stats: got %+v, want 9 checks, 12 items, 9 RPCs, no errors", s)
 			}
 		})
 	}
@@ -188,6 +191,11 @@ func TestErrors(t *testing.T) {
 		{"negative hits", c, limiter.Request{Items: []limiter.Item{{Hits: -1}}}, []error{limiter.ErrInvalid}, 0},
 		{"value too long", c, limiter.Request{Items: []limiter.Item{item("user_id", huge+"x")}}, []error{limiter.ErrInvalid}, 0},
 		{"exact", c, limiter.Request{Items: []limiter.Item{{Exact: true}}}, []error{limiter.ErrInvalid}, 0},
+		// Fields weir.v1 does not carry: sent, they would be dropped
+		// (a check meant to spend nothing would spend 1).
+		{"zero hits", c, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"user_id": "zh"}, ZeroHits: true}}}, []error{limiter.ErrInvalid}, 0},
+		{"count rejected", c, limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"user_id": "cr"}, CountRejected: true}}}, []error{limiter.ErrInvalid}, 0},
+		{"match", c, limiter.Request{Items: []limiter.Item{{Match: ruleset.Match{Rule: &ruleset.Rule{}, Key: "k", Limit: 1}}}}, []error{limiter.ErrInvalid}, 0},
 		// protobuf strings must be UTF-8: such a request cannot be sent.
 		{"value not UTF-8", c, limiter.Request{Items: []limiter.Item{item("user_id", "\xff\xfe")}}, []error{limiter.ErrInvalid}, 0},
 		{"name not UTF-8", c, limiter.Request{Items: []limiter.Item{item("\xffname", "v")}}, []error{limiter.ErrInvalid}, 0},

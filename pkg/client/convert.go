@@ -44,6 +44,14 @@ func validItem(it *limiter.Item) error {
 	switch {
 	case it.Exact:
 		return fmt.Errorf("%w: Exact is not carried by weir.v1", limiter.ErrInvalid)
+	case it.ZeroHits && it.Hits == 0:
+		// weir.v1's hits 0 means 1: sent, a check meant to spend nothing
+		// would spend.
+		return fmt.Errorf("%w: ZeroHits (a check that spends nothing) is not carried by weir.v1, whose hits 0 means 1", limiter.ErrInvalid)
+	case it.CountRejected:
+		return fmt.Errorf("%w: CountRejected is not carried by weir.v1", limiter.ErrInvalid)
+	case it.Match.Rule != nil:
+		return fmt.Errorf("%w: Match is not carried by weir.v1 (the limiter matches rules itself)", limiter.ErrInvalid)
 	case len(it.Attributes) > limiter.MaxAttributes:
 		return fmt.Errorf("%w: %d attributes, at most %d", limiter.ErrInvalid, len(it.Attributes), limiter.MaxAttributes)
 	case it.Hits < 0 || it.Hits > limiter.MaxHits:
