@@ -21,8 +21,10 @@ var errAlone = errors.New("client: batch refused; send alone")
 
 // batcher gathers the Checks of each domain that arrive within the linger
 // into one RPC. A batch is sent when its linger ends (by its timer) or
-// when it is full (by the caller that filled it); every send is counted
-// in inflight, which close waits for.
+// when it is full (on a goroutine the caller that filled it starts, so
+// that this caller too waits only as long as its own context lets it).
+// The batcher owns these sends: each is counted in inflight, which close
+// waits for after cancelling the client's base context, which ends them.
 type batcher struct {
 	c *Client
 
@@ -83,11 +85,12 @@ func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.Chec
 		b.take(bt)
 	}
 	b.mu.Unlock()
+	// Both sends are counted in inflight by take.
 	if previous != nil {
-		go b.flush(previous) // counted in inflight by take
+		go b.flush(previous)
 	}
 	if full {
-		b.flush(bt)
+		go b.flush(bt)
 	}
 	select {
 	case <-bt.done:

@@ -184,6 +184,12 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 	if err != nil {
 		return limiter.Response{}, err
 	}
+	// A caller that gave up already gets its context's error and spends
+	// nothing: gRPC sends nothing for it, and it must not join a batch,
+	// which would be sent whatever its context.
+	if ctx.Err() != nil {
+		return limiter.Response{}, fmt.Errorf("client: check: %w", context.Cause(ctx))
+	}
 	// A deadline of the caller's that comes before the client's own is
 	// the caller's to answer for, even when the server, which has it too,
 	// reports it first.

@@ -299,20 +299,66 @@ rules:
 	}
 }
 
-// TestCallerDeadline: a caller whose own context ends gets its error, not
-// the policy.
+// TestCallerDeadline: a caller whose own context ends gets its error, at
+// its own deadline, not the policy and not after Config.Timeout — also
+// when its Check fills a batch, which then goes on without it.
 func TestCallerDeadline(t *testing.T) {
-	for _, linger := range []time.Duration{0, time.Millisecond} {
-		c := newClient(t, client.Config{Addrs: []string{blackhole(t)}, Timeout: time.Minute, Linger: linger})
-		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		_, err := c.Check(cctx, limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("linger %v: got %v, want the caller's deadline", linger, err)
-		}
-		if s := c.Stats(); s.Fallbacks[client.Allow] != 0 {
-			t.Errorf("linger %v: got %d fallbacks, want none", linger, s.Fallbacks[client.Allow])
-		}
+	for _, tc := range []struct {
+		name     string
+		linger   time.Duration
+		maxBatch int
+	}{
+		{"unbatched", 0, 0},
+		{"waiting in a batch", time.Millisecond, 0},
+		{"filling a batch", time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, client.Config{Addrs: []string{blackhole(t)}, Timeout: 5 * time.Second, Linger: tc.linger, MaxBatch: tc.maxBatch})
+			cctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			start := time.Now()
+			_, err := c.Check(cctx, limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
+			took := time.Since(start)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("got %v, want the caller's deadline", err)
+			}
+			if took > time.Second {
+				t.Errorf("returned after %v, want about the caller's 50ms deadline (Timeout is 5s)", took)
+			}
+			if s := c.Stats(); s.Fallbacks[client.Allow] != 0 {
+				t.Errorf("got %d fallbacks, want none", s.Fallbacks[client.Allow])
+			}
+		})
+	}
+}
+
+// TestCallerGaveUp: a Check whose context is done before it starts
+// returns the context's error and sends nothing, batched or not.
+func TestCallerGaveUp(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	for _, tc := range []struct {
+		name     string
+		linger   time.Duration
+		maxBatch int
+	}{
+		{"unbatched", 0, 0},
+		{"batched", time.Millisecond, 0},
+		{"filling a batch", time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second, Linger: tc.linger, MaxBatch: tc.maxBatch})
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			before := n.rpcs.Load()
+			_, err := c.Check(done, limiter.Request{Items: []limiter.Item{item("user_id", "gave-up")}})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("got %v, want context.Canceled", err)
+			}
+			time.Sleep(20 * time.Millisecond) // past the linger
+			if got := n.rpcs.Load() - before; got != 0 {
+				t.Errorf("got %d RPCs, want none: the check would spend quota", got)
+			}
+		})
 	}
 }
 
