@@ -104,9 +104,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Close fails the Checks waiting in a batch, or in one of its RPCs, with
-// ErrClosed, and closes the connections. Checks after Close return
-// ErrClosed.
+// Close fails the Checks in flight — waiting in a batch, in a batch's RPC
+// or in an RPC of their own — with ErrClosed, and closes the connections.
+// Checks after Close return ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -227,6 +227,12 @@ func (s *Site) failed(ctx context.Context, req limiter.Request, err error) (limi
 	}
 	if ctx.Err() != nil {
 		return limiter.Response{}, fmt.Errorf("client: check: %w", context.Cause(ctx))
+	}
+	if status.Code(err) == codes.Canceled && s.c.isClosed() {
+		// gRPC cancels the RPCs of a connection that closes ("the client
+		// connection is closing"): an RPC of its own that Close cut
+		// short, or one that began just after.
+		return limiter.Response{}, ErrClosed
 	}
 	if !unavailable(err) {
 		return limiter.Response{}, remoteError(err)

@@ -580,27 +580,40 @@ func TestCollector(t *testing.T) {
 	}
 }
 
+// TestClose: Checks in flight when the client closes, and Checks after,
+// get ErrClosed.
 func TestClose(t *testing.T) {
-	c, err := client.New(client.Config{Addrs: []string{blackhole(t)}, Linger: time.Hour, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
-		errc <- err
-	}()
-	// Wait until the check is in its batch.
-	for c.Stats().Checks == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; !errors.Is(err, client.ErrClosed) {
-		t.Errorf("check waiting in a batch: got %v, want ErrClosed", err)
-	}
-	if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); !errors.Is(err, client.ErrClosed) {
-		t.Errorf("check after Close: got %v, want ErrClosed", err)
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+	}{
+		{"waiting in a batch", time.Hour},
+		{"in an RPC of its own", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(client.Config{Addrs: []string{blackhole(t)}, Linger: tc.linger, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}})
+				errc <- err
+			}()
+			// Wait until the check is in its batch, or its RPC is sent.
+			for s := c.Stats(); s.Checks == 0 || (tc.linger == 0 && s.RPCs == 0); s = c.Stats() {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; !errors.Is(err, client.ErrClosed) {
+				t.Errorf("check in flight: got %v, want ErrClosed", err)
+			}
+			if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "a")}}); !errors.Is(err, client.ErrClosed) {
+				t.Errorf("check after Close: got %v, want ErrClosed", err)
+			}
+		})
 	}
 }
