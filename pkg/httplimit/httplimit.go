@@ -25,7 +25,10 @@ type Checker interface {
 }
 
 // OnError says what happens to a request the checker could not decide (no
-// rules loaded yet, an unknown domain, a remote checker out of reach).
+// rules loaded yet, an unknown domain, a remote checker out of reach, or
+// a deadline on the request's context that passed during the check). A
+// request whose context was cancelled — its client went away — is
+// answered nothing, and not passed on.
 // Requests that are themselves bad — a header value too large to be an
 // attribute, a path or header value that is not valid UTF-8 — are
 // answered 400 whatever this says.
@@ -136,8 +139,14 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 	case errors.Is(err, limiter.ErrInvalid):
 		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "INVALID_REQUEST", Message: err.Error()})
 		return false
-	case err != nil && r.Context().Err() != nil:
-		return false // the client is gone
+	case err != nil && errors.Is(r.Context().Err(), context.Canceled):
+		// The request was cancelled: its client went away (or its
+		// connection is being closed). No one reads an answer, so none is
+		// written and the handler is not called. A request whose context
+		// reached its deadline (a timeout set by a middleware in front)
+		// is another matter: its client still waits, and the request
+		// could not be checked, so OnError answers it below.
+		return false
 	case err != nil:
 		m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String())
 		if m.cfg.OnError == Allow {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
 	"github.com/weirhq/weir/pkg/client"
@@ -217,6 +219,72 @@ func TestNotUTF8(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hung is a checker that answers only when the caller gives up, as a
+// limiter whose store stalls does.
+type hung struct{}
+
+func (hung) Check(ctx context.Context, _ limiter.Request) (limiter.Response, error) {
+	<-ctx.Done()
+	return limiter.Response{}, ctx.Err()
+}
+
+// TestRequestContextEnds: a request whose context reaches its deadline
+// during the check (a timeout middleware in front) could not be checked,
+// and OnError answers it; one whose context is cancelled (the client went
+// away) is answered nothing and not passed on.
+func TestRequestContextEnds(t *testing.T) {
+	stalled := func(t *testing.T) string {
+		return limitertest.Serve(t, limitertest.New(t, rulesYAML, nil), grpc.UnaryInterceptor(
+			func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}))
+	}
+	for _, ck := range []struct {
+		name string
+		new  func(t *testing.T) httplimit.Checker
+	}{
+		{"in-process", func(*testing.T) httplimit.Checker { return hung{} }},
+		{"remote", func(t *testing.T) httplimit.Checker { return newClient(t, stalled(t)) }},
+		{"remote batched", func(t *testing.T) httplimit.Checker { return newClient(t, stalled(t), time.Millisecond) }},
+	} {
+		checker := ck.new(t)
+		for _, tc := range []struct {
+			name      string
+			onError   httplimit.OnError
+			cancel    bool
+			wantCode  int
+			wantServe bool
+			wantBody  string
+		}{
+			{"deadline, allow", httplimit.Allow, false, 200, true, "upstream"},
+			{"deadline, reject", httplimit.Reject, false, 503, false, `"error":"UNAVAILABLE"`},
+			{"cancelled, allow", httplimit.Allow, true, 200, false, ""},
+			{"cancelled, reject", httplimit.Reject, true, 200, false, ""},
+		} {
+			t.Run(ck.name+"/"+tc.name, func(t *testing.T) {
+				m, err := httplimit.New(httplimit.Config{Checker: checker, OnError: tc.onError, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up := &upstream{}
+				rctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				if tc.cancel {
+					time.AfterFunc(20*time.Millisecond, cancel)
+				}
+				r := httptest.NewRequest("GET", "/api/a", nil).WithContext(rctx)
+				w := httptest.NewRecorder()
+				m.Wrap(up).ServeHTTP(w, r)
+				// A recorder nothing was written to reports 200 and no body.
+				if w.Code != tc.wantCode || (up.served > 0) != tc.wantServe || !strings.Contains(w.Body.String(), tc.wantBody) || (tc.wantBody == "" && w.Body.Len() > 0) {
+					t.Errorf("got %d served=%v %q, want %d served=%v %q", w.Code, up.served > 0, w.Body.String(), tc.wantCode, tc.wantServe, tc.wantBody)
+				}
+			})
+		}
 	}
 }
 
