@@ -133,6 +133,8 @@ const (
 	Allow Action = iota
 	// Reject answers every item rejected by the rule UnavailableRuleID,
 	// Source limiter.SourceFailureClosed, retry after Policy.RetryAfter.
+	// The rule has no limit and no window, and the results none either:
+	// httplimit answers 429 with Retry-After and no quota fields.
 	Reject
 	// Local has Policy.Local decide.
 	Local

@@ -315,14 +315,18 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // SetHeaders writes the X-RateLimit-* fields of the decisive rule d and
-// the IETF RateLimit-Policy (every enforcing rule of item with a limit)
-// and RateLimit (d) fields, relative times from now. Shadow rules only
-// observe and never show. A result without a limit (an unlimited rule, an
-// allow or deny override: limiter.RuleResult.Limited) has nothing to
-// report: nothing is written for it, since a Limit and Remaining of 0
-// would tell clients to stop.
+// the IETF RateLimit-Policy (every enforcing rule of item with a known
+// quota) and RateLimit (d) fields, relative times from now. Shadow rules
+// only observe and never show. A result without a limit (an unlimited
+// rule, an allow or deny override: limiter.RuleResult.Limited) has
+// nothing to report: nothing is written for it, since a Limit and
+// Remaining of 0 would tell clients to stop. Nor has a result of
+// limiter.SourceFailureClosed (a rule's failure_mode closed while the
+// store failed, or pkg/client's Policy Reject while the limiter could not
+// be reached): the key's quota is unknown, and that rejection's only
+// advice is its Retry-After, which the caller writes (see Rejected).
 func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, now time.Time) {
-	if !d.Limited() {
+	if !quotaKnown(d) {
 		return
 	}
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
@@ -330,7 +334,7 @@ func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, 
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
 	var policies []string
 	for i := range item.Results {
-		if r := &item.Results[i]; r.Limited() && !r.Shadow() {
+		if r := &item.Results[i]; quotaKnown(r) && !r.Shadow() {
 			policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", r.Match.Rule.Spec.ID, r.Limit, r.Match.Rule.Spec.WindowSeconds))
 		}
 	}
@@ -338,6 +342,12 @@ func SetHeaders(h http.Header, item *limiter.ItemResult, d *limiter.RuleResult, 
 		h.Set("RateLimit-Policy", strings.Join(policies, ", "))
 		h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", d.Match.Rule.Spec.ID, d.Remaining, CeilSeconds(d.ResetAt.Sub(now))))
 	}
+}
+
+// quotaKnown reports whether r says how much of a limit its key has
+// left: a limited result not made up by a failure mode that rejects.
+func quotaKnown(r *limiter.RuleResult) bool {
+	return r.Limited() && r.Source != limiter.SourceFailureClosed
 }
 
 // CeilSeconds rounds d up to whole seconds; 0 for d ≤ 0.
@@ -354,8 +364,9 @@ func RetryAfterSeconds(d *limiter.RuleResult) int64 { return max(1, CeilSeconds(
 // Rejection is how an HTTP server answers a request its decisive result
 // rejected.
 type Rejection struct {
-	// Status is 429 Too Many Requests for a limit, 403 Forbidden for a
-	// deny override.
+	// Status is 429 Too Many Requests for a limit (a failure_mode closed
+	// rejection included: it asks the client to come back after
+	// RetryAfter), 403 Forbidden for a deny override.
 	Status int
 	// Error is RATE_LIMIT_EXCEEDED or RATE_LIMIT_DENIED.
 	Error string

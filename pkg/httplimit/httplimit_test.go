@@ -288,6 +288,43 @@ func TestRequestContextEnds(t *testing.T) {
 	}
 }
 
+// TestFailureClosed: a rejection by a failure mode (here pkg/client's
+// Policy Reject, the limiter out of reach) is a 429 with Retry-After and
+// no quota fields: the quota is unknown, and a Limit of 0 or a window of
+// 0 would be false.
+func TestFailureClosed(t *testing.T) {
+	noQuota := map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "", "RateLimit-Policy": "", "RateLimit": ""}
+	for _, tc := range []struct {
+		name           string
+		retryAfter     time.Duration
+		wantRetryAfter string
+	}{
+		{"default retry", 0, "1"},
+		{"retry 2.5s", 2500 * time.Millisecond, "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(client.Config{Addrs: []string{deadpeer.Addr(t)}, Timeout: 50 * time.Millisecond,
+				Policy: client.Policy{OnFailure: client.Reject, RetryAfter: tc.retryAfter}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			for _, onError := range []httplimit.OnError{httplimit.Allow, httplimit.Reject} {
+				m, err := httplimit.New(httplimit.Config{Checker: c, OnError: onError})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up := &upstream{}
+				want := map[string]string{"Retry-After": tc.wantRetryAfter}
+				for k, v := range noQuota {
+					want[k] = v
+				}
+				run(t, m.Wrap(up), up, []call{{"GET", "/api/a", "192.0.2.1:1", nil, 429, false, want, `"error":"RATE_LIMIT_EXCEEDED"`}})
+			}
+		})
+	}
+}
+
 // failing is a checker out of reach.
 type failing struct{}
 
