@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/pkg/limiter"
@@ -34,11 +35,18 @@ type batcher struct {
 	inflight sync.WaitGroup
 }
 
+// maxRequestBytes bounds the encoded size of a batch's request: the
+// limiter refuses larger ones (grpc.MaxRecvMsgSize in internal/dc/limiterd,
+// gRPC's default too) as ResourceExhausted, which would fail every caller
+// of a batch whose items each fit.
+const maxRequestBytes = 4 << 20
+
 // batch is one RPC's worth of items. results, err and alone are written
 // once, before done is closed.
 type batch struct {
 	domain  string
 	items   []*weirv1.CheckItem
+	size    int // encoded size of the request
 	callers int
 	timer   *time.Timer
 	done    chan struct{}
@@ -56,9 +64,20 @@ func newBatcher(c *Client) *batcher {
 }
 
 // check adds items, at most MaxBatch, to the open batch of domain and
-// waits for their results.
+// waits for their results. A batch is sent before it would pass MaxBatch
+// items or maxRequestBytes; items larger than that on their own are not
+// batched (errAlone).
 func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.CheckItem) ([]*weirv1.ItemResult, error) {
 	limit := b.c.cfg.MaxBatch
+	size := 0
+	for _, it := range items {
+		size += 1 + protowire.SizeBytes(proto.Size(it)) // field 2 of CheckRequest
+	}
+	if 1+protowire.SizeBytes(len(domain))+size > maxRequestBytes {
+		// Too large for any batch: on their own, these items get their
+		// own answer.
+		return nil, errAlone
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -66,7 +85,7 @@ func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.Chec
 	}
 	bt := b.open[domain]
 	var previous *batch
-	if bt != nil && len(bt.items)+len(items) > limit {
+	if bt != nil && (len(bt.items)+len(items) > limit || bt.size+size > maxRequestBytes) {
 		// No room: the open batch goes now, and these items start the
 		// next.
 		b.take(bt)
@@ -74,11 +93,13 @@ func (b *batcher) check(ctx context.Context, domain string, items []*weirv1.Chec
 	}
 	if bt == nil {
 		bt = &batch{domain: domain, items: make([]*weirv1.CheckItem, 0, min(limit, 32)), done: make(chan struct{})}
+		bt.size = 1 + protowire.SizeBytes(len(domain))
 		b.open[domain] = bt
 		bt.timer = time.AfterFunc(b.c.cfg.Linger, func() { b.expire(bt) })
 	}
 	off := len(bt.items)
 	bt.items = append(bt.items, items...)
+	bt.size += size
 	bt.callers++
 	full := len(bt.items) == limit
 	if full {

@@ -49,7 +49,9 @@ type Config struct {
 	Linger time.Duration
 	// MaxBatch is the most items one RPC carries: larger requests and
 	// batches are split. Default and maximum limiter.MaxItems, the
-	// server's limit.
+	// server's limit. A batch is also sent before its request would pass
+	// 4 MiB, the limiter's limit on a request's size, so that callers
+	// whose items each fit never fail together.
 	MaxBatch int
 	// Keepalive is how long a connection may be idle before it is pinged,
 	// so that a limiter that died is noticed before the next call needs
