@@ -134,6 +134,7 @@ var (
 	descSkipped  = prometheus.NewDesc("weir_coordinator_skipped_total", "Malformed inputs logged and skipped, by kind.", []string{"kind"}, nil)
 	descTerms    = prometheus.NewDesc("weir_coordinator_elections_won_total", "Elections won.", nil, nil)
 	descDeposed  = prometheus.NewDesc("weir_coordinator_deposed_total", "Terms ended by a refused fenced write.", nil, nil)
+	descLost     = prometheus.NewDesc("weir_coordinator_sessions_lost_total", "Election sessions that ended under the coordinator (lease expired or revoked, keepalives failed), leading or standing by; each is followed by a new session and campaign.", nil, nil)
 	descShare    = prometheus.NewDesc("weir_coordinator_share", "Share written per global rule and DC.", []string{"domain", "rule", "dc"}, nil)
 	descDemand   = prometheus.NewDesc("weir_coordinator_demand", "Estimated demand per global rule and DC, a fraction of the limit.", []string{"domain", "rule", "dc"}, nil)
 	descKeyCount = prometheus.NewDesc("weir_coordinator_keys_with_shares", "Keys with shares of their own, per rule.", []string{"domain", "rule"}, nil)
@@ -143,7 +144,7 @@ var (
 )
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descShare, descDemand, descKeyCount, descBlind, descRepairs, descShadows} {
+	for _, d := range []*prometheus.Desc{descLeader, descEpoch, descReports, descWrites, descSkipped, descTerms, descDeposed, descLost, descShare, descDemand, descKeyCount, descBlind, descRepairs, descShadows} {
 		ch <- d
 	}
 }
@@ -169,6 +170,7 @@ func (x collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descTerms, prometheus.CounterValue, float64(c.stats.elections.Load()))
 	ch <- prometheus.MustNewConstMetric(descDeposed, prometheus.CounterValue, float64(c.stats.deposed.Load()))
+	ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(c.stats.sessionsLost.Load()))
 	ch <- prometheus.MustNewConstMetric(descRepairs, prometheus.CounterValue, float64(c.stats.repairs.Load()))
 	ch <- prometheus.MustNewConstMetric(descShadows, prometheus.CounterValue, float64(c.stats.shadowRepairs.Load()))
 	views, ok := c.Shares()

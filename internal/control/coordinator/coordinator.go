@@ -114,7 +114,7 @@ type Coordinator struct {
 	history  *history     // recent series and reports, for operators
 
 	stats struct {
-		badMessages, badDocs, badPolicies, badInstances, deposed, elections, repairs, shadowRepairs atomic.Uint64
+		badMessages, badDocs, badPolicies, badInstances, deposed, elections, sessionsLost, repairs, shadowRepairs atomic.Uint64
 	}
 }
 
@@ -157,7 +157,9 @@ func (c *Coordinator) Leader() bool { return c.leader.Load() }
 
 // Run campaigns and leads until ctx is done; it returns nil then. Losing
 // leadership (session expired, a fenced write refused) sends it back to
-// campaigning.
+// campaigning, and so does a standby's session ending while it waits its
+// turn: every term runs under its session, so a coordinator always either
+// has a live candidacy in the election or is about to make one.
 func (c *Coordinator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -165,15 +167,81 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancel()
 	wg.Go(func() { c.policies.run(ctx) })
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	var down sessionFailures
 	for ctx.Err() == nil {
-		err := c.term(ctx)
+		start := c.now()
+		session, err := c.newSession(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			down.failed(c.now(), err, c.log)
+			bo.Wait(ctx)
+			continue
+		}
+		down.recovered(c.log)
+		err = c.term(ctx, session)
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.log.Warn("leadership ended; campaigning again", "err", err)
+		var lost *sessionLostError
+		if errors.As(err, &lost) {
+			c.stats.sessionsLost.Add(1)
+			c.log.Warn("etcd session lost; campaigning again with a new session",
+				"lease", lost.lease, "leading", lost.leading, "reason", lost.reason)
+		} else {
+			c.log.Warn("leadership ended; campaigning again", "err", err)
+		}
+		// A term that lasted is not a failure in a row: the next wait
+		// starts short again.
+		if c.now().Sub(start) > bo.Max {
+			bo.Reset()
+		}
 		bo.Wait(ctx)
 	}
 	return nil
+}
+
+// sessionFailures rate-limits the log of failures to create an etcd
+// session (etcd unreachable): the first is logged, then at most one line
+// every sessionLogEvery with the count since, and the recovery once. It is
+// used by Run's goroutine only.
+type sessionFailures struct {
+	n, unlogged int
+	logged      time.Time
+}
+
+// sessionLogEvery is the least time between two log lines of failures to
+// create a session.
+const sessionLogEvery = 30 * time.Second
+
+func (f *sessionFailures) failed(now time.Time, err error, log *slog.Logger) {
+	f.n++
+	if f.n > 1 && now.Sub(f.logged) < sessionLogEvery {
+		f.unlogged++
+		return
+	}
+	log.Warn("cannot create an etcd session; not campaigning until one is created", "failures", f.n, "unlogged", f.unlogged, "err", err)
+	f.logged, f.unlogged = now, 0
+}
+
+func (f *sessionFailures) recovered(log *slog.Logger) {
+	if f.n > 0 {
+		log.Info("etcd session created after failures", "failures", f.n)
+	}
+	*f = sessionFailures{}
+}
+
+// sessionLostError is returned by term when its session ended under it
+// (the lease expired, was revoked, or its keepalives failed).
+type sessionLostError struct {
+	lease   string // the lease's ID in hex, as in the election key
+	leading bool
+	reason  string
+}
+
+func (e *sessionLostError) Error() string {
+	return fmt.Sprintf("coordinator: etcd session lost (lease %s): %s", e.lease, e.reason)
 }
 
 var errDeposed = errors.New("coordinator: deposed: a fenced write was refused")
@@ -201,34 +269,30 @@ func (c *Coordinator) LeaderInfo(ctx context.Context) (name, adminURL string, er
 	return cand.Name, cand.AdminURL, nil
 }
 
-// term campaigns once and leads until leadership ends.
-func (c *Coordinator) term(ctx context.Context) error {
-	session, err := concurrency.NewSession(c.cfg.Etcd, concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("coordinator: etcd session: %w", err)
-	}
+// term campaigns once in session and leads until leadership ends; it
+// closes session. The campaign and the leadership both run under the
+// session's context: the campaign waits for the keys ahead of ours to go
+// and watches nothing of our own key, so without it a standby whose lease
+// ended (keepalives starved by a loaded etcd, the lease revoked) went on
+// waiting with no key in the election until the leader left.
+func (c *Coordinator) term(ctx context.Context, session *concurrency.Session) error {
 	defer session.Close()
-	election := concurrency.NewElection(session, c.cfg.Layout.Election())
+	sctx := session.Ctx() // done when the session ends or ctx is
 	value, err := json.Marshal(candidate{Name: c.cfg.Name, AdminURL: c.cfg.AdminURL})
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	if err := election.Campaign(ctx, string(value)); err != nil {
+	election, err := c.campaign(sctx, session, string(value))
+	if err != nil {
+		if lost := c.sessionLost(ctx, session, false); lost != nil {
+			return lost
+		}
 		return fmt.Errorf("coordinator: campaign: %w", err)
 	}
 	c.stats.elections.Add(1)
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-session.Done():
-			cancel()
-		case <-lctx.Done():
-		}
-	}()
 	c.log.Info("leading", "key", election.Key(), "rev", election.Rev())
 	fence := clientv3.Compare(clientv3.CreateRevision(election.Key()), "=", election.Rev())
-	err = c.lead(lctx, fence)
+	err = c.lead(sctx, fence)
 	c.leader.Store(false)
 	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
 	defer rcancel()
@@ -237,11 +301,119 @@ func (c *Coordinator) term(ctx context.Context) error {
 	}
 	if errors.Is(err, errDeposed) {
 		c.stats.deposed.Add(1)
+		return err
+	}
+	if lost := c.sessionLost(ctx, session, true); lost != nil {
+		return lost
 	}
 	if err == nil {
 		err = errors.New("coordinator: etcd session ended")
 	}
 	return err
+}
+
+// campaign does what concurrency.Election.Campaign does — puts our key
+// under the session's lease, then waits until every key created before it
+// is deleted — and returns the election we lead. It differs in one thing:
+// interrupted (ctx done: the session ended or Run is stopping), Campaign
+// resigns under the client's own context, which waits for as long as etcd
+// is unreachable, so a standby could not stop, nor notice its lost
+// session, until etcd came back. Here the key is left to the session,
+// whose Close revokes its lease.
+func (c *Coordinator) campaign(ctx context.Context, session *concurrency.Session, value string) (*concurrency.Election, error) {
+	prefix := c.cfg.Layout.Election() + "/" // as concurrency.NewElection spells it
+	key := fmt.Sprintf("%s%x", prefix, int64(session.Lease()))
+	resp, err := c.cfg.Etcd.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(session.Lease()))).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return nil, err
+	}
+	rev := resp.Header.Revision
+	if !resp.Succeeded { // a fresh lease: cannot happen, but take the key as it is
+		rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	// Wait for the keys ahead of ours, the youngest first.
+	for {
+		ahead, err := c.cfg.Etcd.Get(ctx, prefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))...)
+		if err != nil {
+			return nil, err
+		}
+		if len(ahead.Kvs) == 0 {
+			break
+		}
+		if err := waitDelete(ctx, c.cfg.Etcd, string(ahead.Kvs[0].Key), ahead.Header.Revision); err != nil {
+			return nil, err
+		}
+	}
+	return concurrency.ResumeElection(session, c.cfg.Layout.Election(), key, rev), nil
+}
+
+// waitDelete waits until key is deleted at or after rev.
+func waitDelete(ctx context.Context, cli *clientv3.Client, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range cli.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		if len(wr.Events) > 0 {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch ended before the key was deleted")
+}
+
+// newSession grants the lease of a new session, waiting for etcd at most
+// the session's TTL: the client waits for a connection as long as it is
+// let, and a coordinator that cannot reach etcd should say so and back
+// off rather than wait silently.
+func (c *Coordinator) newSession(ctx context.Context) (*concurrency.Session, error) {
+	ttl := time.Duration(c.cfg.SessionTTL) * time.Second
+	gctx, cancel := context.WithTimeout(ctx, ttl)
+	resp, err := c.cfg.Etcd.Grant(gctx, int64(c.cfg.SessionTTL))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: grant session lease: %w", err)
+	}
+	session, err := concurrency.NewSession(c.cfg.Etcd, concurrency.WithLease(resp.ID), concurrency.WithTTL(c.cfg.SessionTTL), concurrency.WithContext(ctx))
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		c.cfg.Etcd.Revoke(rctx, resp.ID) // best effort: it expires anyway
+		cancel()
+		return nil, fmt.Errorf("coordinator: keep session lease %x alive: %w", int64(resp.ID), err)
+	}
+	return session, nil
+}
+
+// sessionLost returns the error of a session that ended while ctx is not
+// done, saying why as far as etcd can tell; nil while the session lives.
+func (c *Coordinator) sessionLost(ctx context.Context, session *concurrency.Session, leading bool) *sessionLostError {
+	select {
+	case <-session.Done():
+	default:
+		return nil
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	lost := &sessionLostError{lease: fmt.Sprintf("%x", int64(session.Lease())), leading: leading}
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := c.cfg.Etcd.TimeToLive(qctx, session.Lease())
+	switch {
+	case err != nil:
+		lost.reason = "keepalives failed; etcd unreachable: " + err.Error()
+	case resp.TTL <= 0:
+		lost.reason = "lease expired or revoked in etcd"
+	default:
+		lost.reason = "keepalives not answered within the TTL (lease still alive in etcd, revoked now)"
+	}
+	return lost
 }
 
 // lead runs the leader's loop until ctx is done or a write is refused. The
