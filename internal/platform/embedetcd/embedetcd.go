@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -48,6 +49,17 @@ type Config struct {
 	LogLevel string
 	// StartTimeout bounds the start. Default 10s.
 	StartTimeout time.Duration
+	// TLS, when its Cert and Key are set, serves clients over TLS
+	// (https:// endpoints) and, when its ClientCA is set too, requires
+	// client certificates signed by it (etcd's --client-cert-auth; with
+	// auth enabled, etcd takes a certificate's common name as the user).
+	// Default: plain HTTP.
+	TLS TLS
+}
+
+// TLS names the PEM files of an embedded etcd's client TLS.
+type TLS struct {
+	Cert, Key, ClientCA string
 }
 
 // Server is a running embedded etcd. Close stops it.
@@ -98,7 +110,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.Dir = cfg.Dir
 	ec.TickMs, ec.ElectionMs = cfg.TickMs, cfg.ElectionMs
 	ec.LogLevel = cfg.LogLevel
-	cu := url.URL{Scheme: "http", Host: client}
+	scheme := "http"
+	if cfg.TLS.Cert != "" || cfg.TLS.Key != "" {
+		scheme = "https"
+		ec.ClientAutoTLS = false
+		ec.ClientTLSInfo = transport.TLSInfo{
+			CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key,
+			TrustedCAFile: cfg.TLS.ClientCA, ClientCertAuth: cfg.TLS.ClientCA != "",
+		}
+	}
+	cu := url.URL{Scheme: scheme, Host: client}
 	pu := url.URL{Scheme: "http", Host: peer}
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
@@ -155,7 +176,8 @@ func FreeAddr(host string) (string, error) {
 	return resolve(net.JoinHostPort(host, "0"))
 }
 
-// Endpoint is the client URL, e.g. http://127.0.0.1:2379.
+// Endpoint is the client URL, e.g. http://127.0.0.1:2379 (https:// with
+// TLS).
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // Err reports fatal server errors.

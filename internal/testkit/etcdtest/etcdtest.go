@@ -39,7 +39,16 @@ type member struct {
 // taken in between.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, members: []*member{{cfg: embedetcd.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0"}}}}
+	return StartTLS(t, embedetcd.TLS{})
+}
+
+// StartTLS starts a one-member etcd for t serving clients with the TLS
+// files given (https:// endpoints; client certificates required when
+// tls.ClientCA is set), as Start does without. Client does not fit such an
+// etcd: tests connect with clients of their own.
+func StartTLS(t testing.TB, tls embedetcd.TLS) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, members: []*member{{cfg: embedetcd.Config{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", TLS: tls}}}}
 	var err error
 	for range 5 {
 		if err = c.members[0].start(); err == nil || !addrInUse(err) {
@@ -120,7 +129,7 @@ func (m *member) start() error {
 	}
 	m.mu.Lock()
 	m.srv = srv
-	m.cfg.ClientAddr = strings.TrimPrefix(srv.Endpoint(), "http://") // port 0 resolved
+	_, m.cfg.ClientAddr, _ = strings.Cut(srv.Endpoint(), "://") // port 0 resolved
 	m.mu.Unlock()
 	return nil
 }
@@ -142,6 +151,9 @@ func (m *member) stop(kill bool) {
 func (m *member) endpoint() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.cfg.TLS.Cert != "" {
+		return "https://" + m.cfg.ClientAddr
+	}
 	return "http://" + m.cfg.ClientAddr
 }
 
