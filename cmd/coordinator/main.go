@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/weirhq/weir/internal/control/coordinatord"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/envflag"
 	"github.com/weirhq/weir/internal/platform/logflag"
 )
@@ -34,6 +35,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON) to seed etcd with: its rules etcd does not hold yet are written there at start")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", "127.0.0.1:8070", "admin HTTP listen address (/healthz, /metrics, /v1/status, /v1/shares)")
 	fs.StringVar(&cfg.Name, "name", "", "this coordinator's name in the election (default hostname-pid)")
+	etcdclient.AddFlags(fs, &cfg.EtcdAuth)
 	fs.StringVar(&cfg.Prefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
 	fs.StringVar(&cfg.Topic, "topic", "", "usage topic (default weir.usage)")
 	fs.StringVar(&cfg.Group, "group", "", "Kafka consumer group (default weir-coordinator)")

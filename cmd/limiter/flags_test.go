@@ -62,3 +62,34 @@ func TestEnvoyHeaderFlagsAllOrNone(t *testing.T) {
 		})
 	}
 }
+
+// The etcd client's flags, or their WEIR_ variables, given in part stop
+// the limiter before it starts, naming what is missing.
+func TestEtcdAuthFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"certificate without its key", []string{"--etcd-cert", "c.pem"}, nil, "needs both --etcd-cert and --etcd-key"},
+		{"key variable without a certificate", nil, map[string]string{"WEIR_ETCD_KEY": "k.pem"}, "needs both --etcd-cert and --etcd-key"},
+		{"user without a password file", []string{"--etcd-user", "weir"}, nil, "needs both --etcd-user and --etcd-password-file"},
+		{"TLS with a plain endpoint", []string{"--etcd", "http://127.0.0.1:1", "--etcd-ca", "ca.pem"}, nil, "use https://"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			args := tt.args
+			if tt.env != nil || !strings.Contains(strings.Join(args, " "), "--etcd ") {
+				args = append([]string{"--etcd", "https://127.0.0.1:1"}, args...)
+			}
+			err := run(args)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("got %v, want an error with %q", err, tt.wantErr)
+			}
+		})
+	}
+}

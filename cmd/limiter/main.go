@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/envflag"
 	"github.com/weirhq/weir/internal/platform/logflag"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -56,6 +57,7 @@ func run(args []string) error {
 	etcd := fs.String("etcd", "", "comma-separated etcd endpoints: watch this DC's shares of global rules and register there")
 	kafka := fs.String("kafka", "", "comma-separated Kafka brokers: report usage of global rules there")
 	dcs := fs.String("dcs", "", "comma-separated names of every DC, for global rules' static shares (default: this DC alone)")
+	etcdclient.AddFlags(fs, &cfg.EtcdAuth)
 	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", "", "prefix of Weir's etcd keys (default /weir/)")
 	fs.StringVar(&cfg.UsageTopic, "usage-topic", "", "Kafka topic of usage reports (default weir.usage)")
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "usage reporting interval (default 1s)")

@@ -28,7 +28,6 @@ import (
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -36,6 +35,7 @@ import (
 	"github.com/weirhq/weir/internal/control/coordinator"
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/platform/backoff"
@@ -238,9 +238,9 @@ func start(ctx context.Context, cfg Config) (w *world, err error) {
 }
 
 func newClient(endpoint string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: []string{endpoint}})
 	if err != nil {
-		return nil, fmt.Errorf("sim: etcd client: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return cli, nil
 }

@@ -26,11 +26,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/coordinator"
 	"github.com/weirhq/weir/internal/control/planner"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/platform/auth"
@@ -51,6 +51,10 @@ const (
 type Config struct {
 	// Etcd lists etcd endpoints; Kafka lists brokers. Required unless Dev.
 	Etcd, Kafka []string
+	// EtcdAuth is how the coordinator checks etcd and proves itself to it
+	// (TLS files, a user); the zero value is plain connections. Dev's
+	// embedded etcd takes neither.
+	EtcdAuth etcdclient.Auth
 	// AdminAddr serves /healthz, /metrics and /v1/... Default 127.0.0.1:8070.
 	AdminAddr string
 	// DCs names every DC. Required (Dev defaults to a, b, c).
@@ -138,9 +142,9 @@ func Run(ctx context.Context, cfg Config) error {
 	case len(cfg.DCs) == 0:
 		return errors.New("coordinatord: --dcs is required")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: cfg.Etcd, Auth: cfg.EtcdAuth})
 	if err != nil {
-		return fmt.Errorf("coordinatord: etcd client: %w", err)
+		return fmt.Errorf("coordinatord: %w", err)
 	}
 	defer cli.Close()
 	layout := etcdlayout.Layout{Prefix: cfg.Prefix}

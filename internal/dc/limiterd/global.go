@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/dc/quota"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/etcd/rulestore"
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
@@ -69,9 +69,9 @@ func newGlobal(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*global
 		g.table, g.quotas = t, t
 	}
 	if len(cfg.Etcd) > 0 {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		cli, err := etcdclient.New(cfg.etcdClient())
 		if err != nil {
-			return nil, fmt.Errorf("limiterd: etcd client: %w", err)
+			return nil, fmt.Errorf("limiterd: %w", err)
 		}
 		g.etcd = cli
 		acfg := etcdquota.Config{

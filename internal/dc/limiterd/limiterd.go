@@ -37,6 +37,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/metrics"
 	"github.com/weirhq/weir/internal/dc/quota/etcdquota"
 	"github.com/weirhq/weir/internal/dc/usage"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/pkg/envoyconf"
@@ -128,6 +129,9 @@ type Config struct {
 	// Etcd lists etcd endpoints; with them the limiter watches its DC's
 	// assignments, registers itself and acknowledges what it applied.
 	Etcd []string
+	// EtcdAuth is how the limiter checks etcd and proves itself to it
+	// (TLS files, a user); the zero value is plain connections.
+	EtcdAuth etcdclient.Auth
 	// EtcdPrefix prefixes Weir's etcd keys. Default /weir/.
 	EtcdPrefix string
 	// SyncTimeout bounds the wait for the first listing of assignments
@@ -220,6 +224,11 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// etcdClient is the configuration of the limiter's etcd client.
+func (c Config) etcdClient() etcdclient.Config {
+	return etcdclient.Config{Endpoints: c.Etcd, Auth: c.EtcdAuth}
+}
+
 // Validate reports whether c is usable.
 func (c Config) Validate() error {
 	var errs []error
@@ -233,6 +242,11 @@ func (c Config) Validate() error {
 	}
 	if err := checkDCs(c); err != nil {
 		errs = append(errs, err)
+	}
+	if len(c.Etcd) > 0 {
+		if err := c.etcdClient().Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.StateDir != "" && len(c.Etcd) == 0 {
 		errs = append(errs, errors.New("a state directory (--state-dir) keeps what the limiter reads from etcd: it needs --etcd"))

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/embedetcd"
 )
 
@@ -171,11 +171,7 @@ func (c *Cluster) Endpoints() []string {
 // Client returns a new client of every member, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   c.Endpoints(),
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: c.Endpoints()})
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}

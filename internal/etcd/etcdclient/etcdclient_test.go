@@ -1,0 +1,210 @@
+package etcdclient_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
+	"github.com/weirhq/weir/internal/platform/embedetcd"
+	"github.com/weirhq/weir/internal/platform/tlsconf"
+	"github.com/weirhq/weir/internal/testkit/certtest"
+	"github.com/weirhq/weir/internal/testkit/etcdtest"
+)
+
+// write writes content to a new file in dir and returns its path.
+func write(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bundle writes the certificates of certs into one CA file.
+func bundle(t *testing.T, dir string, certs ...certtest.Cert) string {
+	t.Helper()
+	var all []byte
+	for _, c := range certs {
+		b, err := os.ReadFile(c.CertFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return write(t, dir, "bundle.crt", string(all))
+}
+
+func TestClientConfigRefusesBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	c := certtest.Issue(t, dir, "client")
+	pw := write(t, dir, "pw", "secret\n")
+	empty := write(t, dir, "empty", "\n")
+	missing := filepath.Join(dir, "missing")
+	https := []string{"https://127.0.0.1:2379"}
+	tests := []struct {
+		name    string
+		cfg     etcdclient.Config
+		wantErr string // "" builds a configuration
+	}{
+		{"plain", etcdclient.Config{Endpoints: []string{"http://127.0.0.1:2379"}}, ""},
+		{"TLS with a client certificate and a user", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: c.CertFile, Cert: c.CertFile, Key: c.KeyFile}, User: "weir", PasswordFile: pw}}, ""},
+		{"no endpoint", etcdclient.Config{}, "no endpoint (--etcd)"},
+		{"certificate without its key", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{Cert: c.CertFile}}}, "needs both --etcd-cert and --etcd-key"},
+		{"key without its certificate", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{Key: c.KeyFile}}}, "needs both --etcd-cert and --etcd-key"},
+		{"TLS files with an http endpoint", etcdclient.Config{Endpoints: []string{"http://127.0.0.1:2379"}, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: c.CertFile}}}, "use https://"},
+		{"user without a password file", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{User: "weir"}}, "needs both --etcd-user and --etcd-password-file"},
+		{"password file without a user", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{PasswordFile: pw}}, "needs both --etcd-user and --etcd-password-file"},
+		{"unreadable CA", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: missing}}}, "no such file"},
+		{"CA without a certificate", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: c.KeyFile}}}, "no certificate in"},
+		{"unreadable key", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{Cert: c.CertFile, Key: missing}}}, "no such file"},
+		{"unreadable password file", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{User: "weir", PasswordFile: missing}}, "no such file"},
+		{"empty password", etcdclient.Config{Endpoints: https, Auth: etcdclient.Auth{User: "weir", PasswordFile: empty}}, "is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cc, err := tt.cfg.ClientConfig()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				if tt.cfg.Auth.User != "" && (cc.Username != "weir" || cc.Password != "secret") {
+					t.Fatalf("got user %q password %q, want weir, secret", cc.Username, cc.Password)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// put writes a key through a client built from cfg, within a bound.
+func put(t *testing.T, cfg etcdclient.Config, key string) error {
+	t.Helper()
+	cfg.DialTimeout = 2 * time.Second
+	cli, err := etcdclient.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = cli.Put(ctx, key, "v")
+	return err
+}
+
+func TestTLSClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	server, client, other := certtest.Issue(t, dir, "server"), certtest.Issue(t, dir, "weir"), certtest.Issue(t, dir, "other")
+	etcd := etcdtest.StartTLS(t, embedetcd.TLS{Cert: server.CertFile, Key: server.KeyFile, ClientCA: client.CertFile})
+	tests := []struct {
+		name    string
+		files   tlsconf.ClientFiles
+		wantErr string // "" writes
+	}{
+		{"trusted, with the certificate", tlsconf.ClientFiles{CA: server.CertFile, Cert: client.CertFile, Key: client.KeyFile}, ""},
+		{"trusted, without a certificate", tlsconf.ClientFiles{CA: server.CertFile}, "refused the TLS connection (check --etcd-ca, --etcd-cert and --etcd-key): remote error: tls: certificate required"},
+		{"trusted, with a certificate etcd does not trust", tlsconf.ClientFiles{CA: server.CertFile, Cert: other.CertFile, Key: other.KeyFile}, "refused the TLS connection (check --etcd-ca, --etcd-cert and --etcd-key): remote error: tls: certificate required"},
+		{"another CA", tlsconf.ClientFiles{CA: other.CertFile, Cert: client.CertFile, Key: client.KeyFile}, "refused the TLS connection (check --etcd-ca, --etcd-cert and --etcd-key): tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := put(t, etcdclient.Config{Endpoints: etcd.Endpoints(), Auth: etcdclient.Auth{TLS: tt.files}}, "/weir/k")
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestUnreachableEtcdIsNoError: a limiter restarted while etcd is down
+// must still start (its --state-dir), so New builds a TLS client of an
+// etcd it cannot reach.
+func TestUnreachableEtcdIsNoError(t *testing.T) {
+	dir := t.TempDir()
+	c := certtest.Issue(t, dir, "weir")
+	addr, err := embedetcd.FreeAddr("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: []string{"https://" + addr}, Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: c.CertFile, Cert: c.CertFile, Key: c.KeyFile}}})
+	if err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	cli.Close()
+}
+
+// TestRBAC runs an etcd with client certificates and auth enabled, where
+// user weir may read and write /weir/ only: the certificate's common name,
+// or a user and password, is the etcd user.
+func TestRBAC(t *testing.T) {
+	dir := t.TempDir()
+	server, root, weir := certtest.Issue(t, dir, "server"), certtest.Issue(t, dir, "root"), certtest.Issue(t, dir, "weir")
+	etcd := etcdtest.StartTLS(t, embedetcd.TLS{Cert: server.CertFile, Key: server.KeyFile, ClientCA: bundle(t, dir, root, weir)})
+	admin, err := etcdclient.New(etcdclient.Config{Endpoints: etcd.Endpoints(), Auth: etcdclient.Auth{TLS: tlsconf.ClientFiles{CA: server.CertFile, Cert: root.CertFile, Key: root.KeyFile}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	steps := []func() error{
+		func() error { _, err := admin.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := admin.RoleAdd(ctx, "weir"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "weir", "/weir/", clientv3.GetPrefixRangeEnd("/weir/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := admin.UserAdd(ctx, "weir", "weirpw"); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "weir", "weir"); return err },
+		func() error { _, err := admin.AuthEnable(ctx); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("set up RBAC, step %d: %v", i, err)
+		}
+	}
+	pw, wrong := write(t, dir, "pw", "weirpw\n"), write(t, dir, "wrong", "nope\n")
+	cert := tlsconf.ClientFiles{CA: server.CertFile, Cert: weir.CertFile, Key: weir.KeyFile}
+	tests := []struct {
+		name    string
+		auth    etcdclient.Auth
+		key     string
+		wantErr string // "" writes
+	}{
+		{"certificate's user, its prefix", etcdclient.Auth{TLS: cert}, "/weir/k", ""},
+		{"certificate's user, another prefix", etcdclient.Auth{TLS: cert}, "/other/k", "permission denied"},
+		{"user and password, its prefix", etcdclient.Auth{TLS: cert, User: "weir", PasswordFile: pw}, "/weir/k", ""},
+		{"user and password, another prefix", etcdclient.Auth{TLS: cert, User: "weir", PasswordFile: pw}, "/other/k", "permission denied"},
+		{"wrong password", etcdclient.Auth{TLS: cert, User: "weir", PasswordFile: wrong}, "/weir/k", "authentication failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := put(t, etcdclient.Config{Endpoints: etcd.Endpoints(), Auth: tt.auth}, tt.key)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
