@@ -86,7 +86,10 @@ func TestEtcdAuthFlags(t *testing.T) {
 			if tt.env != nil || !strings.Contains(strings.Join(args, " "), "--etcd ") {
 				args = append([]string{"--etcd", "https://127.0.0.1:1"}, args...)
 			}
-			err := run(args)
+			// A rules file that does not exist: were the settings let
+			// through, the limiter would stop at reading it rather than
+			// wait for etcd.
+			err := run(append([]string{"--rules", filepath.Join(t.TempDir(), "absent.yaml")}, args...))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("got %v, want an error with %q", err, tt.wantErr)
 			}
