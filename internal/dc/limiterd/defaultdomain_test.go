@@ -3,7 +3,6 @@ package limiterd_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,28 +37,7 @@ func TestDefaultDomain(t *testing.T) {
 			if _, err := cli.Put(ctx, layout.Rule("default", "per-client"), `{"rule_id":"per-client","key_type":"client_id","limit":100,"window_seconds":60}`); err != nil {
 				t.Fatal(err)
 			}
-			addrs := make(chan string, 1)
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() {
-				done <- limiterd.Run(runCtx, limiterd.Config{
-					DC: "a", Etcd: etcd.Endpoints(), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", DefaultDomain: tt.defaultDomain,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-					Ready:  func(httpAddr, _ string) { addrs <- "http://" + httpAddr },
-				})
-			}()
-			t.Cleanup(func() {
-				stop()
-				if err := <-done; err != nil {
-					t.Errorf("limiterd: %v", err)
-				}
-			})
-			var base string
-			select {
-			case base = <-addrs:
-			case err := <-done:
-				t.Fatalf("limiterd stopped: %v", err)
-			}
+			base := startLimiter(t, limiterd.Config{DC: "a", Etcd: etcd.Endpoints(), DefaultDomain: tt.defaultDomain})
 			call := func(method, path, body string) (int, string) {
 				t.Helper()
 				req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))

@@ -34,15 +34,7 @@ func TestRulesDirectory(t *testing.T) {
 	write("a.yaml", "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
 	write("b.yml", "domain: b\nrules:\n  - {rule_id: r, key_type: user, limit: 5, window_seconds: 60}\n")
 	write("notes.txt", "not a rule file")
-	store, err := memstore.New(memstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New(limiter.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lim.Close)
+	lim := newTestLimiter(t)
 	met, err := metrics.NewLimiter(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
