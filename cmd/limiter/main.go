@@ -53,6 +53,7 @@ func run(args []string) error {
 	fs.Int64Var(&cfg.CacheKeys, "cache-keys", 0, "hot-key cache size in keys, negative disables (default 100000)")
 	fs.IntVar(&cfg.MemoryKeys, "memory-keys", 0, "cap on keys kept in memory (default 1000000)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 0, "time in-flight requests get on shutdown (default 10s)")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, go on serving this long with health checks failing before closing the ports, for load balancers to stop sending first; a second signal cuts it short (default 0)")
 	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "serve pprof profiles on this address (keep it on loopback)")
 	etcd := fs.String("etcd", "", "comma-separated etcd endpoints: watch this DC's shares of global rules and register there")
 	kafka := fs.String("kafka", "", "comma-separated Kafka brokers: report usage of global rules there")
@@ -101,6 +102,10 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// Once shutdown begins, a second signal ends the process at once
+	// (Go's default for SIGINT and SIGTERM), cutting --shutdown-delay and
+	// --shutdown-grace short.
+	context.AfterFunc(ctx, stop)
 	return limiterd.Run(ctx, cfg)
 }
 

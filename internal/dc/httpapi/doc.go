@@ -4,8 +4,8 @@
 //	POST /shouldAllowRequest            seed 000's API: {"clientId"} -> {"allowed"}; ?domain= or "domain" names the rule set
 //	GET  /v1/rate-limits/{rule}/{key}   remaining quota of a key, consuming nothing
 //	GET  /healthz                       the process is up
-//	GET  /readyz                        rules are loaded and the store answers
-//	GET  /healthcheck                   envoyproxy/ratelimit's: /readyz's check, failing at shutdown too
+//	GET  /readyz                        rules are loaded, the store answers, not shutting down
+//	GET  /healthcheck                   envoyproxy/ratelimit's: /readyz's check
 //	GET  /metrics                       Prometheus metrics
 //
 // Every body is size-limited and decoded strictly: unknown fields, wrong

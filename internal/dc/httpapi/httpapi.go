@@ -46,8 +46,9 @@ type Config struct {
 	// unready, such as rules held at their last valid version.
 	Warnings func() []string
 	// ShuttingDown, if set, is closed when the limiter begins to shut
-	// down; from then on GET /healthcheck answers 500, as
-	// envoyproxy/ratelimit's does after SIGTERM. Default nil: never.
+	// down; from then on GET /readyz answers 503 and GET /healthcheck
+	// 500, as envoyproxy/ratelimit's does after SIGTERM, while the other
+	// routes go on serving. Default nil: never.
 	ShuttingDown <-chan struct{}
 }
 
@@ -554,7 +555,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	httplimit.WriteJSON(w, http.StatusOK, out)
 }
 
-// readyBody answers GET /readyz. Rules is "not_loaded" until rules are
+// readyBody answers GET /readyz: 503 while not ready (reason given), and
+// from shutdown on. Rules is "not_loaded" until rules are
 // first loaded (the limiter is not ready), then "empty" when no rule is
 // in force (every check allowed, no rule matching), else "loaded".
 // Warnings are Config.Warnings'.
@@ -579,12 +581,27 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.warn != nil {
 		body.Warnings = s.warn()
 	}
+	if s.shuttingDown() {
+		body.Status, body.Reason = "not ready", "shutting down"
+		httplimit.WriteJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
 	if err := s.lim.Ready(r.Context()); err != nil {
 		body.Status, body.Reason = "not ready", err.Error()
 		httplimit.WriteJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
 	httplimit.WriteJSON(w, http.StatusOK, body)
+}
+
+// shuttingDown reports whether Config.ShuttingDown is closed.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // healthcheck answers GET /healthcheck, envoyproxy/ratelimit's health
@@ -600,12 +617,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // and only GET and HEAD are routed (it takes any method).
 func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	select {
-	case <-s.closing:
+	if s.shuttingDown() {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, "shutting down\n")
 		return
-	default:
 	}
 	if err := s.lim.Ready(r.Context()); err != nil {
 		w.WriteHeader(http.StatusInternalServerError)

@@ -799,7 +799,7 @@ func TestHealthcheck(t *testing.T) {
 		{"ready", newFixture(t, rulesYAML), http.MethodGet, http.StatusOK, "OK", http.StatusOK},
 		{"ready, HEAD", newFixture(t, rulesYAML), http.MethodHead, http.StatusOK, "", http.StatusOK},
 		{"no rules loaded", newFixture(t, ""), http.MethodGet, http.StatusInternalServerError, "limiter: no rules loaded\n", http.StatusServiceUnavailable},
-		{"shutting down", newFixture(t, rulesYAML, shuttingDown), http.MethodGet, http.StatusInternalServerError, "shutting down\n", http.StatusOK},
+		{"shutting down", newFixture(t, rulesYAML, shuttingDown), http.MethodGet, http.StatusInternalServerError, "shutting down\n", http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

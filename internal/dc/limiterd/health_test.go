@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/wait"
+	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
 // writeRules writes a one-rule Weir rule file for a limiter and returns
@@ -122,5 +124,71 @@ func TestHealthcheckFollowsRedis(t *testing.T) {
 	})
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz with Redis up: got %d %q, want 200", code, body)
+	}
+}
+
+// TestShutdownDelay: with ShutdownDelay, a limiter that begins to shut
+// down fails every health check at once — gRPC health NOT_SERVING, /readyz
+// 503, /healthcheck 500 — and goes on deciding on both APIs until the
+// delay ends, so that load balancers take it out of rotation before its
+// ports close; then it stops.
+func TestShutdownDelay(t *testing.T) {
+	const delay = 5 * time.Second
+	base, grpcAddr, stop := runLimiterGRPC(t, limiterd.Config{RulesFile: writeRules(t), ShutdownDelay: delay})
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz before shutdown: got %d, want 200", code)
+	}
+
+	began := time.Now()
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	wait.For(t, delay, "/readyz 503 once shutdown begins", func() bool { return get("/readyz") == http.StatusServiceUnavailable })
+	if code := get("/healthcheck"); code != http.StatusInternalServerError {
+		t.Errorf("/healthcheck while shutting down: got %d, want 500", code)
+	}
+	health, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "weir.v1.Limiter"})
+	if err != nil || health.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("gRPC health while shutting down: got %v %v, want NOT_SERVING", health.GetStatus(), err)
+	}
+	resp, err := weirv1.NewLimiterClient(conn).Check(ctx, &weirv1.CheckRequest{Items: []*weirv1.CheckItem{{Attributes: map[string]string{"user_id": "a"}}}})
+	if err != nil || !resp.GetAllowed() {
+		t.Errorf("weir.v1 Check while shutting down: got %v %v, want allowed", resp, err)
+	}
+	post, err := http.Post(base+"/v1/check", "application/json", strings.NewReader(`{"attributes":{"user_id":"a"}}`))
+	if err != nil {
+		t.Fatalf("POST /v1/check while shutting down: %v", err)
+	}
+	post.Body.Close()
+	if post.StatusCode != http.StatusOK {
+		t.Errorf("POST /v1/check while shutting down: got %d, want 200", post.StatusCode)
+	}
+	select {
+	case <-stopped:
+		t.Fatalf("the limiter stopped %v after shutdown began, before its %v delay", time.Since(began), delay)
+	default:
+	}
+	select {
+	case <-stopped:
+	case <-time.After(delay + 20*time.Second):
+		t.Fatal("the limiter did not stop after its delay")
+	}
+	if _, err := http.Get(base + "/readyz"); err == nil {
+		t.Error("the HTTP port still accepts after the limiter stopped")
 	}
 }

@@ -119,6 +119,13 @@ type Config struct {
 	// ShutdownGrace is how long in-flight requests get on shutdown.
 	// Default 10s.
 	ShutdownGrace time.Duration
+	// ShutdownDelay is how long the limiter goes on serving once shutdown
+	// begins, every health check failing meanwhile (gRPC health
+	// NOT_SERVING, /readyz 503, /healthcheck 500), before it stops
+	// accepting: time for load balancers and Kubernetes endpoints to take
+	// it out of rotation, so that no caller meets a closed port. Default
+	// 0: it stops accepting at once.
+	ShutdownDelay time.Duration
 	// TLS, when its files are given, serves both APIs over TLS (mutual
 	// TLS with a client CA).
 	TLS tlsconf.Files
@@ -237,7 +244,7 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("rules are required: a rules file (--rules) or etcd (--etcd)"))
 		}
 	}
-	if c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.AdmitWait < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 {
+	if c.StoreTimeout < 0 || c.StoreTimeoutMax < 0 || c.AdmitWait < 0 || c.RulesPoll < 0 || c.ShutdownGrace < 0 || c.ShutdownDelay < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if err := checkDCs(c); err != nil {
@@ -299,7 +306,9 @@ func checkEnvoyHeaders(h envoyrls.Headers) error {
 }
 
 // Run runs the limiter until ctx is done, then shuts down gracefully:
-// servers stop accepting, in-flight requests finish (up to ShutdownGrace).
+// health checks fail from then on, the APIs go on serving for
+// ShutdownDelay, then servers stop accepting and in-flight requests
+// finish (up to ShutdownGrace).
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -496,9 +505,17 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 	case runErr = <-errc:
 	}
-	log.Info("limiter shutting down")
+	log.Info("limiter shutting down", "serving_for", cfg.ShutdownDelay)
 	close(shuttingDown)
 	hs.Shutdown()
+	if runErr == nil && cfg.ShutdownDelay > 0 {
+		delay := time.NewTimer(cfg.ShutdownDelay)
+		select {
+		case <-delay.C:
+		case runErr = <-errc:
+			delay.Stop()
+		}
+	}
 	stopLoops()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
 	defer cancel()
