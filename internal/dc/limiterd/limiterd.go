@@ -481,8 +481,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if rules != nil {
 		wg.Go(func() { rules.poll(lctx, cfg.RulesPoll) })
 	}
-	if st.loadLater != nil {
-		wg.Go(func() { st.loadLater(lctx) })
+	for _, later := range st.later {
+		wg.Go(func() { later(lctx) })
 	}
 	// gRPC health reports the server (""), each API, and the name
 	// envoyproxy/ratelimit's health checks ask for; hs.Shutdown turns them
@@ -569,10 +569,12 @@ type openedStore struct {
 	pause time.Duration
 	// release closes the store.
 	release func()
-	// loadLater, when not nil, does what Redis did not answer at start:
-	// loads the scripts and checks the server (loadScriptsLater). The
-	// caller runs it, and ends it through its context.
-	loadLater func(ctx context.Context)
+	// later are what Redis did not answer at start, to be done when it
+	// answers: load the scripts and check the server (loadScriptsLater),
+	// find out whether the one node named is a cluster's
+	// (checkSeedLater). The caller runs each, and ends them through
+	// their context.
+	later []func(ctx context.Context)
 }
 
 // openStore opens the DC's store: the memory store, or Redis (one
@@ -589,9 +591,14 @@ func openStore(cfg Config) (openedStore, error) {
 	// The limiter bounds each call by its adaptive timeout; the client's
 	// own timeouts are the most that may adapt to.
 	timeout := cfg.StoreTimeoutMax
-	c, closeFn, err := redisClient(cfg.Redis, timeout, cfg.Logger)
+	oc, err := redisClient(cfg.Redis, timeout, cfg.Logger)
 	if err != nil {
 		return openedStore{}, err
+	}
+	c, closeFn := oc.client, oc.close
+	var later []func(context.Context)
+	if oc.checkLater != nil {
+		later = append(later, oc.checkLater)
 	}
 	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {
@@ -602,10 +609,9 @@ func openStore(cfg Config) (openedStore, error) {
 	// is down at start is not fatal (the failure modes cover it), and is
 	// checked when it answers.
 	lctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
-	var loadLater func(context.Context)
 	if err := s.Load(lctx); !reportLoad(cfg.Logger, err) {
 		cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", "err", err)
-		loadLater = func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) }
+		later = append(later, func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) })
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	cancel()
@@ -626,7 +632,7 @@ func openStore(cfg Config) (openedStore, error) {
 		_ = closeFn()
 		return openedStore{}, fmt.Errorf("limiterd: %w", err)
 	}
-	return openedStore{store: co, pause: pause, release: func() { co.Close(); _ = closeFn() }, loadLater: loadLater}, nil
+	return openedStore{store: co, pause: pause, release: func() { co.Close(); _ = closeFn() }, later: later}, nil
 }
 
 // scriptLoadTimeout bounds one attempt to check the server and load the

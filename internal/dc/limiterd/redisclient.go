@@ -10,18 +10,32 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/pkg/store/redisstore"
 )
 
+// openedClient is the go-redis client redisClient opened for --redis.
+type openedClient struct {
+	client redisstore.Client
+	close  func() error
+	// checkLater, when not nil, finds out what the one node named did
+	// not answer at start: whether it is one of a Redis Cluster's
+	// several primaries (checkSeedLater). The caller runs it, and ends
+	// it through its context.
+	checkLater func(ctx context.Context)
+}
+
 // redisClient returns the go-redis client for --redis, tuned for a
-// limiter (tune), and a function that closes it: a Redis Cluster client
-// for comma-separated nodes or a URL with addr parameters, else a client
-// of one Redis. One address, or a URL without addr parameters, that
-// names a node of a Redis Cluster of several primaries is taken as that
-// cluster's seed (clusterSeed): a client of that node alone would see
-// every key of the others' slots answered MOVED, and decide it by the
-// failure mode.
-func redisClient(addr string, timeout time.Duration, log *slog.Logger) (redisstore.Client, func() error, error) {
+// limiter (tune): a Redis Cluster client for comma-separated nodes or a
+// URL with addr parameters, else a client of one Redis. One address, or a
+// URL without addr parameters, that names a node of a Redis Cluster of
+// several primaries is taken as that cluster's seed (clusterSeed): a
+// client of that node alone would see every key of the others' slots
+// answered MOVED, and decide it by the failure mode. A node that does not
+// answer at start gets a client of its own, and a later check
+// (openedClient.checkLater) that logs an error if it turns out to be such
+// a node.
+func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedClient, error) {
 	switch {
 	case strings.Contains(addr, "://") && clusterURL(addr):
 		return newClusterClient(addr, timeout)
@@ -29,13 +43,13 @@ func redisClient(addr string, timeout time.Duration, log *slog.Logger) (redissto
 		opt := &redis.ClusterOptions{Addrs: strings.Split(addr, ",")}
 		tuneCluster(opt, timeout)
 		rc := redis.NewClusterClient(opt)
-		return rc, rc.Close, nil
+		return openedClient{client: rc, close: rc.Close}, nil
 	}
 	var opt *redis.Options
 	if strings.Contains(addr, "://") {
 		var err error
 		if opt, err = redis.ParseURL(addr); err != nil {
-			return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+			return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
 		}
 	} else {
 		opt = &redis.Options{Addr: addr}
@@ -45,10 +59,15 @@ func redisClient(addr string, timeout time.Duration, log *slog.Logger) (redissto
 	ctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
 	primaries, err := clusterSeed(ctx, rc)
 	cancel()
-	if err != nil || primaries < 2 {
-		// One Redis, a cluster of one primary (all slots here: batching
-		// works), or no answer yet: a client of the one node.
-		return rc, rc.Close, nil
+	switch {
+	case err != nil:
+		// No answer yet: a client of the one node, checked when it
+		// answers.
+		return openedClient{client: rc, close: rc.Close, checkLater: func(ctx context.Context) { checkSeedLater(ctx, rc, log) }}, nil
+	case primaries < 2:
+		// One Redis, or a cluster of one primary (all slots here:
+		// batching works).
+		return openedClient{client: rc, close: rc.Close}, nil
 	}
 	_ = rc.Close()
 	log.Warn("--redis names one node of a Redis Cluster: using it as the cluster's seed; name several nodes, comma-separated, so that the limiter can start while this one is down",
@@ -59,19 +78,42 @@ func redisClient(addr string, timeout time.Duration, log *slog.Logger) (redissto
 	copt := &redis.ClusterOptions{Addrs: []string{addr}}
 	tuneCluster(copt, timeout)
 	cc := redis.NewClusterClient(copt)
-	return cc, cc.Close, nil
+	return openedClient{client: cc, close: cc.Close}, nil
+}
+
+// checkSeedLater asks the one node c is a client of, with growing waits
+// (100ms to 10s) until it answers or ctx ends, whether it is one of a
+// Redis Cluster's several primaries, and if so logs an error: the limiter
+// started with a client of that node alone, which decides the keys of
+// the other primaries' slots by their rules' failure mode until it is
+// restarted.
+func checkSeedLater(ctx context.Context, c *redis.Client, log *slog.Logger) {
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+	for bo.Wait(ctx) {
+		cctx, cancel := context.WithTimeout(ctx, scriptLoadTimeout)
+		primaries, err := clusterSeed(cctx, c)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if primaries >= 2 {
+			log.Error("--redis names one node of a Redis Cluster, which did not answer at start: the limiter uses it alone, and decides the keys of the other primaries' slots by their rules' failure mode; restart the limiter, and name several nodes, comma-separated",
+				"node", c.Options().Addr, "primaries", primaries)
+		}
+		return
+	}
 }
 
 // newClusterClient returns a Redis Cluster client for a redis:// URL,
 // whose further nodes come in addr parameters, if any.
-func newClusterClient(addr string, timeout time.Duration) (redisstore.Client, func() error, error) {
+func newClusterClient(addr string, timeout time.Duration) (openedClient, error) {
 	opt, err := redis.ParseClusterURL(addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("limiterd: --redis: %w", err)
+		return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
 	}
 	tuneCluster(opt, timeout)
 	rc := redis.NewClusterClient(opt)
-	return rc, rc.Close, nil
+	return openedClient{client: rc, close: rc.Close}, nil
 }
 
 // clusterSeed returns how many primaries hold the slots of the Redis
