@@ -9,6 +9,9 @@
 //
 // The token comes from --token-file, --token or WEIR_TOKEN and is never
 // printed. Output is an aligned table, or the API's JSON with -o json.
+// Warnings the server sends with an answer (the Weir-Warning header, as
+// when a share policy drains every DC) go to stderr as
+// "weirctl: warning: ...", so that the output stays as scripts expect.
 // The exit status is 0 on success, 1 on an error (the message, and the
 // API's reason for each field, on stderr) and 2 on a usage error.
 package main

@@ -113,6 +113,10 @@ domain when that holds the rule, else the only domain that does (an id
 held by several other domains is refused, naming them). Prefer a file or the environment: command-line
 arguments are visible to other users of the machine.
 
+Warnings the server sends with an answer (its Weir-Warning header, as
+when a share policy drains every DC) are printed to stderr as
+"weirctl: warning: ...": the output on stdout is unchanged.
+
 Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -162,7 +166,8 @@ func (a *app) checkFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// client returns a client of the API for the global flags, in --domain.
+// client returns a client of the API for the global flags, in --domain,
+// that prints the server's warnings to stderr.
 func (a *app) client() (*adminclient.Client, error) {
 	token, err := a.resolveToken()
 	if err != nil {
@@ -175,7 +180,13 @@ func (a *app) client() (*adminclient.Client, error) {
 	if u, _ := url.Parse(a.server); u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		fmt.Fprintf(a.env.stderr, "weirctl: warning: the token goes to %s over plain HTTP\n", u.Host)
 	}
-	return c.WithDomain(a.domain), nil
+	return c.WithDomain(a.domain).WithWarnings(a.warn), nil
+}
+
+// warn prints a warning of the server to stderr, where it cannot disturb
+// scripts that read the output.
+func (a *app) warn(msg string) {
+	fmt.Fprintf(a.env.stderr, "weirctl: warning: %s\n", msg)
 }
 
 // resolveToken returns the token of --token, --token-file or WEIR_TOKEN.

@@ -24,3 +24,12 @@ type FieldError struct {
 	// Reason says what is wrong, for a person to read.
 	Reason string `json:"reason"`
 }
+
+// HeaderWarning is set on an answer, 2xx or not, to tell of something
+// the server did that the caller may not have meant: today, on a 200 of
+// PUT /rate-limits/{rule_id}/shares, that the policy accepted leaves every
+// DC a share of 0. Its value is one warning for a person to read. An
+// answer may carry several, one header field each: a warning may hold
+// commas, so clients must not split a field, and servers must not join
+// warnings into one field.
+const HeaderWarning = "Weir-Warning"

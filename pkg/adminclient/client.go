@@ -26,6 +26,7 @@ type Client struct {
 	token  string
 	hc     *http.Client
 	domain string
+	warn   func(warning string) // nil: warnings are dropped
 }
 
 // New returns a client of the admin API at baseURL, an http or https URL
@@ -68,6 +69,21 @@ func (c *Client) WithDomain(domain string) *Client {
 	return &d
 }
 
+// WithWarnings returns a copy of c that calls warn with each warning the
+// server sends (each adminapi.HeaderWarning field of an answer), such as
+// that a share policy accepted leaves every DC a share of 0; c is
+// unchanged. warn is called for every answer the client receives, 2xx or
+// not, once per warning in the order the answer carries them, on the
+// calling goroutine before the method returns (so before its result or
+// error). A method that sends several requests reports the warnings of
+// each. warn must be safe for concurrent use if the copy is. A nil warn,
+// like a client never given one, drops warnings.
+func (c *Client) WithWarnings(warn func(warning string)) *Client {
+	d := *c
+	d.warn = warn
+	return &d
+}
+
 // Domain returns the domain c names in its requests, empty for none.
 func (c *Client) Domain() string { return c.domain }
 
@@ -84,7 +100,8 @@ type request struct {
 }
 
 // do sends req and decodes a 2xx answer's body into out (unless out is
-// nil). Other answers give an *APIError. It returns the answer's header.
+// nil). Other answers give an *APIError. It reports the answer's warnings
+// to c.warn, whatever its status, and returns its header.
 func (c *Client) do(ctx context.Context, req request, out any) (http.Header, error) {
 	u := c.url(req.path, req.query)
 	var body io.Reader
@@ -114,6 +131,11 @@ func (c *Client) do(ctx context.Context, req request, out any) (http.Header, err
 		return nil, err // a *url.Error naming the method and URL, never the token
 	}
 	defer resp.Body.Close()
+	if c.warn != nil {
+		for _, w := range resp.Header.Values(adminapi.HeaderWarning) {
+			c.warn(w)
+		}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read answer of %s %s: %w", req.method, u, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir/internal/testkit/adminclienttest"
 	"github.com/weirhq/weir/internal/testkit/deadpeer"
+	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/adminclient"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
@@ -362,5 +363,53 @@ func TestAudit(t *testing.T) {
 	var before map[string]any
 	if err := json.Unmarshal(recs[0].Before, &before); err != nil || before["limit"] != 5.0 {
 		t.Errorf("before of the update: got %s, want limit 5", recs[0].Before)
+	}
+}
+
+// TestWarnings checks the contract of WithWarnings on answers a server
+// could send: every Weir-Warning field, in order and unsplit, of answers
+// 2xx or not; none when there are none. TestClientWarnings, in package
+// adminserver, checks it against the real server.
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		warnings []string
+		body     string
+	}{
+		{"none", http.StatusOK, nil, `{"message": "deleted"}`},
+		{"one", http.StatusOK, []string{"every DC is drained"}, `{"message": "deleted"}`},
+		{"several, with commas", http.StatusOK, []string{"first, with a comma", "second"}, `{"message": "deleted"}`},
+		{"on an error", http.StatusNotFound, []string{"look elsewhere"}, `{"error": "no such rule"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for _, v := range tt.warnings {
+					w.Header().Add(adminapi.HeaderWarning, v)
+				}
+				w.WriteHeader(tt.status)
+				w.Write([]byte(tt.body))
+			}))
+			defer hs.Close()
+			c, err := adminclient.New(hs.URL, "", hs.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			_, err = c.WithWarnings(func(w string) { got = append(got, w) }).DeleteRule(context.Background(), "r")
+			if wantErr := tt.status != http.StatusOK; (err != nil) != wantErr {
+				t.Errorf("got error %v, want one: %v", err, wantErr)
+			}
+			if !slices.Equal(got, tt.warnings) {
+				t.Errorf("warnings: got %q, want %q", got, tt.warnings)
+			}
+			// The client it was made from is unchanged and drops them.
+			got = nil
+			c.DeleteRule(context.Background(), "r")
+			if got != nil {
+				t.Errorf("client without WithWarnings: got %q, want nothing reported", got)
+			}
+		})
 	}
 }

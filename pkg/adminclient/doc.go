@@ -17,6 +17,11 @@
 // ETag (UpdateRule, SetShares) are refused with ErrPrecondition when the
 // resource changed since it was read; callers re-read and retry.
 //
+// An answer may also carry warnings (adminapi.HeaderWarning): the request
+// was done, but perhaps not as meant, as when a share policy drains every
+// DC. A client made with WithWarnings hands each to a function of the
+// caller's; others drop them.
+//
 // Rules travel as rule.Rule, whose JSON is the API's rule document; share
 // policies as sharepolicy.Policy; the other answers (statistics, shares,
 // key status, audit records) as the documents of package adminapi, which

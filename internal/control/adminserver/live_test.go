@@ -178,7 +178,7 @@ func TestSharesAllZero(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.do("PUT", path, tt.body)
 			want(t, rec, 200)
-			got := rec.Header().Get(adminserver.WarningHeader)
+			got := rec.Header().Get(adminapi.HeaderWarning)
 			if tt.warn && !strings.Contains(got, "rejects every request in every DC") {
 				t.Errorf("warning: got %q, want one saying the rule rejects every request", got)
 			}

@@ -152,7 +152,7 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 			if allZero(settings) {
 				msg := fmt.Sprintf("every DC is drained or pinned at 0: rule '%s' in domain '%s' rejects every request in every DC", id, domain)
 				s.log.Warn(msg, "domain", domain, "rule_id", id)
-				w.Header().Set(WarningHeader, msg)
+				w.Header().Add(adminapi.HeaderWarning, msg)
 			}
 			writeRaw(w, http.StatusOK, doc)
 			return nil
@@ -160,11 +160,6 @@ func (s *Server) putShares(w http.ResponseWriter, r *http.Request) error {
 	}
 	return errorf(http.StatusConflict, "rule '%s' in domain '%s' or its share policy kept changing; try again", id, domain)
 }
-
-// WarningHeader carries, on a 200 of PUT /rate-limits/{rule_id}/shares,
-// what the accepted policy does that an operator may not have meant:
-// today, that it leaves every DC a share of 0.
-const WarningHeader = "Weir-Warning"
 
 // allZero reports whether settings, over every DC the server knows, leave
 // each of them a share of 0 (drained, or pinned at 0), so that the rule
