@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	case len(cfg.DCs) == 0:
 		return errors.New("coordinatord: --dcs is required")
 	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: cfg.Etcd, Auth: cfg.EtcdAuth})
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: cfg.Etcd, Auth: cfg.EtcdAuth, Logger: log})
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
 	}

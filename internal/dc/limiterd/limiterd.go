@@ -233,7 +233,7 @@ func (c *Config) setDefaults() {
 
 // etcdClient is the configuration of the limiter's etcd client.
 func (c Config) etcdClient() etcdclient.Config {
-	return etcdclient.Config{Endpoints: c.Etcd, Auth: c.EtcdAuth}
+	return etcdclient.Config{Endpoints: c.Etcd, Auth: c.EtcdAuth, Logger: c.Logger}
 }
 
 // Validate reports whether c is usable.

@@ -16,8 +16,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/wait"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
@@ -211,6 +213,68 @@ func TestRestartWithoutEtcdKeepsRules(t *testing.T) {
 	if m, _ := checks(base); m != 0 {
 		t.Errorf("restarted with etcd down and no state: %d matched; want 0, no rule known", m)
 	}
+}
+
+// TestRestartWithEtcdUserWhileEtcdDown: a limiter that logs in to etcd
+// as a user (--etcd-user), restarted while etcd is down, starts with the
+// rules its --state-dir saved, as one without a user does; once etcd is
+// back it logs in and lists the rules again.
+func TestRestartWithEtcdUserWhileEtcdDown(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	admin := etcd.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	putPerUserRule(ctx, t, admin)
+	etcdtest.EnableAuth(t, admin, "weir", "weirpw", "/weir/")
+	password := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(password, []byte("weirpw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := limiterd.Config{
+		DC: "a", Etcd: etcd.Endpoints(), StateDir: filepath.Join(t.TempDir(), "state"), SyncTimeout: 500 * time.Millisecond,
+		EtcdAuth: etcdclient.Auth{User: "weir", PasswordFile: password},
+	}
+	version := regexp.MustCompile(`weir_rules_version_info\{domain="api",version="([^"]*)"\} 1`)
+	rulesVersion := func(base string) string {
+		if v := version.FindStringSubmatch(metricsText(t, base)); v != nil {
+			return v[1]
+		}
+		return ""
+	}
+	admitted := func(base string) (matched, admitted int) {
+		t.Helper()
+		for range 4 {
+			a, m := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
+			if m {
+				matched++
+			}
+			if a {
+				admitted++
+			}
+		}
+		return matched, admitted
+	}
+
+	base, stop := runLimiter(t, cfg)
+	if m, a := admitted(base); m != 4 || a != 2 {
+		t.Fatalf("logged in, the rule listed: %d matched, %d admitted of 4; want 4 and 2", m, a)
+	}
+	wait.For(t, 10*time.Second, "the rules saved", func() bool {
+		return regexp.MustCompile(`weir_state_saves_total\{result="ok",state="rules"\} [1-9]`).MatchString(metricsText(t, base))
+	})
+	stop()
+	etcd.Stop()
+
+	base, stop = runLimiter(t, cfg)
+	defer stop()
+	if m, a := admitted(base); m != 4 || a != 2 {
+		t.Errorf("restarted with etcd down: %d matched, %d admitted of 4; want the saved rule: 4 and 2", m, a)
+	}
+	if v := rulesVersion(base); v != "saved" {
+		t.Errorf("rules version after the restart: %q, want saved", v)
+	}
+	etcd.Restart()
+	wait.For(t, 30*time.Second, "the rules listed from etcd once it answers", func() bool { return strings.HasPrefix(rulesVersion(base), "etcd-") })
 }
 
 // check posts body to the limiter's /v1/check and returns its answer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 )
@@ -34,7 +37,8 @@ type Auth struct {
 	// PasswordFile (its one line; a final newline is ignored). Both or
 	// neither. The password is never a flag value, which would show in
 	// the process list. With a user the client authenticates when it is
-	// built, so etcd must answer within the dial timeout then.
+	// built, if etcd answers within the dial timeout (a wrong password is
+	// then an error at once); else on the first request etcd answers.
 	User, PasswordFile string
 }
 
@@ -48,6 +52,9 @@ type Config struct {
 	// DialTimeout bounds the connection (and authentication) at New.
 	// Default DefaultDialTimeout.
 	DialTimeout time.Duration
+	// Logger, if set, hears New say that etcd did not answer its login
+	// and that the client will log in on its first request etcd answers.
+	Logger *slog.Logger
 }
 
 // Validate reports what is missing or inconsistent in cfg without reading
@@ -110,10 +117,12 @@ func (c Config) ClientConfig() (clientv3.Config, error) {
 // refuses the TLS connection (its certificate not signed by the CA, the
 // client's certificate missing or not trusted): the etcd client itself
 // would only retry until its requests time out. An endpoint it cannot
-// reach is no error; nor, without a user, is an unreachable etcd: its
-// requests wait or fail until etcd answers. With a user it authenticates
-// first, and fails when etcd refuses or does not answer within the dial
-// timeout.
+// reach is no error, nor is an unreachable etcd: its requests wait or fail
+// until etcd answers, so that a limiter restarted while etcd is down
+// starts (from --state-dir). With a user it authenticates first, and
+// fails when etcd refuses the user or password; when etcd does not answer
+// within the dial timeout, it returns a client that logs in on its first
+// request etcd answers (loginLater).
 func New(cfg Config) (*clientv3.Client, error) {
 	cc, err := cfg.ClientConfig()
 	if err != nil {
@@ -128,9 +137,54 @@ func New(cfg Config) (*clientv3.Client, error) {
 		}
 	}
 	cli, err := clientv3.New(cc)
+	if err != nil && cc.Username != "" && unanswered(err) {
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("etcd did not answer the login at start; logging in on the first request it answers",
+				"endpoints", strings.Join(cfg.Endpoints, ","), "user", cc.Username, "err", err)
+		}
+		cli, err = loginLater(cc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("etcdclient: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
+	return cli, nil
+}
+
+// unanswered reports whether err, from clientv3.New with a user, says
+// that etcd did not answer the login (rather than refused it).
+func unanswered(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// notLoggedIn is the token a loginLater client holds until it logs in:
+// any etcd with auth refuses it as invalid, which makes the client log in
+// and resend the request.
+const notLoggedIn = "weir-not-logged-in"
+
+// loginLater returns a client of cc's user that logs in on its first
+// request etcd answers, where clientv3.New logs in at once and fails when
+// etcd does not answer. clientv3.New given a token does not log in; its
+// requests carry that token, which etcd refuses as invalid, and the
+// client's interceptors then log in with the user and password and resend
+// the request (clientv3's shouldRefreshToken, for unary requests and
+// streams alike), as they do when a token expires. Clearing the token and
+// setting the user after New, before any request, is what makes them.
+// The client keeps its token up to date the same way afterwards.
+func loginLater(cc clientv3.Config) (*clientv3.Client, error) {
+	user, password := cc.Username, cc.Password
+	cc.Username, cc.Password, cc.Token = "", "", notLoggedIn
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return nil, err
+	}
+	cli.Token, cli.Username, cli.Password = "", user, password
 	return cli, nil
 }
 

@@ -148,6 +148,60 @@ func TestUnreachableEtcdIsNoError(t *testing.T) {
 	cli.Close()
 }
 
+// TestLoginLater: a client of a user built while etcd is down (a limiter
+// restarted during an etcd outage) is no error; it logs in once etcd
+// answers, for requests and for watches, and is held to its role. A wrong
+// password shows on its first request then.
+func TestLoginLater(t *testing.T) {
+	dir := t.TempDir()
+	etcd := etcdtest.Start(t)
+	etcdtest.EnableAuth(t, etcd.Client(t), "weir", "weirpw", "/weir/")
+	etcd.Stop()
+	pw, wrong := write(t, dir, "pw", "weirpw\n"), write(t, dir, "wrong", "nope\n")
+	build := func(passwordFile string) *clientv3.Client {
+		t.Helper()
+		cli, err := etcdclient.New(etcdclient.Config{Endpoints: etcd.Endpoints(), DialTimeout: 300 * time.Millisecond, Auth: etcdclient.Auth{User: "weir", PasswordFile: passwordFile}})
+		if err != nil {
+			t.Fatalf("New while etcd is down: got error %v, want none", err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
+	}
+	good, bad := build(pw), build(wrong)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// clientv3's Watch returns once its stream is open: here once etcd
+	// answers and the client has logged in. From revision 1, it sees the
+	// put below whenever it opens.
+	watches := make(chan clientv3.WatchChan, 1)
+	go func() { watches <- good.Watch(ctx, "/weir/", clientv3.WithPrefix(), clientv3.WithRev(1)) }()
+	etcd.Restart()
+
+	if _, err := good.Put(ctx, "/weir/k", "v"); err != nil {
+		t.Fatalf("put under its prefix once etcd answers: %v", err)
+	}
+	var watch clientv3.WatchChan
+	select {
+	case watch = <-watches:
+	case <-ctx.Done():
+		t.Fatal("the watch asked for while etcd was down did not open")
+	}
+	select {
+	case resp := <-watch:
+		if err := resp.Err(); err != nil || len(resp.Events) != 1 || string(resp.Events[0].Kv.Key) != "/weir/k" {
+			t.Errorf("watch opened while etcd was down: got %v events %v, want the put of /weir/k", err, resp.Events)
+		}
+	case <-ctx.Done():
+		t.Error("the watch opened while etcd was down saw nothing")
+	}
+	if _, err := good.Put(ctx, "/other/k", "v"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("put under another prefix: got error %v, want permission denied", err)
+	}
+	if _, err := bad.Get(ctx, "/weir/k"); err == nil || !strings.Contains(err.Error(), "authentication failed") {
+		t.Errorf("get with a wrong password: got error %v, want authentication failed", err)
+	}
+}
+
 // TestRBAC runs an etcd with client certificates and auth enabled, where
 // user weir may read and write /weir/ only: the certificate's common name,
 // or a user and password, is the etcd user.
@@ -160,25 +214,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	steps := []func() error{
-		func() error { _, err := admin.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := admin.RoleAdd(ctx, "weir"); return err },
-		func() error {
-			_, err := admin.RoleGrantPermission(ctx, "weir", "/weir/", clientv3.GetPrefixRangeEnd("/weir/"), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := admin.UserAdd(ctx, "weir", "weirpw"); return err },
-		func() error { _, err := admin.UserGrantRole(ctx, "weir", "weir"); return err },
-		func() error { _, err := admin.AuthEnable(ctx); return err },
-	}
-	for i, step := range steps {
-		if err := step(); err != nil {
-			t.Fatalf("set up RBAC, step %d: %v", i, err)
-		}
-	}
+	etcdtest.EnableAuth(t, admin, "weir", "weirpw", "/weir/")
 	pw, wrong := write(t, dir, "pw", "weirpw\n"), write(t, dir, "wrong", "nope\n")
 	cert := tlsconf.ClientFiles{CA: server.CertFile, Cert: weir.CertFile, Key: weir.KeyFile}
 	tests := []struct {

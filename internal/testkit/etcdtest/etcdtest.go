@@ -179,6 +179,37 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
+// EnableAuth turns authentication on in admin's etcd (a client that may
+// still write without a user: one of a fresh Cluster, or of a client
+// certificate etcd takes for root). It adds user root (password
+// "rootpw"), which auth requires, and user user (password password),
+// whose role may read and write the keys under prefix only.
+func EnableAuth(t testing.TB, admin *clientv3.Client, user, password, prefix string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"add user root", func() error { _, err := admin.UserAdd(ctx, "root", "rootpw"); return err }},
+		{"grant root its role", func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err }},
+		{"add role " + user, func() error { _, err := admin.RoleAdd(ctx, user); return err }},
+		{"grant role " + user + " " + prefix, func() error {
+			_, err := admin.RoleGrantPermission(ctx, user, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		}},
+		{"add user " + user, func() error { _, err := admin.UserAdd(ctx, user, password); return err }},
+		{"grant user " + user + " its role", func() error { _, err := admin.UserGrantRole(ctx, user, user); return err }},
+		{"enable auth", func() error { _, err := admin.AuthEnable(ctx); return err }},
+	}
+	for _, step := range steps {
+		if err := step.do(); err != nil {
+			t.Fatalf("etcdtest: enable auth: %s: %v", step.what, err)
+		}
+	}
+}
+
 // Members is the number of members.
 func (c *Cluster) Members() int { return len(c.members) }
 
