@@ -57,6 +57,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.PeerTLS.CA, "peer-tls-ca", "", "trust coordinators whose admin certificates this CA signs (PEM), when a standby forwards a leader-only read to the leader (default: the system's roots)")
 	fs.StringVar(&cfg.PeerTLS.Cert, "peer-tls-cert", "", "client certificate (PEM) a standby presents to a leader that requires mutual TLS")
 	fs.StringVar(&cfg.PeerTLS.Key, "peer-tls-key", "", "the peer client certificate's private key (PEM)")
+	peerURLs := fs.String("peer-urls", "", "comma-separated admin base URLs of the coordinators (each one's --advertise-url, this one's may be among them): a standby forwards leader-only reads, with the operator's token, only to a leader whose URL is listed (default: whatever URL etcd's election key names)")
 	logs := logflag.Register(fs)
 	fs.Usage = envflag.Usage(fs, "WEIR", "usage: coordinator (--dev | --etcd ENDPOINTS --kafka BROKERS --dcs a,b,c) [--rules SEED_FILE] [--admin-addr ADDR]")
 	if err := envflag.Parse(fs, "WEIR", args, nil); err != nil {
@@ -69,6 +70,7 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.Etcd, cfg.Kafka, cfg.DCs = envflag.SplitList(*etcd), envflag.SplitList(*kafka), envflag.SplitList(*dcs)
+	cfg.PeerURLs = envflag.SplitList(*peerURLs)
 	var err error
 	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
 		return err

@@ -45,7 +45,8 @@
 // schemas; TestOpenAPI holds it to the server. A request naming no domain
 // gets the default one if it holds the rule, else the only one that does
 // (409 when several other domains do); a standby forwards the live views
-// to the leader (Config.Forward).
+// to the leader (Config.Forward), only to a leader URL among Config.Peers
+// when those are set.
 //
 // Every error is JSON {"error": "..."}: 400 for malformed JSON or query
 // parameters, 404 for unknown rules and paths, 405 (with Allow) for a

@@ -26,7 +26,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 	if s.cfg.Forward == nil || !errors.As(err, &nl) || nl.Leader == "" || r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
-	ProxyToLeader(w, r, nl.Leader, s.cfg.Forward, s.cfg.Name, s.log)
+	ProxyToLeader(w, r, nl.Leader, s.cfg.Forward, s.cfg.Peers, s.cfg.Name, s.log)
 	return true
 }
 
@@ -37,7 +37,23 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 // naming name. When the leader does not answer, or leader is not an
 // http(s) URL, it answers 502 with a JSON error naming the leader.
 // Callers check ForwardedHeader first, so that a request makes one hop.
-func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, name string, log *slog.Logger) {
+//
+// When peers is not nil and leader is not among them, the leader is not
+// contacted at all: the answer is 502 with a JSON error naming leader as
+// not among the peer URLs, and a warning is logged (at most once per
+// PeerWarnInterval for each URL). The body's "leader" field stays empty
+// then, so that no client takes it for a place to send its token.
+func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) {
+	if !peers.Allows(leader) {
+		if peers.warnRefused(leader) {
+			log.Warn("not forwarding to the leader: its advertised URL is not among --peer-urls (who wrote its election key in etcd?)",
+				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path)
+		}
+		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
+			Error: "this coordinator does not lead, and the leader's advertised URL " + leader + " is not among --peer-urls: the request was not forwarded",
+		})
+		return
+	}
 	fail := func(err error) {
 		log.Warn("forwarding to the leader failed", "leader", leader, "path", r.URL.Path, "err", err)
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{

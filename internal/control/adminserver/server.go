@@ -75,6 +75,11 @@ type Config struct {
 	// forwarded again (see ForwardedHeader). Nil answers such requests 503
 	// naming the leader, in the body's "leader" and in Location.
 	Forward http.RoundTripper
+	// Peers, when set, are the only leader URLs Forward carries requests
+	// to: a leader whose URL is not among them is not contacted, and the
+	// request is answered 502 (see ProxyToLeader). Default nil: any
+	// http(s) URL the leader's election key names, unchecked.
+	Peers *PeerURLs
 	// Held, when set, returns what this process holds in force for a
 	// rule whose stored document is invalid (rulestore.Watcher.HeldRule):
 	// the API then answers the last valid version this process knows

@@ -97,6 +97,16 @@ type Config struct {
 	// coordinators' certificates (default: the system's roots) and, when
 	// they require mutual TLS, a client certificate.
 	PeerTLS tlsconf.ClientFiles
+	// PeerURLs, when set, are the coordinators' admin base URLs
+	// (scheme://host[:port], as each one's AdvertiseURL; this
+	// coordinator's own may be among them, so that all can share one
+	// list): a standby forwards a leader-only read, with the operator's
+	// Authorization header, only to a leader whose advertised URL is one
+	// of them, and answers 502 without contacting any other. Run stops at
+	// start on a URL that is not such a base URL. Default none: the
+	// standby forwards to whatever URL the leader's election key in etcd
+	// names (see docs/operations.md, "Security").
+	PeerURLs []string
 	// DefaultDomain is the admin API's domain for requests naming none
 	// (when it holds the rule asked for; else the only domain that does).
 	// Default "default".
@@ -123,6 +133,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	var peers *adminserver.PeerURLs
+	if len(cfg.PeerURLs) > 0 {
+		var err error
+		if peers, err = adminserver.ParsePeerURLs(cfg.PeerURLs); err != nil {
+			return fmt.Errorf("coordinatord: --peer-urls: %w", err)
+		}
 	}
 	if cfg.Dev {
 		if len(cfg.DCs) == 0 {
@@ -189,6 +206,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cfg.AdvertiseURL = scheme + "://" + ln.Addr().String()
 	}
+	if peers != nil && !peers.Allows(cfg.AdvertiseURL) {
+		log.Warn("this coordinator's advertise URL is not among --peer-urls: standbys given the same list will not forward to it when it leads",
+			"advertise_url", cfg.AdvertiseURL, "peer_urls", peers.String())
+	}
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
@@ -209,7 +230,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), co.Collector())
-	mux, tokens, err := adminMux(cfg, cli, layout, co, watcher.HeldRule, reg, log)
+	mux, tokens, err := adminMux(cfg, cli, layout, co, watcher.HeldRule, peers, reg, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -235,7 +256,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	wcancel()
 	wg.Go(func() { _ = co.Run(ctx) })
-	log.Info("coordinator started", "name", cfg.Name, "admin", cfg.AdvertiseURL, "admin_api", tokens != nil, "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
+	log.Info("coordinator started", "name", cfg.Name, "admin", cfg.AdvertiseURL, "admin_api", tokens != nil, "peer_urls", peers.String(), "etcd", cfg.Etcd, "kafka", cfg.Kafka, "dcs", cfg.DCs)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -298,19 +319,20 @@ func APIPatterns() []string {
 // adminMux routes the admin port: /healthz and /metrics for everyone; the
 // coordinator's views (/v1/...) and the admin REST API (/rate-limits,
 // /audit) behind the bearer tokens of AdminTokenFile. Without a token file
-// the REST API is not served and the views are open.
-func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *coordinator.Coordinator, held func(domain, id string) (rulestore.Held, bool), reg *prometheus.Registry, log *slog.Logger) (*http.ServeMux, *auth.File, error) {
+// the REST API is not served and the views are open. A standby forwards
+// the leader-only views to the leader when peers (nil: any) allow its URL.
+func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *coordinator.Coordinator, held func(domain, id string) (rulestore.Held, bool), peers *adminserver.PeerURLs, reg *prometheus.Registry, log *slog.Logger) (*http.ServeMux, *auth.File, error) {
 	mux := http.NewServeMux()
 	views := co.Handler()
 	mux.Handle("GET /healthz", views)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if cfg.AdminTokenFile == "" {
 		log.Warn("admin REST API disabled: no --admin-token-file")
-		peers, err := peerTransport(cfg.PeerTLS)
+		rt, err := peerTransport(cfg.PeerTLS)
 		if err != nil {
 			return nil, nil, err
 		}
-		mux.Handle("/v1/", leaderViews(co, views, peers, cfg.Name, log))
+		mux.Handle("/v1/", leaderViews(co, views, rt, peers, cfg.Name, log))
 		refuse := func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -325,19 +347,22 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	peers, err := peerTransport(cfg.PeerTLS)
+	rt, err := peerTransport(cfg.PeerTLS)
 	if err != nil {
 		return nil, nil, err
 	}
+	if peers == nil {
+		log.Warn("standbys forward leader-only reads, with the operator's admin token, to whatever leader URL etcd names, unchecked: set --peer-urls")
+	}
 	api, err := adminserver.New(adminserver.Config{
 		Etcd: cli, Layout: layout, DefaultDomain: cfg.DefaultDomain, DCs: cfg.DCs,
-		Live: live{co}, Logger: log, Forward: peers, Name: cfg.Name,
+		Live: live{co}, Logger: log, Forward: rt, Peers: peers, Name: cfg.Name,
 		Held: held,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	views = leaderViews(co, views, peers, cfg.Name, log)
+	views = leaderViews(co, views, rt, peers, cfg.Name, log)
 	mux.Handle("/v1/", auth.Middleware(tokens, views))
 	for _, pattern := range APIPatterns() {
 		mux.Handle(pattern, auth.Middleware(tokens, api))
@@ -362,13 +387,14 @@ func peerTransport(files tlsconf.ClientFiles) (http.RoundTripper, error) {
 
 // leaderViews serves the coordinator's views, forwarding those only the
 // leader has (/v1/shares...) to the leader when this coordinator does not
-// lead and knows who does; the admin REST API forwards its live views the
-// same way (adminserver.Config.Forward).
-func leaderViews(co *coordinator.Coordinator, views http.Handler, rt http.RoundTripper, name string, log *slog.Logger) http.Handler {
+// lead and knows who does, and peers (nil: any) allow the leader's URL
+// (adminserver.ProxyToLeader); the admin REST API forwards its live views
+// the same way (adminserver.Config.Forward and Peers).
+func leaderViews(co *coordinator.Coordinator, views http.Handler, rt http.RoundTripper, peers *adminserver.PeerURLs, name string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/shares") && !co.Leader() && r.Header.Get(adminserver.ForwardedHeader) == "" {
 			if _, leader, err := co.LeaderInfo(r.Context()); err == nil && leader != "" {
-				adminserver.ProxyToLeader(w, r, leader, rt, name, log)
+				adminserver.ProxyToLeader(w, r, leader, rt, peers, name, log)
 				return
 			}
 		}
