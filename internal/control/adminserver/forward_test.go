@@ -1,6 +1,7 @@
 package adminserver_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +15,9 @@ import (
 
 // TestForwardToLeader checks that a standby with Forward carries the live
 // views to the leader its Live names, with the request's Authorization,
-// at most one hop, and that without Forward it names the leader.
+// at most one hop, and that without Forward it names the leader. With
+// Peers, it carries them only to a leader whose URL is listed, and does
+// not even connect to another: 502 naming the URL.
 func TestForwardToLeader(t *testing.T) {
 	// The leader: an admin API over the same etcd that can answer.
 	leaderEnv := newEnv(t)
@@ -24,29 +27,47 @@ func TestForwardToLeader(t *testing.T) {
 	leaderEnv.live.keys["default/api-global-default/k"] = []adminapi.DCKeyStatus{{DC: "us-east", Limit: 100, Remaining: 99}}
 	var mu sync.Mutex
 	var seen []*http.Request
-	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var conns int // connections the leader accepted
+	leader := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, r.Clone(r.Context()))
 		mu.Unlock()
 		leaderEnv.h.ServeHTTP(w, r)
 	}))
+	leader.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	leader.Start()
 	defer leader.Close()
 	down := deadpeer.URL(t) // a leader that does not answer
+	// The leader's URL as a list may spell it (upper-case scheme, trailing
+	// slash), and with the other scheme.
+	host := strings.TrimPrefix(leader.URL, "http://")
+	listed, tlsTwin := "HTTP://"+host+"/", "https://"+host
 
 	tests := []struct {
 		name    string
 		forward bool
+		peers   []string // Config.Peers; nil: none
 		leader  string
 		hdr     []string
 		code    int
 		want    string // in the body
 		hops    int    // requests the leader got
 	}{
-		{"forwarded", true, leader.URL, nil, 200, "", 1},
-		{"no Forward: 503 naming the leader", false, leader.URL, nil, 503, "does not lead", 0},
-		{"already forwarded once", true, leader.URL, []string{adminserver.ForwardedHeader, "c0"}, 503, "does not lead", 0},
-		{"leader unknown", true, "", nil, 503, "does not lead", 0},
-		{"leader down", true, down, nil, 502, "did not answer", 0},
+		{"forwarded", true, nil, leader.URL, nil, 200, "", 1},
+		{"no Forward: 503 naming the leader", false, nil, leader.URL, nil, 503, "does not lead", 0},
+		{"already forwarded once", true, nil, leader.URL, []string{adminserver.ForwardedHeader, "c0"}, 503, "does not lead", 0},
+		{"leader unknown", true, nil, "", nil, 503, "does not lead", 0},
+		{"leader down", true, nil, down, nil, 502, "did not answer", 0},
+		{"leader among the peers", true, []string{"https://standby-1.example", listed}, leader.URL, nil, 200, "", 1},
+		{"leader not among the peers", true, []string{"https://standby-1.example", "http://c2.example:8070"}, leader.URL, nil, 502, leader.URL + " is not among --peer-urls", 0},
+		{"peer listed with https, leader on http", true, []string{tlsTwin}, leader.URL, nil, 502, leader.URL + " is not among --peer-urls", 0},
+		{"peers, leader down", true, []string{down}, down, nil, 502, "did not answer", 0},
 	}
 	paths := map[string]string{
 		"stats":  "/rate-limits/api-global-default/stats",
@@ -57,12 +78,21 @@ func TestForwardToLeader(t *testing.T) {
 		for what, path := range paths {
 			t.Run(tt.name+"/"+what, func(t *testing.T) {
 				mu.Lock()
-				seen = nil
+				seen, conns = nil, 0
 				mu.Unlock()
 				standby := newEnv(t, func(c *adminserver.Config) {
 					if tt.forward {
-						c.Forward = http.DefaultTransport
+						// A transport of its own, so that no connection
+						// of an earlier case is reused.
+						c.Forward = http.DefaultTransport.(*http.Transport).Clone()
 						c.Name = "standby-1"
+					}
+					if tt.peers != nil {
+						p, err := adminserver.ParsePeerURLs(tt.peers)
+						if err != nil {
+							t.Fatal(err)
+						}
+						c.Peers = p
 					}
 				})
 				standby.create(seedCreate)
@@ -80,6 +110,12 @@ func TestForwardToLeader(t *testing.T) {
 					t.Fatalf("the leader got %d requests, want %d", len(seen), tt.hops)
 				}
 				if tt.hops == 0 {
+					if conns != 0 {
+						t.Errorf("the leader accepted %d connections, want 0", conns)
+					}
+					if tt.code == 502 && strings.Contains(tt.want, "--peer-urls") && !strings.Contains(standby.logs.String(), "not among --peer-urls") {
+						t.Errorf("logs: got\n%s\nwant a warning that the leader is not among --peer-urls", standby.logs)
+					}
 					return
 				}
 				r := seen[0]

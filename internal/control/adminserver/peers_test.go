@@ -1,0 +1,137 @@
+package adminserver_test
+
+import (
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
+)
+
+// TestParsePeerURLs checks which URLs an allow-list takes (normalised as
+// String shows) and that a bad one is refused with ErrPeerURL, naming it.
+func TestParsePeerURLs(t *testing.T) {
+	tests := []struct {
+		name    string
+		urls    []string
+		want    string // String(), when valid
+		wantErr string // in the error, when not
+	}{
+		{"host and port", []string{"http://10.0.0.2:8070"}, "http://10.0.0.2:8070", ""},
+		{"default ports made explicit", []string{"http://c1", "https://c2"}, "http://c1:80,https://c2:443", ""},
+		{"case and trailing slash", []string{"HTTPS://C1.Example.COM:8443/"}, "https://c1.example.com:8443", ""},
+		{"IPv6", []string{"https://[::1]:8070"}, "https://[::1]:8070", ""},
+		{"duplicates kept once", []string{"http://c1:80", "http://c1/"}, "http://c1:80", ""},
+		{"empty list", nil, "", "the list is empty"},
+		{"no scheme", []string{"http://c1:8070", "c2:8070"}, "", `"c2:8070"`},
+		{"other scheme", []string{"ftp://c1"}, "", `"ftp://c1": not an absolute http(s) URL`},
+		{"relative", []string{"/admin"}, "", `"/admin": not an absolute http(s) URL`},
+		{"no host", []string{"http://"}, "", `"http://": no host`},
+		{"opaque", []string{"http:c1"}, "", `"http:c1": no host`},
+		{"path", []string{"http://c1:8070/admin"}, "", `"http://c1:8070/admin": a path, query or fragment is not allowed`},
+		{"query", []string{"http://c1:8070/?x=1"}, "", "a path, query or fragment is not allowed"},
+		{"fragment", []string{"http://c1:8070#x"}, "", "a path, query or fragment is not allowed"},
+		{"user", []string{"http://u:p@c1:8070"}, "", "user information is not allowed"},
+		{"port zero", []string{"http://c1:0"}, "", "port 0 out of range"},
+		{"port too large", []string{"http://c1:70000"}, "", "port 70000 out of range"},
+		{"unparsable", []string{"http://c1:80 80"}, "", `"http://c1:80 80"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := adminserver.ParsePeerURLs(tt.urls)
+			if tt.wantErr != "" {
+				if !errors.Is(err, adminserver.ErrPeerURL) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an ErrPeerURL containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want no error", err)
+			}
+			if got := p.String(); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPeerURLsAllows checks which leader URLs a list allows: compared
+// normalised, the scheme included.
+func TestPeerURLsAllows(t *testing.T) {
+	p, err := adminserver.ParsePeerURLs([]string{"https://c1.example.com", "http://10.0.0.2:8070", "https://[::1]:8443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		leader string
+		want   bool
+	}{
+		{"https://c1.example.com", true},
+		{"https://c1.example.com:443/", true},
+		{"HTTPS://C1.EXAMPLE.COM", true},
+		{"http://10.0.0.2:8070", true},
+		{"http://10.0.0.2:8070/", true},
+		{"https://[::1]:8443", true},
+		{"http://c1.example.com", false},       // the scheme counts
+		{"http://c1.example.com:443", false},   // so does it with the port
+		{"https://10.0.0.2:8070", false},       // and the other way round
+		{"http://10.0.0.2:8071", false},        // another port
+		{"http://10.0.0.2", false},             // port 80
+		{"https://c1.example.com/evil", false}, // not a base URL
+		{"https://evil@c1.example.com", false},
+		{"https://c1.example.com.evil.net", false},
+		{"", false},
+		{"10.0.0.2:8070", false},
+	}
+	for _, tt := range tests {
+		if got := p.Allows(tt.leader); got != tt.want {
+			t.Errorf("Allows(%q): got %v, want %v", tt.leader, got, tt.want)
+		}
+	}
+	var none *adminserver.PeerURLs
+	if !none.Allows("http://anything:1") {
+		t.Error("a nil list: got a URL refused, want every URL allowed")
+	}
+}
+
+// TestPeerRefusalLogRateLimited checks that a standby refusing to forward
+// to a leader URL outside its list logs it at most once per
+// PeerWarnInterval for each URL.
+func TestPeerRefusalLogRateLimited(t *testing.T) {
+	p, err := adminserver.ParsePeerURLs([]string{"http://c1:8070"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	adminserver.SetPeerClock(p, clock.Now)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	steps := []struct {
+		advance time.Duration
+		leader  string
+		lines   int // warnings logged so far
+	}{
+		{0, "http://evil:1", 1},
+		{0, "http://evil:1", 1},
+		{30 * time.Second, "http://evil:1", 1},
+		{0, "http://evil:2", 2}, // another URL: its own line
+		{30 * time.Second, "http://evil:1", 3},
+		{time.Second, "http://evil:1", 3},
+		{time.Second, "http://evil:2", 3},
+	}
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		rec := httptest.NewRecorder()
+		adminserver.ProxyToLeader(rec, httptest.NewRequest("GET", "/v1/shares", nil), s.leader, nil, p, "standby-1", log)
+		if rec.Code != 502 {
+			t.Fatalf("step %d: got %d, want 502", i, rec.Code)
+		}
+		if got := strings.Count(logs.String(), "not among --peer-urls"); got != s.lines {
+			t.Fatalf("step %d (%s): got %d warnings, want %d; logs:\n%s", i, s.leader, got, s.lines, logs.String())
+		}
+	}
+}
