@@ -41,8 +41,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 // When peers is not nil and leader is not among them, the leader is not
 // contacted at all: the answer is 502 with a JSON error naming leader as
 // not among the peer URLs, and a warning is logged (at most once per
-// PeerWarnInterval for each URL). The body's "leader" field stays empty
-// then, so that no client takes it for a place to send its token.
+// PeerWarnInterval for each URL). The body's "leader" names leader, as in
+// every 502 (docs/openapi/admin.yaml, BadGateway): a URL no one answered
+// for, not a place to retry.
 func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) {
 	if !peers.Allows(leader) {
 		if peers.warnRefused(leader) {
@@ -50,7 +51,8 @@ func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt htt
 				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path)
 		}
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
-			Error: "this coordinator does not lead, and the leader's advertised URL " + leader + " is not among --peer-urls: the request was not forwarded",
+			Error:  "this coordinator does not lead, and the leader's advertised URL " + leader + " is not among --peer-urls: the request was not forwarded",
+			Leader: leader,
 		})
 		return
 	}

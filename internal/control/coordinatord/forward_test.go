@@ -127,8 +127,8 @@ func TestStandbyForwardsOnlyToPeerURLs(t *testing.T) {
 				mu.Unlock()
 				if !tt.forward {
 					var eb adminapi.ErrorBody
-					if code != http.StatusBadGateway || json.Unmarshal([]byte(body), &eb) != nil || !strings.Contains(eb.Error, refused) {
-						t.Errorf("%s: got %d %s, want 502 with a JSON error saying %q", path, code, body, refused)
+					if code != http.StatusBadGateway || json.Unmarshal([]byte(body), &eb) != nil || !strings.Contains(eb.Error, refused) || eb.Leader != front.URL {
+						t.Errorf("%s: got %d %s, want 502 with a JSON error saying %q, naming the leader", path, code, body, refused)
 					}
 					if gotConns != 0 || len(gotSeen) != 0 {
 						t.Errorf("%s: the leader's URL got %d connections and %d requests, want none", path, gotConns, len(gotSeen))
