@@ -410,3 +410,96 @@ func TestClusterPrimaryKilled(t *testing.T) {
 	t.Logf("primary %s killed: %d failed decisions of its key, decided by the store again (on %s) %v after the kill; cluster-node-timeout %v",
 		dead, victimFailures, promoted, recovered.Round(10*time.Millisecond), redistest.NodeTimeout)
 }
+
+// busyScript keeps a Redis busy for ARGV[1] microseconds: commands sent
+// meanwhile queue, and run after it.
+const busyScript = `local t = redis.call('TIME')
+local start = t[1] * 1000000 + t[2]
+repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1])
+return 0`
+
+// TestClusterDecisionNotResent: a decision whose reply does not come
+// within the client's read timeout, because its node is busy, is not sent
+// again — go-redis re-sends a timed-out command on Redis Cluster, even
+// with MaxRetries -1, and the node would then count its hits once per
+// send. One decision, a batch script of several, and a pipeline of
+// scripts each fail once and count once.
+func TestClusterDecisionNotResent(t *testing.T) {
+	cl := cluster.Get(t)
+	ctx := context.Background()
+	rc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: cl.Addrs(), MaxRetries: -1, MinRetryBackoff: -1, ContextTimeoutEnabled: true,
+		DialTimeout: time.Second, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+	})
+	t.Cleanup(func() { _ = rc.Close() })
+	const limit = 100
+	p := algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: limit, Window: time.Hour}
+	for _, tc := range []struct {
+		name      string
+		keys      int
+		perScript bool // redisstore.Config.ScriptPerRequest: a pipeline of one script per key
+	}{
+		{"one decision", 1, false},
+		{"a batch script", 3, false},
+		{"a pipeline of scripts", 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := redisstore.New(rc, redisstore.Config{Prefix: "resend-" + strconv.Itoa(tc.keys) + strconv.FormatBool(tc.perScript), ScriptPerRequest: tc.perScript})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Keys of one node, so that one round trip carries them all.
+			var reqs []algorithm.Request
+			var node string
+			for i := 0; len(reqs) < tc.keys; i++ {
+				r := algorithm.Request{Key: tc.name + strconv.Itoa(i), Params: p, Cost: 1}
+				n, err := s.Node(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if node == "" {
+					node = n
+				}
+				if n == node {
+					reqs = append(reqs, r)
+				}
+			}
+			nc := redis.NewClient(&redis.Options{Addr: node})
+			defer nc.Close()
+			busy := make(chan error, 1)
+			go func() { busy <- nc.Eval(ctx, busyScript, nil, 800_000).Err() }()
+			time.Sleep(50 * time.Millisecond) // the busy script runs first
+
+			// A caller's deadline far beyond the read timeout: go-redis
+			// has time for its attempts.
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			res, err := s.Decide(cctx, storetest.T0, reqs)
+			cancel()
+			if err == nil {
+				for i, r := range res {
+					if r.Err == nil {
+						t.Fatalf("request %d decided while its node was busy: %+v", i, r)
+					}
+				}
+			}
+			if err := <-busy; err != nil {
+				t.Fatalf("busy script: %v", err)
+			}
+
+			// The failed call ran once, after the busy script; this
+			// decision is the second hit of each key.
+			res, err = s.Decide(ctx, storetest.T0, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				if r.Err != nil || r.Remaining != limit-2 {
+					t.Errorf("key %d: remaining %d (err %v), want %d: the failed call counted %d times, want once", i, r.Remaining, r.Err, limit-2, limit-1-r.Remaining)
+				}
+			}
+		})
+	}
+}

@@ -367,19 +367,38 @@ func (c *call) withSource() {
 	c.argv[0], c.argv[1], c.eval = "eval", c.sc.srcArg, true
 }
 
+// scriptCmd is a script call (EVALSHA or EVAL) that go-redis never sends
+// twice. A decision changes its counter, and a call that timed out or
+// lost its connection may have run: sending it again would count its
+// hits twice, and add work to a Redis already too slow. go-redis re-sends
+// a failed command on Redis Cluster (the attempts its MaxRedirects
+// allows, a pipeline's included) whatever MaxRetries says, unless the
+// command reports NoRetry. Redirections (MOVED, ASK), which a node
+// answers without running the script, are still followed; the limiter's
+// failure modes take a call that fails.
+type scriptCmd struct{ *redis.IntSliceCmd }
+
+// NoRetry tells go-redis not to send the command again after a failure.
+func (scriptCmd) NoRetry() bool { return true }
+
+// newScriptCmd returns a script call of args, whose key is args[3].
+func newScriptCmd(ctx context.Context, args ...any) scriptCmd {
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return scriptCmd{cmd}
+}
+
 // command returns a new EVALSHA (or EVAL) command for c alone.
-func (c *call) command(ctx context.Context) *redis.IntSliceCmd {
+func (c *call) command(ctx context.Context) scriptCmd {
 	// A copy: c goes back to the store's pool after the call, and a
 	// client's hook may keep the command and its arguments.
-	cmd := redis.NewIntSliceCmd(ctx, slices.Clone(c.argv[:c.argc])...)
-	cmd.SetFirstKeyPos(3)
-	return cmd
+	return newScriptCmd(ctx, slices.Clone(c.argv[:c.argc])...)
 }
 
 // batchCommand returns one command of the batch script for the calls at
 // the indices: EVAL of its source if any of them met a node without a
 // script.
-func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redis.IntSliceCmd {
+func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) scriptCmd {
 	// same[j]: call idx[j] goes as sameAsBefore (a batch is at most
 	// maxBatch calls).
 	var same [maxBatch]bool
@@ -410,9 +429,7 @@ func (s *Store) batchCommand(ctx context.Context, calls []call, idx []int) *redi
 		}
 		args = append(append(args, c.sc.letterArg, c.argc-ownArgs), c.argv[ownArgs:c.argc]...)
 	}
-	cmd := redis.NewIntSliceCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3)
-	return cmd
+	return newScriptCmd(ctx, args...)
 }
 
 // sameAsBefore stands, in a batch command, for the script and arguments
@@ -675,7 +692,7 @@ func (s *Store) sendGroup(ctx context.Context, calls []call, idx []int, batch bo
 		size = maxBatch
 	}
 	runs := slices.Collect(slices.Chunk(idx, size))
-	cmds := make([]*redis.IntSliceCmd, len(runs))
+	cmds := make([]scriptCmd, len(runs))
 	for j, run := range runs {
 		if len(run) == 1 {
 			cmds[j] = calls[run[0]].command(ctx)
