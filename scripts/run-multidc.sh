@@ -24,6 +24,8 @@ DOMAIN=$(sed -n 's/^domain:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p
 DOMAIN=${DOMAIN:-default}
 OFF=${PORT_OFFSET:-0}
 ADMIN1=$((8070 + OFF)) ADMIN2=$((8071 + OFF)) ETCD=$((2379 + OFF)) KAFKA=$((9092 + OFF))
+# The coordinators' admin URLs: a standby forwards operators' tokens to these only.
+PEERS=http://127.0.0.1:$ADMIN1,http://127.0.0.1:$ADMIN2
 rm -rf "$WORK"
 mkdir -p "$WORK"
 pids=()
@@ -56,11 +58,11 @@ wait_http() { # url name
 
 "$BIN/coordinator" --dev --dev-dir "$WORK/dev" --dev-etcd-addr 127.0.0.1:$ETCD --dev-kafka-addr 127.0.0.1:$KAFKA \
   --rules "$RULES" --admin-addr 127.0.0.1:$ADMIN1 \
-  --default-domain "$DOMAIN" --name coordinator-1 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-1.log" 2>&1 &
+  --default-domain "$DOMAIN" --name coordinator-1 --admin-token-file "$WORK/tokens" --peer-urls "$PEERS" --log-format text >"$WORK/coordinator-1.log" 2>&1 &
 pids+=($!)
 wait_http http://127.0.0.1:$ADMIN1/healthz coordinator-1
 "$BIN/coordinator" --etcd http://127.0.0.1:$ETCD --kafka 127.0.0.1:$KAFKA --dcs a,b,c --rules "$RULES" \
-  --admin-addr 127.0.0.1:$ADMIN2 --default-domain "$DOMAIN" --name coordinator-2 --admin-token-file "$WORK/tokens" --log-format text >"$WORK/coordinator-2.log" 2>&1 &
+  --admin-addr 127.0.0.1:$ADMIN2 --default-domain "$DOMAIN" --name coordinator-2 --admin-token-file "$WORK/tokens" --peer-urls "$PEERS" --log-format text >"$WORK/coordinator-2.log" 2>&1 &
 pids+=($!)
 
 port=0
