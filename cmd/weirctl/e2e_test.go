@@ -19,6 +19,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/coordinatord"
 	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
@@ -53,6 +54,9 @@ type systemTLS struct {
 	// standby starts a second coordinator; the system's admin is then
 	// whichever leads, its standby the other.
 	standby bool
+	// etcdUser turns etcd's auth on, with a user whose role reaches
+	// /weir/ only, as which the coordinators and limiters log in.
+	etcdUser bool
 }
 
 func startSystem(t *testing.T) *system {
@@ -67,6 +71,14 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, "weir.usage")
 	dir := t.TempDir()
+	var etcdAuth etcdclient.Auth
+	if tc.etcdUser {
+		etcdtest.EnableAuth(t, etcd.Client(t), "weir", "weirpw", "/weir/")
+		etcdAuth = etcdclient.Auth{User: "weir", PasswordFile: filepath.Join(dir, "etcd-password")}
+		if err := os.WriteFile(etcdAuth.PasswordFile, []byte("weirpw\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte(rwToken+" rw operator\n"+roToken+" ro viewer\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -96,7 +108,7 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
 				AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: name,
 				Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
-				LimiterTLS: tc.coordinator,
+				LimiterTLS: tc.coordinator, EtcdAuth: etcdAuth,
 			})
 		})
 		admins = append(admins, "http://"+<-ready)
@@ -134,7 +146,7 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 			return limiterd.Run(ctx, limiterd.Config{
 				DC: dc, DCs: []string{"a", "b"}, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, ReportInterval: 500 * time.Millisecond,
-				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters,
+				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters, EtcdAuth: etcdAuth,
 			})
 		})
 		select {
@@ -497,6 +509,35 @@ func TestAgainstAStandby(t *testing.T) {
 			t.Errorf("weirctl get carts (no --domain) at %s: got\n%s\nwant the rule of domain shop", admin, out)
 		}
 	}
+}
+
+// TestUnderEtcdRBAC runs two coordinators and two limiters against an
+// etcd with auth on, logged in as a user whose role reaches /weir/ only:
+// a leader is elected, a rule applied through the standby is enforced in
+// both DCs, and the leader plans and writes its shares.
+func TestUnderEtcdRBAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, a broker, two coordinators and two limiters")
+	}
+	s := startSystemTLS(t, systemTLS{standby: true, etcdUser: true}, http.DefaultClient)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
+	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.weirctlAt(t, s.standby, "apply", "-f", rules)
+	until(t, 10*time.Second, "the rule enforced in both DCs at half its limit", func() bool {
+		_, la := s.probe(t, "a")
+		_, lb := s.probe(t, "b")
+		return la == 20 && lb == 20
+	})
+	s.planned(t, "orders")
+	// A pin goes from the leader through etcd to DC a's limiter.
+	s.weirctlAt(t, s.standby, "shares", "pin", "orders", "a", "25%")
+	until(t, 10*time.Second, "a's local limit at 25% of 40", func() bool {
+		_, la := s.probe(t, "a")
+		return la == 10
+	})
 }
 
 // TestShareMoveTimes measures how long a pin takes to show in the local
