@@ -73,12 +73,17 @@ type Config struct {
 	// included, and answers with the leader's answer (502 when the leader
 	// does not answer). A request that was already forwarded once is not
 	// forwarded again (see ForwardedHeader). Nil answers such requests 503
-	// naming the leader, in the body's "leader" and in Location.
+	// naming the leader, in the body's "leader" and in Location (when
+	// Peers allow it).
 	Forward http.RoundTripper
 	// Peers, when set, are the only leader URLs Forward carries requests
 	// to: a leader whose URL is not among them is not contacted, and the
-	// request is answered 502 (see ProxyToLeader). Default nil: any
-	// http(s) URL the leader's election key names, unchecked.
+	// request is answered 502 (see ProxyToLeader). They are also the only
+	// leader URLs a 503 names: when the request is not forwarded (no
+	// Forward, or it was forwarded once already), a leader outside them
+	// is left out of the body's "leader" and of Location, and the message
+	// says it is not among --peer-urls. Default nil: any http(s) URL the
+	// leader's election key names, unchecked.
 	Peers *PeerURLs
 	// Held, when set, returns what this process holds in force for a
 	// rule whose stored document is invalid (rulestore.Watcher.HeldRule):
@@ -272,10 +277,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if he.code >= 500 {
 		s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", he.code, "err", he.cause)
 	}
-	if he.body.Leader != "" {
-		w.Header().Set("Location", strings.TrimSuffix(he.body.Leader, "/")+r.URL.RequestURI())
+	body := he.body
+	if body.Leader != "" && !s.cfg.Peers.Allows(body.Leader) {
+		// The leader's URL comes from its election key in etcd: one
+		// outside Peers is named neither in the body nor in Location,
+		// so that whoever wrote it cannot send clients (the console's
+		// link among them) to a server of their own.
+		body.Error += " (the leader's advertised URL is not among --peer-urls, so it is not named)"
+		body.Leader = ""
 	}
-	writeJSON(w, he.code, he.body)
+	if body.Leader != "" {
+		w.Header().Set("Location", strings.TrimSuffix(body.Leader, "/")+r.URL.RequestURI())
+	}
+	writeJSON(w, he.code, body)
 }
 
 // etcdError turns a failed etcd call (doing what) into an answer: 413 for

@@ -76,6 +76,14 @@ type Config struct {
 	// A page whose calls do not all finish in time is shown with what was
 	// read and a banner saying what is missing.
 	PageTimeout time.Duration
+	// PeerAllowed reports whether the console may link to a
+	// coordinator's admin URL read from etcd (the leader a standby names,
+	// the coordinators of the Cluster page): the coordinator passes its
+	// --peer-urls (adminserver.PeerURLs.Allows), so that whoever can write
+	// etcd cannot have the console send operators to a page of their own.
+	// A URL it refuses is not linked, and the page says it is not among
+	// --peer-urls. Default nil: every URL is linked.
+	PeerAllowed func(adminURL string) bool
 	// Logger receives the causes of failed pages; default: discard.
 	Logger *slog.Logger
 	// Now is the clock of the charts' time axis and of the sessions'
@@ -147,7 +155,8 @@ func New(cfg Config) (*Console, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("console: CSRF key: %w", err)
 	}
-	tmpl, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	linked := func(adminURL string) bool { return cfg.PeerAllowed == nil || cfg.PeerAllowed(adminURL) }
+	tmpl, err := template.New("").Funcs(funcs).Funcs(template.FuncMap{"peerLinked": linked}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
@@ -194,12 +203,19 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// RefreshHeader marks the requests with which console.js refreshes a
+// page: they render the page without taking the session's kept warnings,
+// which are for the page the operator goes to next (another tab's
+// refresh must not swallow them).
+const RefreshHeader = "Weir-Console-Refresh"
+
 // sess is a signed-in request.
 type sess struct {
-	id    string // the session id, the cookie's value
-	token string
-	who   auth.Principal
-	csrf  string
+	id      string // the session id, the cookie's value
+	token   string
+	who     auth.Principal
+	csrf    string
+	refresh bool // a refresh by console.js (RefreshHeader)
 }
 
 // session runs h for a signed-in operator; others are sent to sign in. A
@@ -226,7 +242,7 @@ func (c *Console) session(h func(w http.ResponseWriter, r *http.Request, s sess)
 			http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		s := sess{id: ck.Value, token: token, who: p, csrf: c.csrfToken(ck.Value)}
+		s := sess{id: ck.Value, token: token, who: p, csrf: c.csrfToken(ck.Value), refresh: r.Header.Get(RefreshHeader) != ""}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				http.Error(w, "bad form", http.StatusBadRequest)
@@ -321,6 +337,24 @@ func (c *Console) client(s sess, domain string) *adminclient.Client {
 		cl = cl.WithDomain(domain)
 	}
 	return cl
+}
+
+// writeClient is client for a form's write: it collects the admin API's
+// warnings (adminapi.HeaderWarning) of the answers into *warns, for
+// redirectAfterWrite, or for the page that shows a failed write at once.
+// Every form that writes through the API uses it.
+func (c *Console) writeClient(s sess, domain string, warns *[]string) *adminclient.Client {
+	return c.client(s, domain).WithWarnings(func(w string) { *warns = append(*warns, w) })
+}
+
+// redirectAfterWrite ends a form's accepted write with a redirect to
+// target (redirect-after-post), keeping the write's warnings in the
+// session for the page the redirect renders. They stay on the server:
+// the target's query string cannot carry them, so that no link can make
+// the console show a warning the API did not give.
+func (c *Console) redirectAfterWrite(w http.ResponseWriter, r *http.Request, s sess, target string, warns []string) {
+	c.sessions.addNotices(s.id, warns)
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // inProcess is a RoundTripper that serves requests with a handler.

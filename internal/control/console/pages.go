@@ -36,11 +36,27 @@ type page struct {
 	// and the admin API named it; Standby is true when it does not lead.
 	Leader  string
 	Standby bool
-	Data    any
+	// PeerRefused is true when the leader's advertised URL is not among
+	// the coordinator's --peer-urls (Config.PeerAllowed): Leader is then
+	// empty, and the page says why.
+	PeerRefused bool
+	// Warnings are the admin API's warnings (adminapi.HeaderWarning) of
+	// the session's writes, shown once: those of this request's write, and
+	// those kept in the session for its next page (render adds them).
+	Warnings []string
+	Data     any
+
+	// notices is the id of the session whose kept warnings render takes
+	// and shows; "" for none (sign-in, and the pages' own refreshes).
+	notices string
 }
 
 func (c *Console) base(s sess, title, nav string) page {
-	return page{Title: title, Nav: nav, Who: s.who.Name, RO: s.who.ReadOnly, CSRF: s.csrf}
+	p := page{Title: title, Nav: nav, Who: s.who.Name, RO: s.who.ReadOnly, CSRF: s.csrf}
+	if !s.refresh {
+		p.notices = s.id
+	}
+	return p
 }
 
 // noteLive records in p what an error of a live endpoint says: a standby
@@ -48,14 +64,22 @@ func (c *Console) base(s sess, title, nav string) page {
 // answer that this coordinator does not lead makes a standby; any other
 // error, a deadline or etcd unavailable included (also 503), is shown as
 // one.
-func (p *page) noteLive(err error) {
+//
+// The leader's URL comes from its election key in etcd; it is linked only
+// when allowed (Config.PeerAllowed). A URL the admin API left out because
+// it is not among --peer-urls, or one allowed names but the console's
+// list does not, makes PeerRefused.
+func (p *page) noteLive(err error, allowed func(adminURL string) bool) {
 	switch {
 	case err == nil:
 	case errors.Is(err, adminclient.ErrNotFound):
 	default:
-		if leader, ok := notLeader(err); ok {
+		if leader, refused, ok := notLeader(err); ok {
 			p.Standby = true
-			if leader != "" {
+			switch {
+			case refused || leader != "" && allowed != nil && !allowed(leader):
+				p.PeerRefused = true
+			case leader != "":
 				p.Leader = strings.TrimSuffix(leader, "/") + Prefix
 			}
 			return
@@ -69,19 +93,29 @@ func (p *page) noteLive(err error) {
 // notLeader reports whether err is the admin API's answer that this
 // coordinator does not lead (a 503 naming the leader, or saying it does
 // not lead when it does not know the leader), and the leader's admin URL
-// if named.
-func notLeader(err error) (leader string, ok bool) {
+// if named. refused is true when the answer leaves the URL out because it
+// is not among the coordinator's --peer-urls (adminserver says so in the
+// message).
+func notLeader(err error) (leader string, refused, ok bool) {
 	ae, isAPI := errors.AsType[*adminclient.APIError](err)
 	if !isAPI || ae.Status != http.StatusServiceUnavailable {
-		return "", false
+		return "", false, false
 	}
 	if ae.Leader != "" {
-		return ae.Leader, true
+		return ae.Leader, false, true
 	}
-	return "", strings.Contains(ae.Message, "does not lead") || strings.Contains(ae.Message, "not the leader")
+	ok = strings.Contains(ae.Message, "does not lead") || strings.Contains(ae.Message, "not the leader")
+	return "", ok && strings.Contains(ae.Message, "--peer-urls"), ok
 }
 
+// render writes page name with p. When p is a session's page (not a
+// refresh), the warnings the session kept are taken and shown, first.
 func (c *Console) render(w http.ResponseWriter, code int, name string, p page) {
+	if p.notices != "" {
+		if kept := c.sessions.takeNotices(p.notices); len(kept) > 0 {
+			p.Warnings = append(kept, p.Warnings...)
+		}
+	}
 	var b bytes.Buffer
 	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
 		c.log.Error("console: render", "page", name, "err", err)
@@ -163,7 +197,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
 	d := rulePage{Domain: domain, ID: id, Global: ru.Scope == rule.ScopeGlobal, Definition: string(def), Invalid: sr.Invalid}
 	if d.Global {
 		ser, err := cl.Series(ctx, id)
-		p.noteLive(err)
+		p.noteLive(err, c.cfg.PeerAllowed)
 		p.Refresh = refreshOf(ser.IntervalSeconds)
 		if err == nil {
 			d.Charts, d.Latest = charts(ser)
@@ -176,7 +210,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
 	if st, err := cl.Stats(ctx, id); err == nil {
 		d.HotKeys = st.HotKeys
 	} else {
-		p.noteLive(err)
+		p.noteLive(err, c.cfg.PeerAllowed)
 	}
 	if recs, err := cl.Audit(ctx, adminclient.AuditQuery{RuleID: id, Limit: 20}); err == nil {
 		for _, a := range recs {
@@ -265,7 +299,7 @@ func (c *Console) sharesPage(w http.ResponseWriter, r *http.Request, s sess) {
 	sh, err := c.client(s, domain).Shares(ctx, id)
 	p := c.base(s, "Shares of "+id, "")
 	if err != nil {
-		p.noteLive(err)
+		p.noteLive(err, c.cfg.PeerAllowed)
 		if !p.Standby {
 			c.failPage(w, s, err)
 			return
@@ -326,10 +360,12 @@ func (c *Console) postShares(w http.ResponseWriter, r *http.Request, s sess) {
 		settings, formErr = pol.Settings(dcs)
 	}
 	if formErr == nil && r.PostForm.Get("action") == "apply" {
-		if _, err := cl.SetShares(ctx, id, pol, r.PostForm.Get("etag")); err != nil {
+		var warns []string
+		if _, err := c.writeClient(s, domain, &warns).SetShares(ctx, id, pol, r.PostForm.Get("etag")); err != nil {
 			formErr = err
+			p.Warnings = warns
 		} else {
-			http.Redirect(w, r, Prefix+"rules/"+domain+"/"+id+"/shares?applied=1", http.StatusSeeOther)
+			c.redirectAfterWrite(w, r, s, Prefix+"rules/"+domain+"/"+id+"/shares?applied=1", warns)
 			return
 		}
 	}
@@ -415,7 +451,7 @@ func (c *Console) cluster(w http.ResponseWriter, r *http.Request, s sess) {
 	defer cancel()
 	p := c.base(s, "Cluster", "cluster")
 	cl, err := c.client(s, "").Cluster(ctx)
-	p.noteLive(err)
+	p.noteLive(err, c.cfg.PeerAllowed)
 	p.Refresh = refreshOf(cl.IntervalSeconds)
 	p.Data = cl
 	c.render(w, http.StatusOK, "cluster", p)

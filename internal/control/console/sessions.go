@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,12 +25,18 @@ const (
 // from crypto/rand.
 const sessionIDBytes = 32
 
+// maxNotices bounds the one-time messages a session holds for its next
+// page; past it, the oldest go.
+const maxNotices = 8
+
 // session is what a session id stands for: the token signed in with,
-// held only in memory, and the session's times.
+// held only in memory, the session's times, and the one-time messages
+// (the admin API's warnings) its next page shows.
 type session struct {
 	token    string
 	created  time.Time
 	lastUsed time.Time
+	notices  []string
 }
 
 // sessions maps session ids to sessions. Ids are kept as SHA-256 digests,
@@ -95,6 +102,41 @@ func (ss *sessions) use(id string) (string, bool) {
 	}
 	s.lastUsed = now
 	return s.token, true
+}
+
+// addNotices keeps msgs for the next page the session id names renders
+// (see takeNotices), after those it holds already, at most maxNotices in
+// all. It does nothing when there is no such session.
+func (ss *sessions) addNotices(id string, msgs []string) {
+	if len(msgs) == 0 {
+		return
+	}
+	k := sha256.Sum256([]byte(id))
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.byID[k]
+	if !ok {
+		return
+	}
+	s.notices = append(s.notices, msgs...)
+	if n := len(s.notices); n > maxNotices {
+		s.notices = slices.Clone(s.notices[n-maxNotices:])
+	}
+}
+
+// takeNotices returns the messages the session id names holds, and
+// forgets them: each is shown once.
+func (ss *sessions) takeNotices(id string) []string {
+	k := sha256.Sum256([]byte(id))
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.byID[k]
+	if !ok {
+		return nil
+	}
+	msgs := s.notices
+	s.notices = nil
+	return msgs
 }
 
 // end drops the session id names, if any.

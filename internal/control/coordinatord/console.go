@@ -5,15 +5,17 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/control/console"
 	"github.com/weirhq/weir/internal/platform/auth"
 )
 
 // mountConsole serves the operators' console under /ui/ on mux, over the
 // admin API mux already serves (the console calls it in-process with the
-// signed-in token).
-func mountConsole(mux *http.ServeMux, cfg Config, tokens auth.Store, log *slog.Logger) error {
-	ui, err := console.New(console.Config{API: mux, Tokens: tokens, Secure: cfg.TLS.Enabled(), DefaultDomain: cfg.DefaultDomain, EtcdPrefix: cfg.Prefix, Logger: log})
+// signed-in token). It links only to the coordinators' URLs peers (nil:
+// any) allow.
+func mountConsole(mux *http.ServeMux, cfg Config, tokens auth.Store, peers *adminserver.PeerURLs, log *slog.Logger) error {
+	ui, err := console.New(console.Config{API: mux, Tokens: tokens, Secure: cfg.TLS.Enabled(), DefaultDomain: cfg.DefaultDomain, EtcdPrefix: cfg.Prefix, PeerAllowed: peers.Allows, Logger: log})
 	if err != nil {
 		return fmt.Errorf("coordinatord: %w", err)
 	}

@@ -367,7 +367,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	for _, pattern := range APIPatterns() {
 		mux.Handle(pattern, auth.Middleware(tokens, api))
 	}
-	if err := mountConsole(mux, cfg, tokens, log); err != nil {
+	if err := mountConsole(mux, cfg, tokens, peers, log); err != nil {
 		return nil, nil, err
 	}
 	return mux, tokens, nil

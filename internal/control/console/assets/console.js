@@ -72,7 +72,9 @@
       return;
     }
     var started = Date.now();
-    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+    // Weir-Console-Refresh: the server keeps the session's one-time
+    // warnings for the page the operator opens next, not this fetch.
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html", "Weir-Console-Refresh": "1" } })
       .then(function (r) {
         if (r.redirected && signedOut(r)) {
           leave(r.url);
