@@ -1,8 +1,10 @@
 package adminserver_test
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/pkg/adminapi"
 )
 
 // TestParsePeerURLs checks which URLs an allow-list takes (normalised as
@@ -133,5 +136,98 @@ func TestPeerRefusalLogRateLimited(t *testing.T) {
 		if got := strings.Count(logs.String(), "not among --peer-urls"); got != s.lines {
 			t.Fatalf("step %d (%s): got %d warnings, want %d; logs:\n%s", i, s.leader, got, s.lines, logs.String())
 		}
+	}
+}
+
+// refuseTrip is a Forward that must not be used.
+type refuseTrip struct{ t *testing.T }
+
+func (f refuseTrip) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.t.Errorf("forwarded %s %s, want no forwarding", r.Method, r.URL)
+	return nil, errors.New("not forwarding")
+}
+
+// TestNotLeaderNamesOnlyPeerURLs checks, over HTTP, the 503 of a standby
+// that does not forward (no Forward, or the request was forwarded once
+// already): it names the leader in "leader" and Location when there is
+// no Peers or the leader's URL is among them; a leader URL outside them
+// is in neither, and the message says why.
+func TestNotLeaderNamesOnlyPeerURLs(t *testing.T) {
+	const leader = "http://c2.example:8070"
+	tests := []struct {
+		name      string
+		peers     []string // Config.Peers; nil: none
+		forwarded bool     // Forward set, and the request forwarded once already
+		named     bool     // want the leader in "leader" and Location
+	}{
+		{"no list", nil, false, true},
+		{"no list, forwarded once", nil, true, true},
+		{"listed", []string{"http://c1.example:8070", "HTTP://C2.example:8070/"}, false, true},
+		{"listed, forwarded once", []string{leader}, true, true},
+		{"not listed", []string{"http://c1.example:8070"}, false, false},
+		{"not listed, forwarded once", []string{"http://c1.example:8070"}, true, false},
+		{"listed with https", []string{"https://c2.example:8070"}, false, false},
+	}
+	paths := []string{
+		"/rate-limits/api-global-default/stats",
+		"/rate-limits/api-global-default/shares",
+		"/rate-limits/api-global-default/k",
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(c *adminserver.Config) {
+				if tt.forwarded {
+					c.Forward = refuseTrip{t}
+				}
+				if tt.peers != nil {
+					p, err := adminserver.ParsePeerURLs(tt.peers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.Peers = p
+				}
+			})
+			e.create(seedCreate)
+			e.live.setErr(&adminserver.NotLeaderError{Leader: leader})
+			hs := httptest.NewServer(e.h)
+			defer hs.Close()
+			for _, path := range paths {
+				req, err := http.NewRequest("GET", hs.URL+path+"?x=1", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.forwarded {
+					req.Header.Set(adminserver.ForwardedHeader, "c0")
+				}
+				resp, err := hs.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var body adminapi.ErrorBody
+				dec := json.NewDecoder(resp.Body)
+				dec.DisallowUnknownFields()
+				err = dec.Decode(&body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body.Error, "does not lead") {
+					t.Fatalf("%s: got %d %+v (%v), want 503 saying it does not lead", path, resp.StatusCode, body, err)
+				}
+				wantLeader, wantLoc := "", ""
+				if tt.named {
+					wantLeader, wantLoc = leader, leader+path+"?x=1"
+				}
+				if body.Leader != wantLeader {
+					t.Errorf("%s: leader: got %q, want %q", path, body.Leader, wantLeader)
+				}
+				if got := resp.Header.Get("Location"); got != wantLoc {
+					t.Errorf("%s: Location: got %q, want %q", path, got, wantLoc)
+				}
+				if refused := strings.Contains(body.Error, "not among --peer-urls"); refused == tt.named {
+					t.Errorf("%s: error: got %q, want it to say the URL is not among --peer-urls: %v", path, body.Error, !tt.named)
+				}
+				if strings.Contains(body.Error, "c2.example") && !tt.named {
+					t.Errorf("%s: error: got %q, want the unlisted URL left out", path, body.Error)
+				}
+			}
+		})
 	}
 }
