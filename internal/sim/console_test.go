@@ -69,8 +69,9 @@ func chromium(t *testing.T) string {
 
 // TestConsoleInBrowser drives headless Chromium against a running
 // simulation's console: sign in, see every rule, watch a chart move, pin a
-// DC and see its share reach the pin, and be refused with a read-only
-// token. With WEIR_UPDATE_SCREENSHOTS=1 it writes docs/console/*.png.
+// DC and see its share reach the pin, see the admin API's warning once
+// after draining every DC, and be refused with a read-only token. With
+// WEIR_UPDATE_SCREENSHOTS=1 it writes docs/console/*.png.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a simulation and a browser")
@@ -239,6 +240,30 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(rd.url), chromedp.WaitVisible(`#rules`, chromedp.ByID))
 	shot("overview-phone")
 	run("desktop", chromedp.EmulateViewport(1280, 900))
+
+	// Draining every DC is accepted with the admin API's warning, kept in
+	// the session for the next page: the refreshes of an open page
+	// (console.js, every interval) do not take it, the next page shows
+	// it once. The form is sent by script, its redirect not followed, as
+	// from another tab.
+	run("rule page for the drain", chromedp.Navigate(rd.url+"rules/shop/checkout"), chromedp.WaitVisible(`#chart-admitted`, chromedp.ByID))
+	var drained int
+	run("drain every DC", chromedp.Evaluate(`fetch('/ui/rules/shop/checkout/shares', {method: 'POST', redirect: 'manual', body: new URLSearchParams({csrf: document.querySelector('[name=csrf]').value, etag: '', action: 'apply', 'pin-c': '50', 'drained-a': '1', 'drained-b': '1', 'drained-c': '1'})}).then(r => r.type === 'opaqueredirect' ? 303 : r.status)`, &drained,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if drained != 303 {
+		t.Fatalf("drain every DC: got status %d, want the form's redirect", drained)
+	}
+	time.Sleep(3 * interval) // refreshes of the rule page
+	var warning string
+	run("warning", chromedp.Navigate(rd.url+"cluster"), chromedp.WaitVisible(`#warnings`, chromedp.ByID), chromedp.Text(`#warnings`, &warning, chromedp.ByID))
+	if !strings.Contains(warning, "every DC is drained or pinned at 0: rule 'checkout' in domain 'shop'") {
+		t.Errorf("the page after draining every DC: got warnings %q, want the admin API's", warning)
+	}
+	var warnings int
+	run("reload after the warning", chromedp.Reload(), chromedp.WaitVisible(`#coordinators`, chromedp.ByID), chromedp.Evaluate(`document.querySelectorAll('#warnings').length`, &warnings))
+	if warnings != 0 {
+		t.Errorf("reload after the warning: got it again, want it shown once")
+	}
 
 	// A read-only token sees the shares and may not change them: no form
 	// to submit, and a submission made anyway is refused.

@@ -45,6 +45,9 @@ type api struct {
 	failList map[string]bool
 	// invalid are more invalid rules without a valid version, in d.
 	invalid []adminapi.InvalidRule
+	// shareWarnings are sent, as Weir-Warning fields, with the answer
+	// to a share policy write.
+	shareWarnings []string
 
 	inFlight, maxInFlight int // shares requests being answered
 }
@@ -118,6 +121,9 @@ func (a *api) handler(tokens auth.Store) http.Handler {
 		json.NewDecoder(r.Body).Decode(&body)
 		a.mu.Lock()
 		a.writes = append(a.writes, string(body))
+		for _, msg := range a.shareWarnings {
+			w.Header().Add(adminapi.HeaderWarning, msg)
+		}
 		a.mu.Unlock()
 		w.Write(body)
 	})
@@ -324,6 +330,61 @@ func TestSharesChanges(t *testing.T) {
 	defer a.mu.Unlock()
 	if len(a.writes) != 1 || a.writes[0] != `{"dcs":{"a":{"pin":0.7}}}` {
 		t.Errorf("got writes %q, want one pin of a at 0.7", a.writes)
+	}
+}
+
+// TestWriteWarnings: the warnings of an accepted write are kept in the
+// session that made it, not in the redirect's URL, and shown once,
+// escaped, on its next page, the last 8 when there are more; another
+// session does not see them.
+func TestWriteWarnings(t *testing.T) {
+	const evil = `<script>alert("x")</script> & more`
+	var many []string
+	for i := range 10 {
+		many = append(many, fmt.Sprintf("warning %d of 10", i))
+	}
+	for _, tc := range []struct {
+		name  string
+		warns []string
+		shown []string // in order
+	}{
+		{"one, with markup", []string{evil}, []string{`&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; more`}},
+		{"more than the bound", many, many[2:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newConsoleWith(t, &api{shareWarnings: tc.warns}, console.Config{})
+			rw, other := signIn(t, c, rwToken), signIn(t, c, rwToken)
+			csrf := csrfOf(t, do(c, "GET", "/ui/rules/d/r/shares", rw, nil).Body.String())
+			rec := do(c, "POST", "/ui/rules/d/r/shares", rw, url.Values{"csrf": {csrf}, "action": {"apply"}, "etag": {`"3"`}, "pin-a": {"70"}})
+			loc := rec.Header().Get("Location")
+			if rec.Code != http.StatusSeeOther || loc != "/ui/rules/d/r/shares?applied=1" {
+				t.Fatalf("apply: got %d to %q, want 303 to /ui/rules/d/r/shares?applied=1", rec.Code, loc)
+			}
+			if body := do(c, "GET", loc, other, nil).Body.String(); strings.Contains(body, `id="warnings"`) {
+				t.Errorf("another session: got the warnings, want none")
+			}
+			body := do(c, "GET", loc, rw, nil).Body.String()
+			if strings.Contains(body, "<script>") {
+				t.Errorf("got the warning unescaped:\n%s", body)
+			}
+			at := -1
+			for _, w := range tc.shown {
+				if n := strings.Count(body, w); n != 1 {
+					t.Errorf("warning %q: got it %d times, want once", w, n)
+				}
+				i := strings.Index(body, w)
+				if i < at {
+					t.Errorf("warning %q: got it out of order", w)
+				}
+				at = i
+			}
+			if n := strings.Count(body, `class="banner warning"`); n != len(tc.shown) {
+				t.Errorf("got %d warnings, want %d", n, len(tc.shown))
+			}
+			if body := do(c, "GET", loc, rw, nil).Body.String(); strings.Contains(body, `id="warnings"`) {
+				t.Errorf("reload: got the warnings again, want none")
+			}
+		})
 	}
 }
 
