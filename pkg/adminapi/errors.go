@@ -12,7 +12,9 @@ type ErrorBody struct {
 	// Omitted counts the problems beyond those listed in Fields.
 	Omitted int `json:"omitted,omitempty"`
 	// Leader is the admin URL of the coordinator that leads, when a 503
-	// is for want of leadership and the server knows the leader.
+	// is for want of leadership and the server knows the leader (and, when
+	// it has --peer-urls, the URL is among them); a 502 names the leader
+	// it did not reach.
 	Leader string `json:"leader,omitempty"`
 }
 

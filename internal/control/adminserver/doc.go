@@ -46,7 +46,7 @@
 // gets the default one if it holds the rule, else the only one that does
 // (409 when several other domains do); a standby forwards the live views
 // to the leader (Config.Forward), only to a leader URL among Config.Peers
-// when those are set.
+// when those are set, and names in a 503 no leader URL outside them.
 //
 // Every error is JSON {"error": "..."}: 400 for malformed JSON or query
 // parameters, 404 for unknown rules and paths, 405 (with Allow) for a
@@ -55,7 +55,7 @@
 // problem listed: {"error": "invalid rule", "fields": [{"field": "limit",
 // "reason": "..."}]}, 503 when etcd or the live view cannot answer (with
 // "leader" and a Location header when another coordinator leads and is
-// known).
+// known, and Config.Peers, if set, allow its URL).
 //
 // # Partial updates
 //

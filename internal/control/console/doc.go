@@ -30,4 +30,11 @@
 // something carries a CSRF token derived from the session (an HMAC of the
 // session id under a per-process key), checked on submission, and
 // requests whose Origin is another site are refused.
+//
+// A form's write ends with a redirect; the admin API's warnings of the
+// write (adminapi.HeaderWarning) are kept in the session, on the server,
+// and shown once by the next page the session renders (not by the
+// script's refreshes, RefreshHeader). Links to coordinators' admin URLs,
+// which come from etcd, are made only to those Config.PeerAllowed allows
+// (the coordinator's --peer-urls).
 package console
