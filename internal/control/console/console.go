@@ -339,7 +339,7 @@ func (c *Console) client(s sess, domain string) *adminclient.Client {
 	return cl
 }
 
-// writeClient is client for a form's write: it collects the admin API's
+// writeClient is the client of a form's write: it collects the admin API's
 // warnings (adminapi.HeaderWarning) of the answers into *warns, for
 // redirectAfterWrite, or for the page that shows a failed write at once.
 // Every form that writes through the API uses it.

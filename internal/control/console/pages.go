@@ -67,8 +67,8 @@ func (c *Console) base(s sess, title, nav string) page {
 //
 // The leader's URL comes from its election key in etcd; it is linked only
 // when allowed (Config.PeerAllowed). A URL the admin API left out because
-// it is not among --peer-urls, or one allowed names but the console's
-// list does not, makes PeerRefused.
+// it is not among --peer-urls, or one the API names but allowed
+// refuses, makes PeerRefused.
 func (p *page) noteLive(err error, allowed func(adminURL string) bool) {
 	switch {
 	case err == nil:
