@@ -202,6 +202,26 @@ func TestLoginLater(t *testing.T) {
 	}
 }
 
+// TestLoginLaterWithoutAuth: a client of a user built while etcd is down
+// works once etcd answers with its auth off, as one that logged in at
+// once does (etcd ignores the token it holds until it logs in).
+func TestLoginLaterWithoutAuth(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	etcd.Stop()
+	pw := write(t, t.TempDir(), "pw", "weirpw\n")
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: etcd.Endpoints(), DialTimeout: 300 * time.Millisecond, Auth: etcdclient.Auth{User: "weir", PasswordFile: pw}})
+	if err != nil {
+		t.Fatalf("New while etcd is down: got error %v, want none", err)
+	}
+	defer cli.Close()
+	etcd.Restart()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/any/k", "v"); err != nil {
+		t.Fatalf("put once etcd answers, auth off: %v", err)
+	}
+}
+
 // TestRBAC runs an etcd with client certificates and auth enabled, where
 // user weir may read and write /weir/ only: the certificate's common name,
 // or a user and password, is the etcd user.
