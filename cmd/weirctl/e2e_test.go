@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/weirhq/weir/internal/control/coordinatord"
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/etcd/etcdclient"
@@ -40,6 +42,9 @@ type system struct {
 	// when the system has one.
 	standby string
 	http    map[string]string // DC → limiter HTTP base URL
+	etcd    *etcdtest.Cluster
+	// limiterAuth is how the limiters log in to etcd (systemTLS.etcdUser).
+	limiterAuth etcdclient.Auth
 	// limiters carries the test's own requests to the limiters.
 	limiters *http.Client
 	probes   atomic.Int64 // numbers the users of probe
@@ -54,8 +59,9 @@ type systemTLS struct {
 	// standby starts a second coordinator; the system's admin is then
 	// whichever leads, its standby the other.
 	standby bool
-	// etcdUser turns etcd's auth on, with a user whose role reaches
-	// /weir/ only, as which the coordinators and limiters log in.
+	// etcdUser turns etcd's auth on; the coordinators log in as a user
+	// who may read and write /weir/ only, the limiters as one who may
+	// read it and write /weir/instances/ only.
 	etcdUser bool
 }
 
@@ -71,20 +77,30 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, "weir.usage")
 	dir := t.TempDir()
-	var etcdAuth etcdclient.Auth
+	var coordinatorAuth, limiterAuth etcdclient.Auth
 	if tc.etcdUser {
-		etcdtest.EnableAuth(t, etcd.Client(t), "weir", "weirpw", "/weir/")
-		etcdAuth = etcdclient.Auth{User: "weir", PasswordFile: filepath.Join(dir, "etcd-password")}
-		if err := os.WriteFile(etcdAuth.PasswordFile, []byte("weirpw\n"), 0o600); err != nil {
-			t.Fatal(err)
+		// The roles docs/operations.md recommends: coordinators read and
+		// write Weir's prefix; limiters read it and write their instance
+		// records only.
+		limiter := etcdtest.User{Name: "weir-limiter", Password: "limiterpw", Grants: []etcdtest.Grant{
+			{Prefix: "/weir/"}, {Prefix: "/weir/instances/", Write: true},
+		}}
+		etcdtest.EnableAuth(t, etcd.Client(t), etcdtest.WeirUser(), limiter)
+		login := func(u etcdtest.User) etcdclient.Auth {
+			a := etcdclient.Auth{User: u.Name, PasswordFile: filepath.Join(dir, u.Name+"-password")}
+			if err := os.WriteFile(a.PasswordFile, []byte(u.Password+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return a
 		}
+		coordinatorAuth, limiterAuth = login(etcdtest.WeirUser()), login(limiter)
 	}
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte(rwToken+" rw operator\n"+roToken+" ro viewer\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	s := &system{http: map[string]string{}, limiters: client}
+	s := &system{http: map[string]string{}, limiters: client, etcd: etcd, limiterAuth: limiterAuth}
 	ready := make(chan string, 1)
 	run := func(name string, f func(ctx context.Context) error) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -108,7 +124,7 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
 				AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: name,
 				Interval: 500 * time.Millisecond, Logger: quiet, Ready: func(addr string) { ready <- addr },
-				LimiterTLS: tc.coordinator, EtcdAuth: etcdAuth,
+				LimiterTLS: tc.coordinator, EtcdAuth: coordinatorAuth,
 			})
 		})
 		admins = append(admins, "http://"+<-ready)
@@ -146,7 +162,7 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 			return limiterd.Run(ctx, limiterd.Config{
 				DC: dc, DCs: []string{"a", "b"}, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, ReportInterval: 500 * time.Millisecond,
-				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters, EtcdAuth: etcdAuth,
+				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters, EtcdAuth: limiterAuth,
 			})
 		})
 		select {
@@ -512,9 +528,10 @@ func TestAgainstAStandby(t *testing.T) {
 }
 
 // TestUnderEtcdRBAC runs two coordinators and two limiters against an
-// etcd with auth on, logged in as a user whose role reaches /weir/ only:
-// a leader is elected, a rule applied through the standby is enforced in
-// both DCs, and the leader plans and writes its shares.
+// etcd with auth on, each kind logged in as a user with the least role
+// it needs (startSystemTLS): a leader is elected, a rule applied through
+// the standby is enforced in both DCs, the limiters register, and a pin
+// reaches a limiter through etcd.
 func TestUnderEtcdRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, a broker, two coordinators and two limiters")
@@ -538,6 +555,23 @@ func TestUnderEtcdRBAC(t *testing.T) {
 		_, la := s.probe(t, "a")
 		return la == 10
 	})
+
+	// The limiters registered under their role; the same role may not
+	// touch the rules.
+	limiter, err := etcdclient.New(etcdclient.Config{Endpoints: s.etcd.Endpoints(), Auth: s.limiterAuth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer limiter.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := limiter.Get(ctx, "/weir/instances/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 2 {
+		t.Errorf("instance records of the limiters: got %v (err %v), want 2", resp, err)
+	}
+	if _, err := limiter.Put(ctx, "/weir/rules/api/orders", "{}"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("a limiter's user writing a rule: got error %v, want permission denied", err)
+	}
 }
 
 // TestShareMoveTimes measures how long a pin takes to show in the local

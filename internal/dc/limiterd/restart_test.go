@@ -225,7 +225,7 @@ func TestRestartWithEtcdUserWhileEtcdDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	putPerUserRule(ctx, t, admin)
-	etcdtest.EnableAuth(t, admin, "weir", "weirpw", "/weir/")
+	etcdtest.EnableAuth(t, admin, etcdtest.WeirUser())
 	password := filepath.Join(t.TempDir(), "password")
 	if err := os.WriteFile(password, []byte("weirpw\n"), 0o600); err != nil {
 		t.Fatal(err)

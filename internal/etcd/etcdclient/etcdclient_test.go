@@ -155,7 +155,7 @@ func TestUnreachableEtcdIsNoError(t *testing.T) {
 func TestLoginLater(t *testing.T) {
 	dir := t.TempDir()
 	etcd := etcdtest.Start(t)
-	etcdtest.EnableAuth(t, etcd.Client(t), "weir", "weirpw", "/weir/")
+	etcdtest.EnableAuth(t, etcd.Client(t), etcdtest.WeirUser())
 	etcd.Stop()
 	pw, wrong := write(t, dir, "pw", "weirpw\n"), write(t, dir, "wrong", "nope\n")
 	build := func(passwordFile string) *clientv3.Client {
@@ -234,7 +234,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	etcdtest.EnableAuth(t, admin, "weir", "weirpw", "/weir/")
+	etcdtest.EnableAuth(t, admin, etcdtest.WeirUser())
 	pw, wrong := write(t, dir, "pw", "weirpw\n"), write(t, dir, "wrong", "nope\n")
 	cert := tlsconf.ClientFiles{CA: server.CertFile, Cert: weir.CertFile, Key: weir.KeyFile}
 	tests := []struct {

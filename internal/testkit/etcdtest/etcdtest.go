@@ -179,35 +179,64 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
+// User is an etcd user EnableAuth adds, with a role of the same name
+// that holds Grants.
+type User struct {
+	Name, Password string
+	Grants         []Grant
+}
+
+// Grant is a role's permission on the keys under Prefix: read, or read
+// and write.
+type Grant struct {
+	Prefix string
+	Write  bool
+}
+
 // EnableAuth turns authentication on in admin's etcd (a client that may
 // still write without a user: one of a fresh Cluster, or of a client
-// certificate etcd takes for root). It adds user root (password
-// "rootpw"), which auth requires, and user user (password password),
-// whose role may read and write the keys under prefix only.
-func EnableAuth(t testing.TB, admin *clientv3.Client, user, password, prefix string) {
+// certificate etcd takes for root), after adding user root (password
+// "rootpw"), which auth requires, and users.
+func EnableAuth(t testing.TB, admin *clientv3.Client, users ...User) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	steps := []struct {
+	type step struct {
 		what string
 		do   func() error
-	}{
+	}
+	steps := []step{
 		{"add user root", func() error { _, err := admin.UserAdd(ctx, "root", "rootpw"); return err }},
 		{"grant root its role", func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err }},
-		{"add role " + user, func() error { _, err := admin.RoleAdd(ctx, user); return err }},
-		{"grant role " + user + " " + prefix, func() error {
-			_, err := admin.RoleGrantPermission(ctx, user, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		}},
-		{"add user " + user, func() error { _, err := admin.UserAdd(ctx, user, password); return err }},
-		{"grant user " + user + " its role", func() error { _, err := admin.UserGrantRole(ctx, user, user); return err }},
-		{"enable auth", func() error { _, err := admin.AuthEnable(ctx); return err }},
 	}
-	for _, step := range steps {
-		if err := step.do(); err != nil {
-			t.Fatalf("etcdtest: enable auth: %s: %v", step.what, err)
+	for _, u := range users {
+		steps = append(steps, step{"add role " + u.Name, func() error { _, err := admin.RoleAdd(ctx, u.Name); return err }})
+		for _, g := range u.Grants {
+			perm := clientv3.PermRead
+			if g.Write {
+				perm = clientv3.PermReadWrite
+			}
+			steps = append(steps, step{fmt.Sprintf("grant role %s %v on %s", u.Name, perm, g.Prefix), func() error {
+				_, err := admin.RoleGrantPermission(ctx, u.Name, g.Prefix, clientv3.GetPrefixRangeEnd(g.Prefix), clientv3.PermissionType(perm))
+				return err
+			}})
+		}
+		steps = append(steps,
+			step{"add user " + u.Name, func() error { _, err := admin.UserAdd(ctx, u.Name, u.Password); return err }},
+			step{"grant user " + u.Name + " its role", func() error { _, err := admin.UserGrantRole(ctx, u.Name, u.Name); return err }})
+	}
+	steps = append(steps, step{"enable auth", func() error { _, err := admin.AuthEnable(ctx); return err }})
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("etcdtest: enable auth: %s: %v", s.what, err)
 		}
 	}
+}
+
+// WeirUser returns a User named weir (password weirpw) who may read and
+// write every key under /weir/, Weir's default prefix.
+func WeirUser() User {
+	return User{Name: "weir", Password: "weirpw", Grants: []Grant{{Prefix: "/weir/", Write: true}}}
 }
 
 // Members is the number of members.
