@@ -43,8 +43,9 @@ type system struct {
 	standby string
 	http    map[string]string // DC → limiter HTTP base URL
 	etcd    *etcdtest.Cluster
-	// limiterAuth is how the limiters log in to etcd (systemTLS.etcdUser).
-	limiterAuth etcdclient.Auth
+	// limiterAuth is how each DC's limiter logs in to etcd
+	// (systemTLS.etcdUser).
+	limiterAuth map[string]etcdclient.Auth
 	// limiters carries the test's own requests to the limiters.
 	limiters *http.Client
 	probes   atomic.Int64 // numbers the users of probe
@@ -77,15 +78,19 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, "weir.usage")
 	dir := t.TempDir()
-	var coordinatorAuth, limiterAuth etcdclient.Auth
+	var coordinatorAuth etcdclient.Auth
+	limiterAuth := map[string]etcdclient.Auth{}
 	if tc.etcdUser {
 		// The roles docs/operations.md recommends: coordinators read and
-		// write Weir's prefix; limiters read it and write their instance
-		// records only.
-		limiter := etcdtest.User{Name: "weir-limiter", Password: "limiterpw", Grants: []etcdtest.Grant{
-			{Prefix: "/weir/"}, {Prefix: "/weir/instances/", Write: true},
-		}}
-		etcdtest.EnableAuth(t, etcd.Client(t), etcdtest.WeirUser(), limiter)
+		// write Weir's prefix; a DC's limiters read it and write their
+		// DC's instance records only.
+		limiters := map[string]etcdtest.User{}
+		for _, dc := range []string{"a", "b"} {
+			limiters[dc] = etcdtest.User{Name: "weir-limiter-" + dc, Password: "limiterpw-" + dc, Grants: []etcdtest.Grant{
+				{Prefix: "/weir/"}, {Prefix: "/weir/instances/" + dc + "/", Write: true},
+			}}
+		}
+		etcdtest.EnableAuth(t, etcd.Client(t), etcdtest.WeirUser(), limiters["a"], limiters["b"])
 		login := func(u etcdtest.User) etcdclient.Auth {
 			a := etcdclient.Auth{User: u.Name, PasswordFile: filepath.Join(dir, u.Name+"-password")}
 			if err := os.WriteFile(a.PasswordFile, []byte(u.Password+"\n"), 0o600); err != nil {
@@ -93,7 +98,10 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 			}
 			return a
 		}
-		coordinatorAuth, limiterAuth = login(etcdtest.WeirUser()), login(limiter)
+		coordinatorAuth = login(etcdtest.WeirUser())
+		for dc, u := range limiters {
+			limiterAuth[dc] = login(u)
+		}
 	}
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte(rwToken+" rw operator\n"+roToken+" ro viewer\n"), 0o600); err != nil {
@@ -162,7 +170,7 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 			return limiterd.Run(ctx, limiterd.Config{
 				DC: dc, DCs: []string{"a", "b"}, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 				Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, ReportInterval: 500 * time.Millisecond,
-				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters, EtcdAuth: limiterAuth,
+				Logger: quiet, Ready: func(httpAddr, _ string) { up <- httpAddr }, TLS: tc.limiters, EtcdAuth: limiterAuth[dc],
 			})
 		})
 		select {
@@ -556,9 +564,9 @@ func TestUnderEtcdRBAC(t *testing.T) {
 		return la == 10
 	})
 
-	// The limiters registered under their role; the same role may not
-	// touch the rules.
-	limiter, err := etcdclient.New(etcdclient.Config{Endpoints: s.etcd.Endpoints(), Auth: s.limiterAuth})
+	// The limiters registered under their roles; DC a's may not touch a
+	// rule, nor DC b's instance records.
+	limiter, err := etcdclient.New(etcdclient.Config{Endpoints: s.etcd.Endpoints(), Auth: s.limiterAuth["a"]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,8 +577,10 @@ func TestUnderEtcdRBAC(t *testing.T) {
 	if err != nil || resp.Count != 2 {
 		t.Errorf("instance records of the limiters: got %v (err %v), want 2", resp, err)
 	}
-	if _, err := limiter.Put(ctx, "/weir/rules/api/orders", "{}"); err == nil || !strings.Contains(err.Error(), "permission denied") {
-		t.Errorf("a limiter's user writing a rule: got error %v, want permission denied", err)
+	for _, key := range []string{"/weir/rules/api/orders", "/weir/instances/b/forged"} {
+		if _, err := limiter.Put(ctx, key, "{}"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("DC a's limiter user writing %s: got error %v, want permission denied", key, err)
+		}
 	}
 }
 
