@@ -31,7 +31,7 @@ func run(args []string) error {
 	var cfg limiterd.Config
 	fs := flag.NewFlagSet("limiter", flag.ContinueOnError)
 	fs.StringVar(&cfg.DC, "dc", "local", "name of this datacenter")
-	fs.StringVar(&cfg.Redis, "redis", "", "the DC's Redis: host:port, redis:// URL, or comma-separated cluster nodes; empty keeps state in memory")
+	fs.StringVar(&cfg.Redis, "redis", "", "the DC's Redis: host:port, redis:// URL (with ?master_name=NAME: the URL's host and addr parameters are Redis Sentinels), or comma-separated cluster nodes; empty keeps state in memory")
 	fs.BoolVar(&cfg.RedisScriptPerRequest, "redis-script-per-request", false, "send each decision in a script call of its own, not up to 32 in one batch script: for a proxy in front of Redis that routes a script call by its first key")
 	fs.StringVar(&cfg.RulesFile, "rules", "", "rule file (YAML or JSON), or a directory of them (*.yaml, *.yml at any depth, dot entries passed over: one domain each), re-read when they change")
 	fs.StringVar(&cfg.DefaultDomain, "default-domain", "", "rule domain of check and status requests that name none (default: the one loaded; with several loaded, such requests are refused)")

@@ -26,8 +26,10 @@ type openedClient struct {
 }
 
 // redisClient returns the go-redis client for --redis, tuned for a
-// limiter (tune): a Redis Cluster client for comma-separated nodes or a
-// URL with addr parameters, else a client of one Redis. One address, or a
+// limiter (tune): a client of the primary Redis Sentinels watch for a URL
+// with a master_name parameter, a Redis Cluster client for
+// comma-separated nodes or a URL with addr parameters, else a client of
+// one Redis. One address, or a
 // URL without addr parameters, that names a node of a Redis Cluster of
 // several primaries is taken as that cluster's seed (clusterSeed): a
 // client of that node alone would see every key of the others' slots
@@ -37,6 +39,8 @@ type openedClient struct {
 // a node.
 func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedClient, error) {
 	switch {
+	case strings.Contains(addr, "://") && sentinelURL(addr):
+		return newSentinelClient(addr, timeout)
 	case strings.Contains(addr, "://") && clusterURL(addr):
 		return newClusterClient(addr, timeout)
 	case strings.Contains(addr, ","):
@@ -161,6 +165,27 @@ func tune(dial, read, write, pool *time.Duration, retries, dials *int, ctxTimeou
 func tuneCluster(opt *redis.ClusterOptions, timeout time.Duration) {
 	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 	opt.MinRetryBackoff = -1 // go-redis: -1 is no backoff
+}
+
+// newSentinelClient returns a client of the primary that the Redis
+// Sentinels of a redis:// URL with a master_name parameter watch (the
+// URL's host and its addr parameters): go-redis asks them for the
+// primary, and follows it when they fail it over.
+func newSentinelClient(addr string, timeout time.Duration) (openedClient, error) {
+	opt, err := redis.ParseFailoverURL(addr)
+	if err != nil {
+		return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
+	}
+	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
+	rc := redis.NewFailoverClient(opt)
+	return openedClient{client: rc, close: rc.Close}, nil
+}
+
+// sentinelURL reports whether a Redis URL names Redis Sentinels: it has a
+// master_name parameter (go-redis's ParseFailoverURL).
+func sentinelURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Query().Has("master_name")
 }
 
 // clusterURL reports whether a Redis URL names several Redis Cluster

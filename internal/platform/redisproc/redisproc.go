@@ -27,6 +27,9 @@ type Server struct {
 	// server; chosen free at the first start and kept on Restart.
 	busPort int
 	cluster bool
+	// conf, for a Sentinel, is its configuration file, which redis-server
+	// takes first and rewrites as the Sentinel learns.
+	conf string
 }
 
 // Binary returns the path of redis-server, or "" when it is not installed.
@@ -58,6 +61,9 @@ func (s *Server) start(port int) error {
 			}
 		}
 		args := append([]string{"--port", strconv.Itoa(p)}, s.args...)
+		if s.conf != "" {
+			args = append([]string{s.conf, "--sentinel"}, args...)
+		}
 		if s.cluster {
 			// Redis's default bus port (port+10000) may be taken or out of
 			// range: pick one as free as the client port.

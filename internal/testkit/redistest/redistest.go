@@ -79,3 +79,25 @@ func (s *Server) Flush(ctx context.Context, t testing.TB) {
 		t.Fatal(err)
 	}
 }
+
+// Sentinel is a primary, its replica and a Redis Sentinel watching them
+// under MasterName.
+type Sentinel struct {
+	Primary, Replica, Sentinel *Server
+	MasterName                 string
+}
+
+// StartSentinel starts, for t, a primary, its replica and a Redis
+// Sentinel watching them as "mymaster" (package redisproc), stopped when
+// t ends. The Sentinel fails the primary over about a second after it
+// stops answering.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	Require(t)
+	s, err := redisproc.StartSentinel(t.TempDir(), redisproc.SentinelConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return &Sentinel{Primary: &Server{s.Primary}, Replica: &Server{s.Replica}, Sentinel: &Server{s.Sentinel}, MasterName: s.MasterName}
+}
