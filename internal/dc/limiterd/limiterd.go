@@ -614,6 +614,7 @@ func openStore(cfg Config) (openedStore, error) {
 		later = append(later, func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) })
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
+	warnEviction(lctx, c, cfg.Logger)
 	cancel()
 	if cfg.StorePause != nil {
 		pause = *cfg.StorePause

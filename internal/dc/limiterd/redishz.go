@@ -47,19 +47,27 @@ func expiryPause(ctx context.Context, c any, log *slog.Logger) (pause time.Durat
 		mu.Unlock()
 		return nil
 	}
-	switch c := c.(type) {
-	case *redis.Client:
-		_ = check(ctx, c)
-	case *redis.ClusterClient:
-		// Replicas too: a failover makes one a primary.
-		if err := c.ForEachShard(ctx, check); err != nil {
-			log.Debug("could not read Redis Cluster's nodes for their hz", "err", err)
-		}
+	if err := eachNode(ctx, c, check); err != nil {
+		log.Debug("could not read Redis Cluster's nodes for their hz", "err", err)
 	}
 	if lowest == 0 {
 		lowest = defaultHz
 	}
 	return quarterTick(lowest), lowest
+}
+
+// eachNode calls fn with c's node, when c is a client of one Redis, or
+// with every node of c, when c is a Redis Cluster client: replicas too,
+// since a failover makes one a primary. It returns the error of reading
+// the cluster's nodes.
+func eachNode(ctx context.Context, c any, fn func(ctx context.Context, n *redis.Client) error) error {
+	switch c := c.(type) {
+	case *redis.Client:
+		return fn(ctx, c)
+	case *redis.ClusterClient:
+		return c.ForEachShard(ctx, fn)
+	}
+	return nil
 }
 
 // readHz returns the hz of node n: CONFIG GET hz, a positive integer.
