@@ -444,7 +444,9 @@ func TestClusterDecisionNotResent(t *testing.T) {
 		{"a pipeline of scripts", 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := redisstore.New(rc, redisstore.Config{Prefix: "resend-" + strconv.Itoa(tc.keys) + strconv.FormatBool(tc.perScript), ScriptPerRequest: tc.perScript})
+			// Keys of their own on the package's shared cluster, however
+			// often the test runs.
+			s, err := redisstore.New(rc, redisstore.Config{Prefix: "resend-" + strconv.FormatInt(time.Now().UnixNano(), 36), ScriptPerRequest: tc.perScript})
 			if err != nil {
 				t.Fatal(err)
 			}
