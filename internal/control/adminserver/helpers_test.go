@@ -19,6 +19,7 @@ import (
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -46,24 +47,6 @@ const (
 // t0 is the test clock's first time.
 var t0 = time.Date(2023, 8, 25, 10, 0, 0, 0, time.UTC)
 
-// syncBuffer is a log sink safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is an admin API over a real embedded etcd.
 type env struct {
 	t      testing.TB
@@ -71,7 +54,7 @@ type env struct {
 	layout etcdlayout.Layout
 	clock  *fakeclock.Clock
 	live   *memLive
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	srv    *adminserver.Server
 	h      http.Handler
 }
@@ -83,7 +66,7 @@ func newEnv(t testing.TB, opts ...func(*adminserver.Config)) *env {
 	t.Helper()
 	cli := etcdtest.Start(t).Client(t)
 	e := &env{t: t, cli: cli, layout: etcdlayout.Layout{Prefix: "/test/"}, clock: fakeclock.New(t0),
-		live: newMemLive(), logs: &syncBuffer{}}
+		live: newMemLive(), logs: &syncbuf.Buffer{}}
 	cfg := adminserver.Config{
 		Etcd:   cli,
 		Layout: e.layout,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -111,7 +112,7 @@ func TestPeerRefusalLogRateLimited(t *testing.T) {
 	}
 	clock := fakeclock.New(t0)
 	adminserver.SetPeerClock(p, clock.Now)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	steps := []struct {
 		advance time.Duration

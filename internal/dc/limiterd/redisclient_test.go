@@ -1,35 +1,16 @@
 package limiterd
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/internal/testkit/wait"
 )
-
-// lockedBuffer is a log destination that goroutines may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestClusterSeedCheckedLater: one node named in --redis that does not
 // answer at start gets a client of its own and a later check; when the
@@ -77,7 +58,7 @@ func TestClusterSeedCheckedLater(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, answer := tc.node(t)
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			oc, err := redisClient(addr, 200*time.Millisecond, log)
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/internal/testkit/wait"
 	"github.com/weirhq/weir/pkg/rule"
 )
@@ -223,25 +223,6 @@ func TestEncodeRefusesWhatReadersSkip(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the Watcher's goroutine and the
-// test's.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogSaysWhatIsEnforced starts a Watcher over an invalid document and
 // checks that its log says what it enforces instead, and nothing else:
 // with no valid version known it never claims the rule is held.
@@ -266,7 +247,7 @@ func TestLogSaysWhatIsEnforced(t *testing.T) {
 			if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 				t.Fatal(err)
 			}
-			logs := &lockedBuffer{}
+			logs := &syncbuf.Buffer{}
 			w, err := New(Config{Client: cli, Apply: (&recorder{}).apply, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			if err != nil {
 				t.Fatal(err)

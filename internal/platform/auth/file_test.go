@@ -1,38 +1,19 @@
 package auth_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/internal/platform/auth"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/internal/testkit/wait"
 )
-
-// syncBuffer is a log sink safe to read while Run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -57,7 +38,7 @@ func runFile(t *testing.T, f *auth.File) {
 func TestFileReloadsOnChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, tokA+" rw alice\n")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	f, err := auth.NewFile(auth.FileConfig{Path: path, Interval: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
