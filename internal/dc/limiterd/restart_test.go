@@ -169,28 +169,12 @@ func TestRestartWithoutEtcdKeepsRules(t *testing.T) {
 	cfg := func(stateDir string) limiterd.Config {
 		return limiterd.Config{DC: "a", Etcd: etcd.Endpoints(), StateDir: stateDir, SyncTimeout: 500 * time.Millisecond}
 	}
-	// checks returns how many of 4 checks of one user matched a rule and
-	// how many were admitted.
-	checks := func(base string) (matched, admitted int) {
-		t.Helper()
-		for range 4 {
-			a, m := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
-			if m {
-				matched++
-			}
-			if a {
-				admitted++
-			}
-		}
-		return matched, admitted
-	}
 
 	base, stop := runLimiter(t, cfg(state))
-	if m, a := checks(base); m != 4 || a != 2 {
+	if m, a := fourChecks(ctx, t, base); m != 4 || a != 2 {
 		t.Fatalf("with the rule listed: %d matched, %d admitted of 4; want 4 and 2", m, a)
 	}
-	version := regexp.MustCompile(`weir_rules_version_info\{domain="api",version="([^"]*)"\} 1`)
-	if v := version.FindStringSubmatch(metricsText(t, base)); v == nil || !strings.HasPrefix(v[1], "etcd-") || v[1] == "etcd-0" {
+	if v := rulesVersion(t, base); !strings.HasPrefix(v, "etcd-") || v == "etcd-0" {
 		t.Errorf("rules version from etcd: %q, want etcd-{revision}", v)
 	}
 	m := metricsText(t, base)
@@ -201,16 +185,16 @@ func TestRestartWithoutEtcdKeepsRules(t *testing.T) {
 	etcd.Stop()
 
 	base, stop = runLimiter(t, cfg(state))
-	if m, a := checks(base); m != 4 || a != 2 {
+	if m, a := fourChecks(ctx, t, base); m != 4 || a != 2 {
 		t.Errorf("restarted with etcd down and its state: %d matched, %d admitted of 4; want the saved rule: 4 and 2", m, a)
 	}
-	if v := version.FindStringSubmatch(metricsText(t, base)); v == nil || v[1] != "saved" {
+	if v := rulesVersion(t, base); v != "saved" {
 		t.Errorf("rules version after the restart: %q, want saved", v)
 	}
 	stop()
 	base, stop = runLimiter(t, cfg(""))
 	defer stop()
-	if m, _ := checks(base); m != 0 {
+	if m, _ := fourChecks(ctx, t, base); m != 0 {
 		t.Errorf("restarted with etcd down and no state: %d matched; want 0, no rule known", m)
 	}
 }
@@ -234,29 +218,9 @@ func TestRestartWithEtcdUserWhileEtcdDown(t *testing.T) {
 		DC: "a", Etcd: etcd.Endpoints(), StateDir: filepath.Join(t.TempDir(), "state"), SyncTimeout: 500 * time.Millisecond,
 		EtcdAuth: etcdclient.Auth{User: "weir", PasswordFile: password},
 	}
-	version := regexp.MustCompile(`weir_rules_version_info\{domain="api",version="([^"]*)"\} 1`)
-	rulesVersion := func(base string) string {
-		if v := version.FindStringSubmatch(metricsText(t, base)); v != nil {
-			return v[1]
-		}
-		return ""
-	}
-	admitted := func(base string) (matched, admitted int) {
-		t.Helper()
-		for range 4 {
-			a, m := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
-			if m {
-				matched++
-			}
-			if a {
-				admitted++
-			}
-		}
-		return matched, admitted
-	}
 
 	base, stop := runLimiter(t, cfg)
-	if m, a := admitted(base); m != 4 || a != 2 {
+	if m, a := fourChecks(ctx, t, base); m != 4 || a != 2 {
 		t.Fatalf("logged in, the rule listed: %d matched, %d admitted of 4; want 4 and 2", m, a)
 	}
 	wait.For(t, 10*time.Second, "the rules saved", func() bool {
@@ -267,14 +231,41 @@ func TestRestartWithEtcdUserWhileEtcdDown(t *testing.T) {
 
 	base, stop = runLimiter(t, cfg)
 	defer stop()
-	if m, a := admitted(base); m != 4 || a != 2 {
+	if m, a := fourChecks(ctx, t, base); m != 4 || a != 2 {
 		t.Errorf("restarted with etcd down: %d matched, %d admitted of 4; want the saved rule: 4 and 2", m, a)
 	}
-	if v := rulesVersion(base); v != "saved" {
+	if v := rulesVersion(t, base); v != "saved" {
 		t.Errorf("rules version after the restart: %q, want saved", v)
 	}
 	etcd.Restart()
-	wait.For(t, 30*time.Second, "the rules listed from etcd once it answers", func() bool { return strings.HasPrefix(rulesVersion(base), "etcd-") })
+	wait.For(t, 30*time.Second, "the rules listed from etcd once it answers", func() bool { return strings.HasPrefix(rulesVersion(t, base), "etcd-") })
+}
+
+// fourChecks makes 4 checks of user u of domain api and returns how many
+// matched a rule and how many were admitted.
+func fourChecks(ctx context.Context, t *testing.T, base string) (matched, admitted int) {
+	t.Helper()
+	for range 4 {
+		a, m := check(ctx, t, base, `{"domain":"api","attributes":{"user_id":"u"}}`)
+		if m {
+			matched++
+		}
+		if a {
+			admitted++
+		}
+	}
+	return matched, admitted
+}
+
+// rulesVersion returns the version of domain api's rules in the
+// limiter's metrics (weir_rules_version_info), "" when none.
+func rulesVersion(t *testing.T, base string) string {
+	t.Helper()
+	v := regexp.MustCompile(`weir_rules_version_info\{domain="api",version="([^"]*)"\} 1`).FindStringSubmatch(metricsText(t, base))
+	if v == nil {
+		return ""
+	}
+	return v[1]
 }
 
 // check posts body to the limiter's /v1/check and returns its answer.
