@@ -3,6 +3,8 @@ package coordinatord
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,6 +56,20 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 		var d weirv1.RuleAssignment
 		return proto.Unmarshal(resp.Kvs[0].Value, &d) == nil && d.GetDc() == "a" && d.GetRuleId() == "login"
 	})
+}
+
+// token is the admin token of tokenFile.
+const token = "0123456789abcdef0123456789abcdef"
+
+// tokenFile writes an admin token file holding token with mode and name
+// (e.g. "rw operator") and returns its path.
+func tokenFile(t *testing.T, modeAndName string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte(token+" "+modeAndName+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // start runs a coordinator with cfg (its Logger discarding, its Ready

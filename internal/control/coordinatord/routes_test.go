@@ -3,8 +3,6 @@ package coordinatord
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,11 +25,7 @@ import (
 func TestAdminPortRoutesEveryDocumentedPath(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	broker := kafkatest.Start(t, usagetopic.Name)
-	const token = "0123456789abcdef0123456789abcdef"
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte(token+" rw operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := tokenFile(t, "rw operator")
 	admin := start(t, Config{
 		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
 		AdminAddr: "127.0.0.1:0", AdminTokenFile: tokens, DefaultDomain: "api", Name: "c1",

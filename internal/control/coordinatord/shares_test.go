@@ -3,8 +3,6 @@ package coordinatord
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,11 +34,7 @@ func TestSharesAdmitted(t *testing.T) {
 	month := rule.Rule{Domain: "api", ID: "month", Limit: 1_000_000_000, Algorithm: algorithm.FixedWindow, Calendar: "month", Scope: rule.ScopeGlobal}
 	putRule(ctx, t, cli, minute)
 	putRule(ctx, t, cli, month)
-	const token = "0123456789abcdef0123456789abcdef"
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte(token+" ro viewer\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := tokenFile(t, "ro viewer")
 	const interval = 100 * time.Millisecond
 	adminAddr := start(t, Config{
 		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},
