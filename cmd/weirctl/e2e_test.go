@@ -186,6 +186,18 @@ func startSystemTLS(t *testing.T, tc systemTLS, client *http.Client) *system {
 	return s
 }
 
+// ordersRule writes to path a rule file of domain api holding rule
+// orders (requests to /orders, per user, limit per window of
+// windowSeconds) and returns path.
+func ordersRule(t *testing.T, path string, limit, windowSeconds int) string {
+	t.Helper()
+	doc := fmt.Sprintf("domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: %d\n    window_seconds: %d\n", limit, windowSeconds)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // weirctl runs the command against the system with the rw token.
 func (s *system) weirctl(t *testing.T, args ...string) (string, string) {
 	t.Helper()
@@ -293,12 +305,7 @@ func TestAgainstARunningCoordinator(t *testing.T) {
 
 	// Create through weirctl apply; the limiters enforce it.
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	write := func(limit int) {
-		doc := fmt.Sprintf("domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: %d\n    window_seconds: 60\n", limit)
-		if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(limit int) { ordersRule(t, rules, limit, 60) }
 	write(10)
 	out, _ := s.weirctl(t, "apply", "-f", rules, "--dry-run")
 	if !strings.Contains(out, "orders") || !strings.Contains(out, "dry run") {
@@ -399,11 +406,7 @@ func TestStatusFromTLSLimiters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startSystemTLS(t, systemTLS{limiters: served, coordinator: tt.trust}, client)
-			rules := filepath.Join(t.TempDir(), "rules.yaml")
-			doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
-			if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			rules := ordersRule(t, filepath.Join(t.TempDir(), "rules.yaml"), 40, 60)
 			s.weirctl(t, "apply", "-f", rules)
 			until(t, 10*time.Second, "the rule enforced in both DCs", func() bool {
 				a, _ := s.probe(t, "a")
@@ -466,11 +469,7 @@ func TestAgainstAStandby(t *testing.T) {
 		t.Skip("starts etcd, a broker, two coordinators and two limiters")
 	}
 	s := startSystemTLS(t, systemTLS{standby: true}, http.DefaultClient)
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
-	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rules := ordersRule(t, filepath.Join(t.TempDir(), "rules.yaml"), 40, 60)
 	s.weirctlAt(t, s.standby, "apply", "-f", rules) // writes go to etcd from any coordinator
 	until(t, 10*time.Second, "the rule enforced in both DCs", func() bool {
 		a, _ := s.check(t, "a", "u1")
@@ -545,11 +544,7 @@ func TestUnderEtcdRBAC(t *testing.T) {
 		t.Skip("starts etcd, a broker, two coordinators and two limiters")
 	}
 	s := startSystemTLS(t, systemTLS{standby: true, etcdUser: true}, http.DefaultClient)
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
-	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rules := ordersRule(t, filepath.Join(t.TempDir(), "rules.yaml"), 40, 60)
 	s.weirctlAt(t, s.standby, "apply", "-f", rules)
 	until(t, 10*time.Second, "the rule enforced in both DCs at half its limit", func() bool {
 		_, la := s.probe(t, "a")
@@ -597,11 +592,7 @@ func TestShareMoveTimes(t *testing.T) {
 	const interval = 500 * time.Millisecond // startSystem's
 	const quarantine = 20 * time.Second     // the memory of a 10 s sliding window counter
 	s := startSystem(t)
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 10\n"
-	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rules := ordersRule(t, filepath.Join(t.TempDir(), "rules.yaml"), 40, 10)
 	s.weirctl(t, "apply", "-f", rules)
 	until(t, 10*time.Second, "both DCs at half the limit", func() bool {
 		_, la := s.probe(t, "a")

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +19,7 @@ func TestServerWarnings(t *testing.T) {
 		t.Skip("starts etcd, a broker, a coordinator and two limiters")
 	}
 	s := startSystem(t)
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	doc := "domain: api\nrules:\n  - rule_id: orders\n    path_pattern: /orders\n    key_type: user\n    limit: 40\n    window_seconds: 60\n"
-	if err := os.WriteFile(rules, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rules := ordersRule(t, filepath.Join(t.TempDir(), "rules.yaml"), 40, 60)
 	s.weirctl(t, "apply", "-f", rules)
 	s.planned(t, "orders")
 
