@@ -70,17 +70,9 @@ func TestClientConfigRefusesBadSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cc, err := tt.cfg.ClientConfig()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("got error %v, want none", err)
-				}
-				if tt.cfg.Auth.User != "" && (cc.Username != "weir" || cc.Password != "secret") {
-					t.Fatalf("got user %q password %q, want weir, secret", cc.Username, cc.Password)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+			wantErr(t, err, tt.wantErr)
+			if err == nil && tt.cfg.Auth.User != "" && (cc.Username != "weir" || cc.Password != "secret") {
+				t.Fatalf("got user %q password %q, want weir, secret", cc.Username, cc.Password)
 			}
 		})
 	}
@@ -118,15 +110,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := put(t, etcdclient.Config{Endpoints: etcd.Endpoints(), Auth: etcdclient.Auth{TLS: tt.files}}, "/weir/k")
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("got error %v, want none", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
-			}
+			wantErr(t, err, tt.wantErr)
 		})
 	}
 }
@@ -146,6 +130,17 @@ func TestUnreachableEtcdIsNoError(t *testing.T) {
 		t.Fatalf("got error %v, want none", err)
 	}
 	cli.Close()
+}
+
+// wantErr fails t unless err is nil when want is "", or contains want.
+func wantErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("got error %v, want none", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got error %v, want one containing %q", err, want)
+	}
 }
 
 // TestLoginLater: a client of a user built while etcd is down (a limiter
@@ -252,15 +247,7 @@ func TestRBAC(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := put(t, etcdclient.Config{Endpoints: etcd.Endpoints(), Auth: tt.auth}, tt.key)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("got error %v, want none", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
-			}
+			wantErr(t, err, tt.wantErr)
 		})
 	}
 }
