@@ -299,19 +299,29 @@ rules:
 	}
 }
 
+// batchMode is one way a Check goes out, as Config's Linger and MaxBatch
+// set it.
+type batchMode struct {
+	name     string
+	linger   time.Duration
+	maxBatch int
+}
+
+// batchModes are the ways a Check goes out: alone, waiting in a batch
+// for others, and filling a batch (of one), which sends it.
+func batchModes() []batchMode {
+	return []batchMode{
+		{"unbatched", 0, 0},
+		{"waiting in a batch", time.Millisecond, 0},
+		{"filling a batch", time.Hour, 1},
+	}
+}
+
 // TestCallerDeadline: a caller whose own context ends gets its error, at
 // its own deadline, not the policy and not after Config.Timeout — also
 // when its Check fills a batch, which then goes on without it.
 func TestCallerDeadline(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		linger   time.Duration
-		maxBatch int
-	}{
-		{"unbatched", 0, 0},
-		{"waiting in a batch", time.Millisecond, 0},
-		{"filling a batch", time.Hour, 1},
-	} {
+	for _, tc := range batchModes() {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, client.Config{Addrs: []string{blackhole(t)}, Timeout: 5 * time.Second, Linger: tc.linger, MaxBatch: tc.maxBatch})
 			cctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -336,15 +346,7 @@ func TestCallerDeadline(t *testing.T) {
 // returns the context's error and sends nothing, batched or not.
 func TestCallerGaveUp(t *testing.T) {
 	addr, n := serve(t, rulesYAML)
-	for _, tc := range []struct {
-		name     string
-		linger   time.Duration
-		maxBatch int
-	}{
-		{"unbatched", 0, 0},
-		{"batched", time.Millisecond, 0},
-		{"filling a batch", time.Hour, 1},
-	} {
+	for _, tc := range batchModes() {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second, Linger: tc.linger, MaxBatch: tc.maxBatch})
 			done, cancel := context.WithCancel(context.Background())
