@@ -121,6 +121,9 @@ type Console struct {
 	sessions *sessions
 	tmpl     *template.Template
 	mux      *http.ServeMux
+	// linked reports whether a leader's admin URL may be named and linked
+	// (Config.PeerAllowed; every URL without it).
+	linked func(adminURL string) bool
 }
 
 var _ http.Handler = (*Console)(nil)
@@ -160,7 +163,7 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, key: key, tmpl: tmpl, mux: http.NewServeMux(),
+	c := &Console{cfg: cfg, log: cfg.Logger, key: key, tmpl: tmpl, mux: http.NewServeMux(), linked: linked,
 		sessions: newSessions(cfg.Now, cfg.SessionIdle, cfg.SessionLifetime, cfg.MaxSessions)}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {

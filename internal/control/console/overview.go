@@ -85,7 +85,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s sess) {
 	var problems []string
 	ov, err := c.client(s, "").Overview(ctx)
 	if err != nil {
-		p.noteLive(err, c.cfg.PeerAllowed)
+		p.noteLive(err)
 		if !p.Standby && !errors.Is(err, adminclient.ErrNotFound) {
 			problems = append(problems, "the live figures could not be read: "+err.Error())
 		}

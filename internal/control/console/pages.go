@@ -49,10 +49,12 @@ type page struct {
 	// notices is the id of the session whose kept warnings render takes
 	// and shows; "" for none (sign-in, and the pages' own refreshes).
 	notices string
+	// linked is Console.linked, for noteLive.
+	linked func(adminURL string) bool
 }
 
 func (c *Console) base(s sess, title, nav string) page {
-	p := page{Title: title, Nav: nav, Who: s.who.Name, RO: s.who.ReadOnly, CSRF: s.csrf}
+	p := page{Title: title, Nav: nav, Who: s.who.Name, RO: s.who.ReadOnly, CSRF: s.csrf, linked: c.linked}
 	if !s.refresh {
 		p.notices = s.id
 	}
@@ -66,10 +68,10 @@ func (c *Console) base(s sess, title, nav string) page {
 // one.
 //
 // The leader's URL comes from its election key in etcd; it is linked only
-// when allowed (Config.PeerAllowed). A URL the admin API left out because
-// it is not among --peer-urls, or one the API names but allowed
-// refuses, makes PeerRefused.
-func (p *page) noteLive(err error, allowed func(adminURL string) bool) {
+// when p.linked allows it (Config.PeerAllowed). A URL the admin API left
+// out because it is not among --peer-urls, or one the API names but
+// p.linked refuses, makes PeerRefused.
+func (p *page) noteLive(err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, adminclient.ErrNotFound):
@@ -77,7 +79,7 @@ func (p *page) noteLive(err error, allowed func(adminURL string) bool) {
 		if leader, refused, ok := notLeader(err); ok {
 			p.Standby = true
 			switch {
-			case refused || leader != "" && allowed != nil && !allowed(leader):
+			case refused || leader != "" && p.linked != nil && !p.linked(leader):
 				p.PeerRefused = true
 			case leader != "":
 				p.Leader = strings.TrimSuffix(leader, "/") + Prefix
@@ -197,7 +199,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
 	d := rulePage{Domain: domain, ID: id, Global: ru.Scope == rule.ScopeGlobal, Definition: string(def), Invalid: sr.Invalid}
 	if d.Global {
 		ser, err := cl.Series(ctx, id)
-		p.noteLive(err, c.cfg.PeerAllowed)
+		p.noteLive(err)
 		p.Refresh = refreshOf(ser.IntervalSeconds)
 		if err == nil {
 			d.Charts, d.Latest = charts(ser)
@@ -210,7 +212,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, s sess) {
 	if st, err := cl.Stats(ctx, id); err == nil {
 		d.HotKeys = st.HotKeys
 	} else {
-		p.noteLive(err, c.cfg.PeerAllowed)
+		p.noteLive(err)
 	}
 	if recs, err := cl.Audit(ctx, adminclient.AuditQuery{RuleID: id, Limit: 20}); err == nil {
 		for _, a := range recs {
@@ -299,7 +301,7 @@ func (c *Console) sharesPage(w http.ResponseWriter, r *http.Request, s sess) {
 	sh, err := c.client(s, domain).Shares(ctx, id)
 	p := c.base(s, "Shares of "+id, "")
 	if err != nil {
-		p.noteLive(err, c.cfg.PeerAllowed)
+		p.noteLive(err)
 		if !p.Standby {
 			c.failPage(w, s, err)
 			return
@@ -451,7 +453,7 @@ func (c *Console) cluster(w http.ResponseWriter, r *http.Request, s sess) {
 	defer cancel()
 	p := c.base(s, "Cluster", "cluster")
 	cl, err := c.client(s, "").Cluster(ctx)
-	p.noteLive(err, c.cfg.PeerAllowed)
+	p.noteLive(err)
 	p.Refresh = refreshOf(cl.IntervalSeconds)
 	p.Data = cl
 	c.render(w, http.StatusOK, "cluster", p)
