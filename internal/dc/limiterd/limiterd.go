@@ -123,8 +123,8 @@ type Config struct {
 	// begins, every health check failing meanwhile (gRPC health
 	// NOT_SERVING, /readyz 503, /healthcheck 500), before it stops
 	// accepting: time for load balancers and Kubernetes endpoints to take
-	// it out of rotation, so that no caller meets a closed port. Default
-	// 0: it stops accepting at once.
+	// it out of rotation before its ports close. Default 0: it stops
+	// accepting at once.
 	ShutdownDelay time.Duration
 	// TLS, when its files are given, serves both APIs over TLS (mutual
 	// TLS with a client CA).

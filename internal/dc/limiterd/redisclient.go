@@ -39,9 +39,9 @@ type openedClient struct {
 // a node.
 func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedClient, error) {
 	switch {
-	case strings.Contains(addr, "://") && sentinelURL(addr):
+	case urlHas(addr, "master_name"):
 		return newSentinelClient(addr, timeout)
-	case strings.Contains(addr, "://") && clusterURL(addr):
+	case urlHas(addr, "addr"):
 		return newClusterClient(addr, timeout)
 	case strings.Contains(addr, ","):
 		opt := &redis.ClusterOptions{Addrs: strings.Split(addr, ",")}
@@ -181,17 +181,14 @@ func newSentinelClient(addr string, timeout time.Duration) (openedClient, error)
 	return openedClient{client: rc, close: rc.Close}, nil
 }
 
-// sentinelURL reports whether a Redis URL names Redis Sentinels: it has a
-// master_name parameter (go-redis's ParseFailoverURL).
-func sentinelURL(s string) bool {
+// urlHas reports whether s is a URL with the query parameter name: a
+// Redis URL with master_name names Redis Sentinels (go-redis's
+// ParseFailoverURL); one with addr, without it, further Redis Cluster
+// nodes (ParseClusterURL).
+func urlHas(s, name string) bool {
+	if !strings.Contains(s, "://") {
+		return false
+	}
 	u, err := url.Parse(s)
-	return err == nil && u.Query().Has("master_name")
-}
-
-// clusterURL reports whether a Redis URL names several Redis Cluster
-// nodes: further nodes come in addr query parameters (go-redis's
-// ParseClusterURL).
-func clusterURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Query().Has("addr")
+	return err == nil && u.Query().Has(name)
 }
