@@ -17,7 +17,6 @@ import (
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 	"github.com/weirhq/weir/internal/testkit/wait"
-	"github.com/weirhq/weir/pkg/rule"
 )
 
 // TestConsoleShowsServerWarningOnce drives a real coordinator's console
@@ -33,7 +32,7 @@ func TestConsoleShowsServerWarningOnce(t *testing.T) {
 	cli := etcd.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	putRule(ctx, t, cli, rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal})
+	putRule(ctx, t, cli, loginRule())
 	tokens := tokenFile(t, "rw operator")
 	addr := start(t, Config{
 		Etcd: etcd.Endpoints(), Kafka: []string{broker.Addr()}, DCs: []string{"a", "b"},

@@ -34,7 +34,7 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 	var layout etcdlayout.Layout
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	putRule(ctx, t, cli, rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal})
+	putRule(ctx, t, cli, loginRule())
 	for key, value := range map[string]string{
 		layout.Rule("api", "login"):            `{"rule_id":"login","limit":100,"window_seconds":"soon"}`,
 		layout.Assignment("a", "api", "login"): "\xff garbage",
@@ -56,6 +56,12 @@ func TestNewCoordinatorPlansLastValidRule(t *testing.T) {
 		var d weirv1.RuleAssignment
 		return proto.Unmarshal(resp.Kvs[0].Value, &d) == nil && d.GetDc() == "a" && d.GetRuleId() == "login"
 	})
+}
+
+// loginRule is the rule most tests here put in etcd: global, domain api,
+// 100 per minute per user_id.
+func loginRule() rule.Rule {
+	return rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal}
 }
 
 // token is the admin token of tokenFile.

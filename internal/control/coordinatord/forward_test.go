@@ -20,7 +20,6 @@ import (
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
 	"github.com/weirhq/weir/internal/testkit/wait"
 	"github.com/weirhq/weir/pkg/adminapi"
-	"github.com/weirhq/weir/pkg/rule"
 )
 
 // TestStandbyForwardsOnlyToPeerURLs runs a leader whose advertised URL is
@@ -39,7 +38,7 @@ func TestStandbyForwardsOnlyToPeerURLs(t *testing.T) {
 	cli := etcd.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	putRule(ctx, t, cli, rule.Rule{Domain: "api", ID: "login", KeyType: rule.Dimensions{"user_id"}, Limit: 100, WindowSeconds: 60, Scope: rule.ScopeGlobal})
+	putRule(ctx, t, cli, loginRule())
 	tokens := tokenFile(t, "ro operator")
 
 	// The front: the leader's advertised URL.
