@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -103,8 +104,14 @@ func TestReverseProxy(t *testing.T) {
 		t.Errorf("oversized header: got %d %q, want 400", resp.StatusCode, body)
 	}
 	up.Close()
-	if resp, body := get("/api/items", map[string]string{"X-User-Id": "carol"}); resp.StatusCode != 502 || !strings.Contains(body, "BAD_GATEWAY") {
-		t.Errorf("upstream gone: got %d %q, want 502", resp.StatusCode, body)
+	// Every request fails; the log says so once, not once per request.
+	for i := range 20 {
+		if resp, body := get("/api/items", map[string]string{"X-User-Id": fmt.Sprintf("carol-%d", i)}); resp.StatusCode != 502 || !strings.Contains(body, "BAD_GATEWAY") {
+			t.Fatalf("upstream gone, request %d: got %d %q, want 502", i, resp.StatusCode, body)
+		}
+	}
+	if got := len(p.logs("proxy: upstream failed")); got != 1 {
+		t.Errorf("%d log lines of the upstream's failures, want 1 (at most one per 10 s)", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/limiter"
 )
 
@@ -70,7 +71,14 @@ type Config struct {
 type Middleware struct {
 	cfg     Config
 	headers []headerAttr
+	// failures rate-limits the log of failed checks: while the limiter
+	// cannot decide, every request fails.
+	failures *logthrottle.Throttle
 }
+
+// failureLogEvery is the least time between two log lines of failed
+// checks; each says how many failed since the last.
+const failureLogEvery = 10 * time.Second
 
 type headerAttr struct{ header, attr string }
 
@@ -114,6 +122,7 @@ func New(cfg Config) (*Middleware, error) {
 	if m.cfg.Now == nil {
 		m.cfg.Now = time.Now
 	}
+	m.failures = logthrottle.New(failureLogEvery, m.cfg.Now)
 	return m, nil
 }
 
@@ -148,14 +157,18 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 		// could not be checked, so OnError answers it below.
 		return false
 	case err != nil:
-		m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String())
+		if held, ok := m.failures.Allow(); ok {
+			m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String(), "failed_unlogged_since_last_line", held)
+		}
 		if m.cfg.OnError == Allow {
 			return true
 		}
 		WriteJSON(w, http.StatusServiceUnavailable, errorBody{Error: "UNAVAILABLE", Message: "rate limit check failed"})
 		return false
 	case len(resp.Items) != 1:
-		m.cfg.Logger.Error("rate limit check answered the wrong number of items", "items", len(resp.Items))
+		if held, ok := m.failures.Allow(); ok {
+			m.cfg.Logger.Error("rate limit check answered the wrong number of items", "items", len(resp.Items), "failed_unlogged_since_last_line", held)
+		}
 		if m.cfg.OnError == Allow {
 			return true
 		}

@@ -18,7 +18,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/weirhq/weir/internal/testkit/deadpeer"
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/limitertest"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/pkg/client"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
@@ -470,4 +472,37 @@ func TestAnswers(t *testing.T) {
 		{"GET", "/tick", "192.0.2.1:5000", nil, 429, false, map[string]string{"Retry-After": "1"},
 			`{"error":"RATE_LIMIT_EXCEEDED","message":"Rate limit exceeded. Please try again in 1 second.","retry_after":1}`},
 	})
+}
+
+// TestCheckFailuresLoggedOncePerPeriod: while the limiter cannot decide
+// (here it has no rules yet), every request fails its check; each is
+// answered by OnError, and the log says so once per period with the
+// count since, not once per request.
+func TestCheckFailuresLoggedOncePerPeriod(t *testing.T) {
+	clock := fakeclock.New(time.Time{})
+	var logs syncbuf.Buffer
+	m, err := httplimit.New(httplimit.Config{Checker: limitertest.New(t, "", nil), OnError: httplimit.Reject, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &upstream{}
+	serve := func(n int) {
+		for range n {
+			w := httptest.NewRecorder()
+			m.Wrap(up).ServeHTTP(w, httptest.NewRequest("GET", "/api/a", nil))
+			if w.Code != 503 {
+				t.Fatalf("got %d %q, want 503", w.Code, w.Body.String())
+			}
+		}
+	}
+	serve(30)
+	if got := strings.Count(logs.String(), "rate limit check failed"); got != 1 {
+		t.Fatalf("%d log lines for 30 failed checks, want 1:\n%s", got, logs.String())
+	}
+	clock.Advance(10 * time.Second)
+	serve(1)
+	if got := strings.Count(logs.String(), "rate limit check failed"); got != 2 || !strings.Contains(logs.String(), "failed_unlogged_since_last_line=29") {
+		t.Fatalf("after the period: %d lines, want 2, the second counting 29 unlogged:\n%s", got, logs.String())
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/breaker"
 	"github.com/weirhq/weir/pkg/rule"
@@ -302,6 +303,7 @@ func New(cfg Config) (*Limiter, error) {
 		l.gate = newGate(int64(cfg.MaxInFlight))
 	}
 	l.fell.observer, _ = l.obs.(FallbackObserver)
+	l.fell.lines = logthrottle.New(fallbackLogEvery, l.now)
 	var err error
 	if l.local, err = memstore.New(memstore.Config{MaxKeys: cfg.LocalKeys}); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/breaker"
 )
 
@@ -126,7 +127,7 @@ func (o Observers) FellBack(node string, reason Fallback, decisions int) {
 type fallbacks struct {
 	observer FallbackObserver
 	counts   [len(fallbackNames)]atomic.Int64
-	lastLog  atomic.Int64 // Unix ns
+	lines    *logthrottle.Throttle // the log lines, every fallbackLogEvery
 	// lastErr is the latest store error behind a fallback, for the log
 	// line to name what the store answered (MOVED, CLUSTERDOWN, a refused
 	// connection, ...), which the counts do not say.
@@ -154,9 +155,8 @@ func (f *fallbacks) add(l *Limiter, node string, reason Fallback, n int, err err
 	if err != nil {
 		f.lastErr.Store(&storeError{node, err})
 	}
-	now := l.now().UnixNano()
-	last := f.lastLog.Load()
-	if now-last < int64(fallbackLogEvery) || !f.lastLog.CompareAndSwap(last, now) {
+	// The counts say what the lines held back did.
+	if _, ok := f.lines.Allow(); !ok {
 		return
 	}
 	attrs := make([]any, 0, 2*len(Fallbacks)+2)

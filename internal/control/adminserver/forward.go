@@ -46,9 +46,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 // for, not a place to retry.
 func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) {
 	if !peers.Allows(leader) {
-		if peers.warnRefused(leader) {
+		if held, ok := peers.refusals.Allow(leader); ok {
 			log.Warn("not forwarding to the leader: its advertised URL is not among --peer-urls (who wrote its election key in etcd?)",
-				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path)
+				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path, "refused_since_last_line", held)
 		}
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
 			Error:  "this coordinator does not lead, and the leader's advertised URL " + leader + " is not among --peer-urls: the request was not forwarded",

@@ -7,8 +7,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 )
 
 // ErrPeerURL is the error ParsePeerURLs returns, wrapped with the URL and
@@ -20,9 +21,8 @@ var ErrPeerURL = errors.New("adminserver: invalid peer URL")
 const PeerWarnInterval = time.Minute
 
 // maxWarned bounds how many refused URLs a PeerURLs remembers for the
-// rate limit of its warnings; past it, URLs warned about longer than
-// PeerWarnInterval ago are forgotten (whoever writes the election key may
-// write many).
+// rate limit of its warnings (whoever writes the election key may write
+// many); past it, the URLs it cannot remember share one rate limit.
 const maxWarned = 1024
 
 // PeerURLs is the allow-list of the coordinators' admin base URLs
@@ -41,10 +41,8 @@ const maxWarned = 1024
 type PeerURLs struct {
 	allowed map[string]bool // the normalised URLs
 	list    []string        // the same, in the order given, for logs
-	now     func() time.Time
-
-	mu     sync.Mutex
-	warned map[string]time.Time // refused URL → when its refusal was last logged
+	// refusals rate-limits the warnings of refused URLs, by URL.
+	refusals *logthrottle.Keyed
 }
 
 // ParsePeerURLs returns the allow-list of urls, each an absolute http or
@@ -55,7 +53,7 @@ func ParsePeerURLs(urls []string) (*PeerURLs, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: the list is empty", ErrPeerURL)
 	}
-	p := &PeerURLs{allowed: make(map[string]bool, len(urls)), now: time.Now, warned: map[string]time.Time{}}
+	p := &PeerURLs{allowed: make(map[string]bool, len(urls)), refusals: logthrottle.NewKeyed(PeerWarnInterval, maxWarned, nil)}
 	for _, raw := range urls {
 		n, err := normalisePeerURL(raw)
 		if err != nil {
@@ -85,28 +83,6 @@ func (p *PeerURLs) String() string {
 		return ""
 	}
 	return strings.Join(p.list, ",")
-}
-
-// warnRefused reports whether a refusal to forward to u should be logged
-// now: the first time, then at most once per PeerWarnInterval.
-func (p *PeerURLs) warnRefused(u string) bool {
-	now := p.now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if last, ok := p.warned[u]; ok && now.Sub(last) < PeerWarnInterval {
-		return false
-	}
-	if len(p.warned) >= maxWarned {
-		for k, last := range p.warned {
-			if now.Sub(last) >= PeerWarnInterval {
-				delete(p.warned, k)
-			}
-		}
-	}
-	if len(p.warned) < maxWarned {
-		p.warned[u] = now
-	}
-	return true
 }
 
 // normalisePeerURL returns raw as scheme://host:port, lower case, or why

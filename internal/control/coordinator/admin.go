@@ -131,7 +131,7 @@ var (
 	descEpoch    = prometheus.NewDesc("weir_coordinator_epoch", "Epoch of the last planning round.", nil, nil)
 	descReports  = prometheus.NewDesc("weir_coordinator_reports_total", "Usage reports, by outcome, in this leadership term.", []string{"outcome"}, nil)
 	descWrites   = prometheus.NewDesc("weir_coordinator_assignment_writes_total", "Assignment documents written, by outcome, in this leadership term.", []string{"outcome"}, nil)
-	descSkipped  = prometheus.NewDesc("weir_coordinator_skipped_total", "Malformed inputs logged and skipped, by kind.", []string{"kind"}, nil)
+	descSkipped  = prometheus.NewDesc("weir_coordinator_skipped_total", "Malformed inputs skipped, by kind (see the log for what they were; skipped messages are logged at most one line per 10 s).", []string{"kind"}, nil)
 	descTerms    = prometheus.NewDesc("weir_coordinator_elections_won_total", "Elections won.", nil, nil)
 	descDeposed  = prometheus.NewDesc("weir_coordinator_deposed_total", "Terms ended by a refused fenced write.", nil, nil)
 	descLost     = prometheus.NewDesc("weir_coordinator_sessions_lost_total", "Election sessions that ended under the coordinator (lease expired or revoked, keepalives failed), leading or standing by; each is followed by a new session and campaign.", nil, nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/platform/backoff"
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
@@ -110,6 +111,10 @@ type Coordinator struct {
 	acks  *ackTracker
 	views *views
 
+	// skipLines rate-limits the log of usage reports skipped: whoever
+	// can produce to the topic can send any number.
+	skipLines *logthrottle.Throttle
+
 	policies *policyWatch // the share policies, watched while Run runs
 	history  *history     // recent series and reports, for operators
 
@@ -147,6 +152,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.LimiterClient = &http.Client{Timeout: DefaultLimiterTimeout}
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("coordinator", cfg.Name), now: cfg.Now}
+	c.skipLines = logthrottle.New(skipLogEvery, cfg.Now)
 	c.policies = newPolicyWatch(c)
 	c.history = newHistory(cfg.Planner.Interval)
 	return c, nil
@@ -167,7 +173,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancel()
 	wg.Go(func() { c.policies.run(ctx) })
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
-	var down sessionFailures
+	down := sessionFailures{now: c.now}
 	for ctx.Err() == nil {
 		start := c.now()
 		session, err := c.newSession(ctx)
@@ -175,7 +181,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			down.failed(c.now(), err, c.log)
+			down.failed(err, c.log)
 			bo.Wait(ctx)
 			continue
 		}
@@ -203,33 +209,34 @@ func (c *Coordinator) Run(ctx context.Context) error {
 }
 
 // sessionFailures rate-limits the log of failures to create an etcd
-// session (etcd unreachable): the first is logged, then at most one line
-// every sessionLogEvery with the count since, and the recovery once. It is
-// used by Run's goroutine only.
+// session (etcd unreachable): the first of a run of failures is logged,
+// then at most one line every sessionLogEvery with the count so far, and
+// the recovery once. It is used by Run's goroutine only.
 type sessionFailures struct {
-	n, unlogged int
-	logged      time.Time
+	n     int
+	lines *logthrottle.Throttle // nil before the run's first failure
+	now   func() time.Time
 }
 
 // sessionLogEvery is the least time between two log lines of failures to
 // create a session.
 const sessionLogEvery = 30 * time.Second
 
-func (f *sessionFailures) failed(now time.Time, err error, log *slog.Logger) {
+func (f *sessionFailures) failed(err error, log *slog.Logger) {
 	f.n++
-	if f.n > 1 && now.Sub(f.logged) < sessionLogEvery {
-		f.unlogged++
-		return
+	if f.lines == nil {
+		f.lines = logthrottle.New(sessionLogEvery, f.now)
 	}
-	log.Warn("cannot create an etcd session; not campaigning until one is created", "failures", f.n, "unlogged", f.unlogged, "err", err)
-	f.logged, f.unlogged = now, 0
+	if held, ok := f.lines.Allow(); ok {
+		log.Warn("cannot create an etcd session; not campaigning until one is created", "failures", f.n, "unlogged", held, "err", err)
+	}
 }
 
 func (f *sessionFailures) recovered(log *slog.Logger) {
 	if f.n > 0 {
 		log.Info("etcd session created after failures", "failures", f.n)
 	}
-	*f = sessionFailures{}
+	f.n, f.lines = 0, nil
 }
 
 // sessionLostError is returned by term when its session ended under it
@@ -738,18 +745,29 @@ func (c *Coordinator) consume(ctx context.Context, reports chan<- received) {
 	}
 }
 
+// skipLogEvery is the least time between two log lines of skipped usage
+// reports; each counts the reports skipped since the last.
+const skipLogEvery = 10 * time.Second
+
+// skipped counts a usage report skipped, and logs it with attrs unless
+// such a line was logged less than skipLogEvery ago.
+func (c *Coordinator) skipped(attrs ...any) {
+	c.stats.badMessages.Add(1)
+	if held, ok := c.skipLines.Allow(); ok {
+		c.log.Warn("usage report skipped", append(attrs, "skipped_unlogged_since_last_line", held)...)
+	}
+}
+
 // decode returns the report in value, or nil, logged and counted, when
 // value is not one.
 func (c *Coordinator) decode(value []byte) *weirv1.UsageReport {
 	if len(value) > MaxReportBytes {
-		c.stats.badMessages.Add(1)
-		c.log.Warn("usage report skipped", "reason", "oversized", "bytes", len(value))
+		c.skipped("reason", "oversized", "bytes", len(value))
 		return nil
 	}
 	var r weirv1.UsageReport
 	if err := proto.Unmarshal(value, &r); err != nil {
-		c.stats.badMessages.Add(1)
-		c.log.Warn("usage report skipped", "reason", "undecodable", "err", err)
+		c.skipped("reason", "undecodable", "err", err)
 		return nil
 	}
 	return &r
@@ -759,8 +777,7 @@ func (c *Coordinator) decode(value []byte) *weirv1.UsageReport {
 // logged, counted and skipped.
 func (c *Coordinator) ingest(p *planner.Planner, delays *reportDelays, in received) {
 	if err := p.Ingest(in.r, in.at); err != nil {
-		c.stats.badMessages.Add(1)
-		c.log.Warn("usage report skipped", "dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
+		c.skipped("dc", in.r.GetDc(), "instance", in.r.GetInstance(), "err", err)
 		return
 	}
 	if in.r.GetReadingsOnly() {

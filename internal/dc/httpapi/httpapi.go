@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/httplimit"
@@ -62,8 +63,10 @@ type Server struct {
 	now     func() time.Time
 	warn    func() []string
 	closing <-chan struct{}
-	mux     *http.ServeMux
-	routes  []string
+	// unexpected rate-limits the log of the limiter's unexpected errors.
+	unexpected *logthrottle.Throttle
+	mux        *http.ServeMux
+	routes     []string
 	// The bodies' shapes, for the names encoding/json would match
 	// case-insensitively (see keyMistakes).
 	checkShape, seedShape *document.Shape
@@ -90,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.unexpected = logthrottle.New(10*time.Second, s.now)
 	mux := http.NewServeMux()
 	handle := func(pattern string, h http.HandlerFunc) {
 		mux.Handle(pattern, h)
@@ -180,8 +184,14 @@ func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", err.Error())
 	case errors.Is(err, limiter.ErrNoRules), errors.Is(err, limiter.ErrUnavailable):
 		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The request ended (its client went away) before the store
+		// answered: the caller's doing, not the limiter's; nothing to log.
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
 	default:
-		s.log.Error("unexpected limiter error", "err", err)
+		if held, ok := s.unexpected.Allow(); ok {
+			s.log.Error("unexpected limiter error", "err", err, "unlogged_since_last_line", held)
+		}
 		writeError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
 )
@@ -26,6 +27,10 @@ func upstreamURL(s string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// upstreamLogEvery is the least time between two log lines of requests
+// the upstream failed.
+const upstreamLogEvery = 10 * time.Second
 
 // newProxy returns the reverse-proxy server and its listener: requests
 // are checked against lim and, when allowed, passed to the upstream with
@@ -43,6 +48,9 @@ func newProxy(cfg Proxy, lim *limiter.Limiter, log *slog.Logger, tlsCfg *tls.Con
 	if err != nil {
 		return nil, nil, fmt.Errorf("limiterd: %w", err)
 	}
+	// An upstream that is down fails every request: a line per
+	// upstreamLogEvery, not per request.
+	failures := logthrottle.New(upstreamLogEvery, nil)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			// Keep the hops before ours, then add the client's.
@@ -52,7 +60,9 @@ func newProxy(cfg Proxy, lim *limiter.Limiter, log *slog.Logger, tlsCfg *tls.Con
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
-				log.Warn("proxy: upstream failed", "upstream", cfg.Upstream, "err", err)
+				if held, ok := failures.Allow(); ok {
+					log.Warn("proxy: upstream failed", "upstream", cfg.Upstream, "err", err, "failed_unlogged_since_last_line", held)
+				}
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadGateway)
