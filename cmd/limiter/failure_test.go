@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -215,5 +216,21 @@ func TestRedisFailure(t *testing.T) {
 	}
 	if opened < 2 {
 		t.Errorf("breaker opened %d times in the log, want at least 2 (one per outage)", opened)
+	}
+	// go-redis's own lines (its dials to the killed server failed) are in
+	// the limiter's structured log, not on stderr in a format of their own.
+	dials := 0
+	for _, rec := range p.logs("redis client") {
+		if d, _ := rec["detail"].(string); strings.Contains(d, "dial") {
+			dials++
+		}
+	}
+	if dials == 0 {
+		t.Error(`no "redis client" log record of a failed dial`)
+	}
+	for _, l := range p.logLines() {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("a log line that is not JSON: %s", l)
+		}
 	}
 }

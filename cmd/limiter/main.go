@@ -100,6 +100,7 @@ func run(args []string) error {
 	if cfg.Logger, err = logs.Logger(os.Stderr); err != nil {
 		return err
 	}
+	limiterd.RouteRedisLog(cfg.Logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Once shutdown begins, a second signal ends the process at once

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/envflag"
 	"github.com/weirhq/weir/internal/platform/logflag"
 	"github.com/weirhq/weir/internal/sim"
@@ -58,7 +59,9 @@ func runNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := sim.RunNode(ctx, n, slog.New(slog.NewTextHandler(stderr, nil)), stdin, stdout); err != nil {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	limiterd.RouteRedisLog(log)
+	if err := sim.RunNode(ctx, n, log, stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, "weirsim:", err)
 		return 1
 	}
@@ -160,6 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "weirsim:", err)
 			return 2
 		}
+		limiterd.RouteRedisLog(cfg.Logger)
 	}
 	dir := *out
 	if dir == "" {
