@@ -1,15 +1,13 @@
 package adminserver_test
 
 import (
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
 	"github.com/weirhq/weir/internal/testkit/deadpeer"
+	"github.com/weirhq/weir/internal/testkit/spyhttp"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -25,24 +23,7 @@ func TestForwardToLeader(t *testing.T) {
 	leaderEnv.live.stats["default/api-global-default"] = adminapi.RuleStats{TotalRequests: 7}
 	leaderEnv.live.shares["default/api-global-default"] = []adminapi.DCShare{{DC: "us-east", Share: 1}}
 	leaderEnv.live.keys["default/api-global-default/k"] = []adminapi.DCKeyStatus{{DC: "us-east", Limit: 100, Remaining: 99}}
-	var mu sync.Mutex
-	var seen []*http.Request
-	var conns int // connections the leader accepted
-	leader := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Clone(r.Context()))
-		mu.Unlock()
-		leaderEnv.h.ServeHTTP(w, r)
-	}))
-	leader.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			mu.Lock()
-			conns++
-			mu.Unlock()
-		}
-	}
-	leader.Start()
-	defer leader.Close()
+	leader := spyhttp.Start(t, leaderEnv.h)
 	down := deadpeer.URL(t) // a leader that does not answer
 	// The leader's URL as a list may spell it (upper-case scheme, trailing
 	// slash), and with the other scheme.
@@ -77,9 +58,7 @@ func TestForwardToLeader(t *testing.T) {
 	for _, tt := range tests {
 		for what, path := range paths {
 			t.Run(tt.name+"/"+what, func(t *testing.T) {
-				mu.Lock()
-				seen, conns = nil, 0
-				mu.Unlock()
+				leader.Reset()
 				standby := newEnv(t, func(c *adminserver.Config) {
 					if tt.forward {
 						// A transport of its own, so that no connection
@@ -104,8 +83,7 @@ func TestForwardToLeader(t *testing.T) {
 				if !strings.Contains(rec.Body.String(), tt.want) {
 					t.Errorf("body: got %s, want it to contain %q", rec.Body, tt.want)
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				conns, seen := leader.Seen()
 				if len(seen) != tt.hops {
 					t.Fatalf("the leader got %d requests, want %d", len(seen), tt.hops)
 				}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/weirhq/weir/internal/kafka/usagetopic"
 	"github.com/weirhq/weir/internal/testkit/etcdtest"
 	"github.com/weirhq/weir/internal/testkit/kafkatest"
+	"github.com/weirhq/weir/internal/testkit/spyhttp"
 	"github.com/weirhq/weir/internal/testkit/wait"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
@@ -43,25 +41,10 @@ func TestStandbyForwardsOnlyToPeerURLs(t *testing.T) {
 
 	// The front: the leader's advertised URL.
 	var leaderAddr atomic.Value // host:port of the leader's admin port
-	var mu sync.Mutex
-	var conns int
-	var seen []*http.Request
-	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Clone(context.Background()))
-		mu.Unlock()
+	front := spyhttp.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := &url.URL{Scheme: "http", Host: leaderAddr.Load().(string)}
 		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) }}).ServeHTTP(w, r)
 	}))
-	front.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			mu.Lock()
-			conns++
-			mu.Unlock()
-		}
-	}
-	front.Start()
-	defer front.Close()
 	frontHost := strings.TrimPrefix(front.URL, "http://")
 
 	base := Config{
@@ -111,13 +94,9 @@ func TestStandbyForwardsOnlyToPeerURLs(t *testing.T) {
 			sc.Name, sc.AdvertiseURL, sc.PeerURLs = "c2-"+string(rune('a'+i)), self, tt.peers
 			standby := start(t, sc)
 			for _, path := range []string{"/v1/shares", "/rate-limits/login/shares"} {
-				mu.Lock()
-				conns, seen = 0, nil
-				mu.Unlock()
+				front.Reset()
 				code, body := get(standby, path)
-				mu.Lock()
-				gotConns, gotSeen := conns, seen
-				mu.Unlock()
+				gotConns, gotSeen := front.Seen()
 				if !tt.forward {
 					var eb adminapi.ErrorBody
 					if code != http.StatusBadGateway || json.Unmarshal([]byte(body), &eb) != nil || !strings.Contains(eb.Error, refused) || eb.Leader != front.URL {
