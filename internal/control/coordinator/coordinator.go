@@ -111,8 +111,9 @@ type Coordinator struct {
 	acks  *ackTracker
 	views *views
 
-	// skipLines rate-limits the log of usage reports skipped: whoever
-	// can produce to the topic can send any number.
+	// skipLines rate-limits the log of usage reports and instance records
+	// skipped: whoever can produce to the topic, or write a DC's instance
+	// records (its limiters), can send any number.
 	skipLines *logthrottle.Throttle
 
 	policies *policyWatch // the share policies, watched while Run runs
@@ -746,7 +747,7 @@ func (c *Coordinator) consume(ctx context.Context, reports chan<- received) {
 }
 
 // skipLogEvery is the least time between two log lines of skipped usage
-// reports; each counts the reports skipped since the last.
+// reports or instance records; each counts those skipped since the last.
 const skipLogEvery = 10 * time.Second
 
 // skipped counts a usage report skipped, and logs it with attrs unless

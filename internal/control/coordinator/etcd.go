@@ -272,7 +272,9 @@ func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
 	}
 	if err != nil {
 		c.stats.badInstances.Add(1)
-		c.log.Warn("instance record skipped", "key", string(key), "err", err)
+		if held, ok := c.skipLines.Allow(); ok {
+			c.log.Warn("instance record skipped", "key", string(key), "err", err, "skipped_unlogged_since_last_line", held)
+		}
 		// A record we cannot read may be an instance we cannot see:
 		// count it as having acknowledged nothing.
 		return instance{dc: dc, name: name, applied: 0}, dc != ""

@@ -15,9 +15,10 @@ import (
 
 // TestSkippedReportsFlood: a producer that floods the usage topic with
 // messages that are not reports, and with reports the planner refuses,
-// gets every one counted and skipped, costs the log one line per
-// skipLogEvery (not one per message), and stops no planning: a valid
-// report sent after the flood still moves the shares.
+// and a limiter's credentials writing undecodable instance records, get
+// every one counted and skipped, cost the log one line per skipLogEvery
+// (not one per message or record), and stop no planning: valid reports
+// sent after the flood still move the shares.
 func TestSkippedReportsFlood(t *testing.T) {
 	h := newHarness(t)
 	logs := &logRecorder{}
@@ -42,12 +43,21 @@ func TestSkippedReportsFlood(t *testing.T) {
 			IntervalStartMs: time.Now().UnixMilli(), IntervalMs: 200})
 	}
 	h.send(ctx, reports...)
-	waitFor(t, 20*time.Second, "every message skipped", func() bool { return c.c.stats.badMessages.Load() >= garbage+refused })
+	const records = 300
+	for i := range records {
+		if _, err := h.cli.Put(ctx, h.layout.Instance("a", fmt.Sprintf("bad-%d", i)), "\xff\xff not a record"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every message and record skipped", func() bool {
+		return c.c.stats.badMessages.Load() >= garbage+refused && c.c.stats.badInstances.Load() >= records
+	})
 	if got := c.c.stats.badMessages.Load(); got != garbage+refused {
 		t.Fatalf("%d messages counted as skipped, want %d", got, garbage+refused)
 	}
-	if got := len(logs.find("usage report skipped")); got < 1 || got > 1+int(time.Since(start)/skipLogEvery) {
-		t.Fatalf("%d log lines of skipped reports, want one per %v at most", got, skipLogEvery)
+	lines := len(logs.find("usage report skipped")) + len(logs.find("instance record skipped"))
+	if lines < 1 || lines > 1+int(time.Since(start)/skipLogEvery) {
+		t.Fatalf("%d log lines of skipped reports and records, want one per %v at most", lines, skipLogEvery)
 	}
 
 	// Planning goes on: DC a's demand takes most of the limit.
