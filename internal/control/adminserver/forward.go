@@ -1,12 +1,16 @@
 package adminserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/weirhq/weir/pkg/adminapi"
@@ -43,7 +47,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 // not among the peer URLs, and a warning is logged (at most once per
 // PeerWarnInterval for each URL). The body's "leader" names leader, as in
 // every 502 (docs/openapi/admin.yaml, BadGateway): a URL no one answered
-// for, not a place to retry.
+// for, not a place to retry. A 503 of the leader's that names a next
+// leader outside peers is passed on without that name
+// (withoutUnlistedLeader).
 func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) {
 	if !peers.Allows(leader) {
 		if held, ok := peers.refusals.Allow(leader); ok {
@@ -78,8 +84,63 @@ func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt htt
 			pr.Out.Header.Set(ForwardedHeader, name)
 			pr.SetXForwarded()
 		},
-		Transport:    rt,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { fail(err) },
+		Transport:      rt,
+		ModifyResponse: func(resp *http.Response) error { return withoutUnlistedLeader(resp, peers) },
+		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { fail(err) },
 	}
 	p.ServeHTTP(w, r)
+}
+
+// maxNotLeaderBody bounds the body of a 503 from the leader that
+// withoutUnlistedLeader reads.
+const maxNotLeaderBody = 64 << 10
+
+// withoutUnlistedLeader keeps the leader's answer from naming a leader
+// URL outside peers (when not nil). The coordinator forwarded to may have
+// lost the leadership meanwhile: its 503 then names the next leader, read
+// from etcd, in the body's "leader" and in Location, and it may have no
+// --peer-urls of its own to check that URL against. Such an answer is
+// passed on naming no leader, as this coordinator's own 503 would be.
+// An error (the body unreadable) makes the forward fail with 502.
+func withoutUnlistedLeader(resp *http.Response, peers *PeerURLs) error {
+	if peers == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxNotLeaderBody+1))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read the leader's 503: %w", err)
+	}
+	var body adminapi.ErrorBody
+	parsed := len(b) <= maxNotLeaderBody && json.Unmarshal(b, &body) == nil
+	loc := resp.Header.Get("Location")
+	if parsed && (body.Leader == "" || peers.Allows(body.Leader)) && (loc == "" || peers.Allows(origin(loc))) {
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		return nil
+	}
+	if !parsed {
+		body = adminapi.ErrorBody{Error: "this coordinator does not lead, and the coordinator it forwarded to answered 503"}
+	}
+	if body.Leader != "" || loc != "" {
+		body.Error += unlistedLeaderNote
+	}
+	body.Leader = ""
+	if b, err = json.Marshal(body); err != nil {
+		return fmt.Errorf("rewrite the leader's 503: %w", err)
+	}
+	resp.Header.Del("Location")
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.ContentLength = int64(len(b))
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// origin returns the scheme://host of a URL, "" when it has none.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -1,6 +1,7 @@
 package adminserver_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -107,6 +108,54 @@ func TestForwardToLeader(t *testing.T) {
 					t.Errorf("path at the leader: got %s, want %s", r.URL.Path, path)
 				}
 			})
+		}
+	}
+}
+
+// TestForwardedAnswerNamesOnlyPeerURLs: the coordinator a standby
+// forwards to may have lost the leadership meanwhile, and answers 503
+// naming the next leader it read from etcd — checked against no list of
+// its own. The standby passes that answer on naming the leader only when
+// the URL is among its --peer-urls, in the body and in Location alike.
+func TestForwardedAnswerNamesOnlyPeerURLs(t *testing.T) {
+	const listed, unlisted = "http://c3.example:8070", "http://evil.example:1"
+	former := newEnv(t) // no --peer-urls of its own
+	former.create(seedCreate)
+	spy := spyhttp.Start(t, former.h)
+	peers, err := adminserver.ParsePeerURLs([]string{spy.URL, listed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := newEnv(t, func(c *adminserver.Config) {
+		c.Forward = http.DefaultTransport.(*http.Transport).Clone()
+		c.Name = "standby-1"
+		c.Peers = peers
+	})
+	standby.create(seedCreate)
+	standby.live.setErr(&adminserver.NotLeaderError{Leader: spy.URL})
+	const path = "/rate-limits/api-global-default/stats"
+	for _, tt := range []struct {
+		next         string // the leader the former leader names
+		wantLeader   string
+		wantLocation string
+	}{
+		{listed, listed, listed + path},
+		{unlisted, "", ""},
+	} {
+		former.live.setErr(&adminserver.NotLeaderError{Leader: tt.next})
+		rec := standby.do("GET", path, "", "Authorization", "Bearer secret")
+		var body adminapi.ErrorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != http.StatusServiceUnavailable || err != nil {
+			t.Fatalf("next leader %s: got %d %s, want 503 with a JSON error", tt.next, rec.Code, rec.Body)
+		}
+		if _, reqs := spy.Seen(); len(reqs) == 0 {
+			t.Fatal("the standby did not forward to the former leader")
+		}
+		if body.Leader != tt.wantLeader || rec.Header().Get("Location") != tt.wantLocation || strings.Contains(rec.Body.String(), "evil") {
+			t.Errorf("next leader %s: got leader %q, Location %q, body %s; want %q and %q", tt.next, body.Leader, rec.Header().Get("Location"), rec.Body, tt.wantLeader, tt.wantLocation)
+		}
+		if tt.wantLeader == "" && !strings.Contains(body.Error, "not among --peer-urls") {
+			t.Errorf("next leader %s: error %q does not say why no leader is named", tt.next, body.Error)
 		}
 	}
 }

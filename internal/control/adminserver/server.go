@@ -269,6 +269,10 @@ func errorf(code int, format string, args ...any) *httpError {
 	return &httpError{code: code, body: adminapi.ErrorBody{Error: fmt.Sprintf(format, args...)}}
 }
 
+// unlistedLeaderNote ends an error that would have named a leader URL
+// outside --peer-urls.
+const unlistedLeaderNote = " (the leader's advertised URL is not among --peer-urls, so it is not named)"
+
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
@@ -283,7 +287,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// outside Peers is named neither in the body nor in Location,
 		// so that whoever wrote it cannot send clients (the console's
 		// link among them) to a server of their own.
-		body.Error += " (the leader's advertised URL is not among --peer-urls, so it is not named)"
+		body.Error += unlistedLeaderNote
 		body.Leader = ""
 	}
 	if body.Leader != "" {
