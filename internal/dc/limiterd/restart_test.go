@@ -112,7 +112,8 @@ func TestRestartWithoutEtcdKeepsShares(t *testing.T) {
 }
 
 // runLimiter runs limiterd with cfg on free loopback ports until the
-// returned stop is called (or the test ends).
+// returned stop is called (or the test ends). A nil cfg.Logger logs
+// warnings and errors to the test's output.
 func runLimiter(t *testing.T, cfg limiterd.Config) (base string, stop func()) {
 	t.Helper()
 	base, _, stop = runLimiterGRPC(t, cfg)
@@ -127,7 +128,9 @@ func runLimiterGRPC(t *testing.T, cfg limiterd.Config) (base, grpcAddr string, s
 	addrs := make(chan bound, 1)
 	done := make(chan error, 1)
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	cfg.Ready = func(httpAddr, grpcAddr string) { addrs <- bound{"http://" + httpAddr, grpcAddr} }
 	go func() { done <- limiterd.Run(ctx, cfg) }()
 	stopped := false

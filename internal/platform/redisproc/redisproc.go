@@ -19,6 +19,11 @@ import (
 type Server struct {
 	// Addr is the server's host:port on loopback.
 	Addr string
+	// Password is the password the server requires of clients (its
+	// requirepass, given with AUTH or HELLO); empty when it requires
+	// none.
+	Password string
+
 	cmd  *exec.Cmd
 	dir  string
 	bin  string
@@ -89,7 +94,7 @@ func (s *Server) start(port int) error {
 		go func() { _ = cmd.Wait(); logf.Close() }()
 		s.cmd = cmd
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-		if err = waitReady(s.Addr, 5*time.Second); err == nil {
+		if err = waitReady(s.Addr, s.Password, 5*time.Second); err == nil {
 			return nil
 		}
 		_ = cmd.Process.Kill()
@@ -109,28 +114,51 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func waitReady(addr string, timeout time.Duration) error {
+// waitReady waits until the server at addr answers PING, after AUTH with
+// password when it is not empty, or timeout passes.
+func waitReady(addr, password string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var err error
 	for time.Now().Before(deadline) {
-		var c net.Conn
-		c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, err = c.Write([]byte("PING\r\n"))
-			if err == nil {
-				var line string
-				line, err = bufio.NewReader(c).ReadString('\n')
-				if err == nil && strings.HasPrefix(line, "+PONG") {
-					c.Close()
-					return nil
-				}
-			}
-			c.Close()
+		if err = ping(addr, password); err == nil {
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return err
+}
+
+// ping sends the server at addr AUTH password (when not empty) and PING,
+// and reports an error unless it answers +OK and +PONG.
+func ping(addr, password string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	var req strings.Builder
+	want := []string{"+PONG"}
+	if password != "" {
+		// A RESP array, so that any byte of the password goes as it is.
+		fmt.Fprintf(&req, "*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(password), password)
+		want = []string{"+OK", "+PONG"}
+	}
+	req.WriteString("PING\r\n")
+	if _, err := c.Write([]byte(req.String())); err != nil {
+		return err
+	}
+	r := bufio.NewReader(c)
+	for _, prefix := range want {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, prefix) {
+			return fmt.Errorf("redisproc: got %q, want %s", strings.TrimSpace(line), prefix)
+		}
+	}
+	return nil
 }
 
 // Stop kills the server and waits for it to exit. Safe to call twice.
@@ -163,20 +191,25 @@ func (s *Server) signal(sig syscall.Signal) error {
 // free loopback port. Extra arguments go to redis-server. The process is
 // killed if this process dies.
 func Start(dir string, extra ...string) (*Server, error) {
-	return start(dir, false, extra)
+	return start(dir, false, "", extra)
 }
 
-// start starts a redis-server, in cluster mode when cluster is set.
-func start(dir string, cluster bool, extra []string) (*Server, error) {
+// start starts a redis-server, in cluster mode when cluster is set,
+// requiring password of clients (requirepass) when it is not empty.
+func start(dir string, cluster bool, password string, extra []string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
 		return nil, fmt.Errorf("redisproc: redis-server not found (Debian: apt-get install -y redis-server, or set REDIS_SERVER)")
 	}
-	s := &Server{dir: dir, bin: bin, cluster: cluster}
-	s.args = append([]string{
+	s := &Server{dir: dir, bin: bin, cluster: cluster, Password: password}
+	s.args = []string{
 		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
 		"--protected-mode", "no", "--dir", dir, "--daemonize", "no",
-	}, extra...)
+	}
+	if password != "" {
+		s.args = append(s.args, "--requirepass", password)
+	}
+	s.args = append(s.args, extra...)
 	if err := s.start(0); err != nil {
 		return nil, err
 	}

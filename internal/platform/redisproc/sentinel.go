@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Sentinel is a Redis primary with one replica, watched by one Redis
@@ -23,6 +24,17 @@ type SentinelConfig struct {
 	// DownAfterMillis is how long the primary must not answer before the
 	// Sentinel deems it down and fails over; default 1000.
 	DownAfterMillis int
+	// Password, when not empty, is the password the primary and the
+	// replica require of clients (requirepass), and give each other to
+	// replicate (masterauth); the Sentinel gives it to them too
+	// (sentinel auth-pass). Empty, the default: none. Both passwords go
+	// into the Sentinel's configuration file quoted as Go quotes them,
+	// which Redis reads alike for printable ASCII.
+	Password string
+	// SentinelPassword, when not empty, is the password the Sentinel
+	// requires of clients (requirepass in its configuration file).
+	// Empty, the default: none.
+	SentinelPassword string
 }
 
 // StartSentinel starts a primary, its replica and a Sentinel (quorum 1)
@@ -43,13 +55,20 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisproc: %w", err)
 	}
-	if out.Primary, err = Start(pdir); err != nil {
+	var auth []string
+	if cfg.Password != "" {
+		// The replica authenticates to the primary with masterauth; the
+		// primary has it too, for when it comes back as a replica of
+		// the promoted one.
+		auth = []string{"--masterauth", cfg.Password}
+	}
+	if out.Primary, err = start(pdir, false, cfg.Password, auth); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(out.Primary.Addr)
 	rdir, err := mkdir("replica")
 	if err == nil {
-		out.Replica, err = Start(rdir, "--replicaof", host, port)
+		out.Replica, err = start(rdir, false, cfg.Password, append(auth, "--replicaof", host, port))
 	}
 	if err != nil {
 		out.Stop()
@@ -63,6 +82,12 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 	conf := filepath.Join(sdir, "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 1\nsentinel down-after-milliseconds %[1]s %[4]d\nsentinel failover-timeout %[1]s 5000\n",
 		cfg.MasterName, host, port, cfg.DownAfterMillis)
+	if cfg.Password != "" {
+		text += fmt.Sprintf("sentinel auth-pass %s %s\n", cfg.MasterName, strconv.Quote(cfg.Password))
+	}
+	if cfg.SentinelPassword != "" {
+		text += fmt.Sprintf("requirepass %s\n", strconv.Quote(cfg.SentinelPassword))
+	}
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		out.Stop()
 		return nil, fmt.Errorf("redisproc: sentinel config: %w", err)
@@ -72,7 +97,7 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 		out.Stop()
 		return nil, fmt.Errorf("redisproc: redis-server not found")
 	}
-	out.Sentinel = &Server{dir: sdir, bin: bin, conf: conf, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
+	out.Sentinel = &Server{dir: sdir, bin: bin, conf: conf, Password: cfg.SentinelPassword, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
 	if err := out.Sentinel.start(0); err != nil {
 		out.Stop()
 		return nil, err

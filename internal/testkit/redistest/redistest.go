@@ -54,10 +54,11 @@ func Start(t testing.TB, extra ...string) *Server {
 	return &Server{s}
 }
 
-// Client returns a go-redis client for the server, closed when t ends.
+// Client returns a go-redis client for the server, with its password
+// when it requires one, closed when t ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -73,7 +74,7 @@ func (s *Server) Restart(t testing.TB) {
 // Flush empties the server.
 func (s *Server) Flush(ctx context.Context, t testing.TB) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
 	defer c.Close()
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -88,13 +89,14 @@ type Sentinel struct {
 }
 
 // StartSentinel starts, for t, a primary, its replica and a Redis
-// Sentinel watching them as "mymaster" (package redisproc), stopped when
-// t ends. The Sentinel fails the primary over about a second after it
-// stops answering.
-func StartSentinel(t testing.TB) *Sentinel {
+// Sentinel watching them (redisproc.StartSentinel with cfg), stopped when
+// t ends. With the zero cfg, the Sentinel watches them as "mymaster",
+// nothing requires a password, and the Sentinel fails the primary over
+// about a second after it stops answering.
+func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 	t.Helper()
 	Require(t)
-	s, err := redisproc.StartSentinel(t.TempDir(), redisproc.SentinelConfig{})
+	s, err := redisproc.StartSentinel(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,73 @@
+package redistest_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/wait"
+)
+
+// TestStartSentinel checks the kit against Redis itself, without
+// passwords and with them: the servers' clients (Server.Client) get in,
+// a client without the password does not, the replica copies the
+// primary's writes (masterauth), and the Sentinel knows the primary and
+// has found the replica through it (sentinel auth-pass).
+func TestStartSentinel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  redisproc.SentinelConfig
+	}{
+		{"without passwords", redisproc.SentinelConfig{}},
+		{"with passwords", redisproc.SentinelConfig{Password: "primary secret", SentinelPassword: `sentinel "secret"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.StartSentinel(t, tc.cfg)
+			ctx := t.Context()
+			for _, srv := range []*redistest.Server{s.Primary, s.Replica, s.Sentinel} {
+				if err := srv.Client(t).Ping(ctx).Err(); err != nil {
+					t.Fatalf("PING %s with its password: %v", srv.Addr, err)
+				}
+				anonymous := redis.NewClient(&redis.Options{Addr: srv.Addr})
+				err := anonymous.Ping(ctx).Err()
+				_ = anonymous.Close()
+				if wantRefused := srv.Password != ""; (err != nil) != wantRefused {
+					t.Errorf("PING %s without a password: got error %v, want one: %v", srv.Addr, err, wantRefused)
+				}
+			}
+			if err := s.Primary.Client(t).Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			replica := s.Replica.Client(t)
+			// Redis's first sync waits repl-diskless-sync-delay, 5 s by
+			// default.
+			wait.For(t, 15*time.Second, "the primary's write on the replica", func() bool {
+				return replica.Get(ctx, "k").Val() == "v"
+			})
+
+			sentinel := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinel.Addr, Password: s.Sentinel.Password})
+			t.Cleanup(func() { _ = sentinel.Close() })
+			addr, err := sentinel.GetMasterAddrByName(ctx, s.MasterName).Result()
+			if err != nil || strings.Join(addr, ":") != s.Primary.Addr {
+				t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME: got %v %v, want %s", addr, err, s.Primary.Addr)
+			}
+			wait.For(t, 15*time.Second, "the replica among the Sentinel's", func() bool {
+				replicas, err := sentinel.Replicas(ctx, s.MasterName).Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					t.Fatalf("SENTINEL REPLICAS: %v", err)
+				}
+				for _, r := range replicas {
+					if strings.Contains(r["flags"], "slave") && !strings.Contains(r["flags"], "disconnected") && r["ip"]+":"+r["port"] == s.Replica.Addr {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+}
