@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/internal/testkit/wait"
@@ -21,13 +22,17 @@ import (
 
 // TestRedisSentinel runs a limiter on the primary that a Redis Sentinel
 // watches (--redis redis://SENTINEL?master_name=NAME, as
-// envoyproxy/ratelimit's REDIS_TYPE=sentinel), without credentials, and
-// with a Sentinel and a primary that each require a password, given in
-// the URL's userinfo (the Sentinel's) and its password parameter (the
-// primary's): its decisions are made on the store; when the primary dies,
-// the Sentinel promotes the replica and the limiter's decisions go back
-// to the store, on the new primary.
+// envoyproxy/ratelimit's REDIS_TYPE=sentinel): without credentials; with
+// a Sentinel and a primary that each require a password, given in the
+// URL's userinfo (the Sentinel's) and its password parameter (the
+// primary's); and with those passwords over TLS alone (rediss://). Its
+// decisions are made on the store; when the primary dies, the Sentinel
+// promotes the replica and the limiter's decisions go back to the store,
+// on the new primary.
 func TestRedisSentinel(t *testing.T) {
+	passwords := redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
+	withTLS := passwords
+	withTLS.TLS = sentinelTLS(t)
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -38,8 +43,17 @@ func TestRedisSentinel(t *testing.T) {
 		{"without credentials", redisproc.SentinelConfig{}, func(addr, master string) string {
 			return "redis://" + addr + "?master_name=" + master
 		}},
-		{"passwords of the Sentinel and the primary", redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}, func(addr, master string) string {
+		{"passwords of the Sentinel and the primary", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
+		}},
+		// go-redis's rediss:// trusts the system's CAs alone, and Weir has
+		// no setting for another: TestRedisSentinelRefused shows a
+		// private CA's certificate refused, and cmd/limiter's
+		// TestRedisSentinelPrivateCA the CA trusted through
+		// SSL_CERT_FILE, which only a process of its own can set.
+		// skip_verify=true encrypts without checking the certificate.
+		{"passwords and TLS, certificates not checked", withTLS, func(addr, master string) string {
+			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret&skip_verify=true"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,33 +86,41 @@ func TestRedisSentinel(t *testing.T) {
 	}
 }
 
-// TestRedisSentinelWrongPassword: a limiter given a wrong or no password
-// for a Sentinel or a primary that require one still starts, and decides
-// every check by its rule's failure mode (local, the default); its log
-// says why, with what Redis answered, at start (the scripts could not be
-// loaded) and on the first decision that went to the failure mode.
-func TestRedisSentinelWrongPassword(t *testing.T) {
+// TestRedisSentinelRefused: a limiter that the Sentinel or the primary
+// refuses (a wrong or missing password), or that refuses their TLS
+// certificate (signed by a CA of its own, which go-redis's rediss:// does
+// not trust), still starts, and decides every check by its rule's failure
+// mode (local, the default); its log says why, with what it was answered,
+// at start (the scripts could not be loaded) and on the first decision
+// that went to the failure mode.
+func TestRedisSentinelRefused(t *testing.T) {
 	passwords := redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
+	withTLS := passwords
+	withTLS.TLS = sentinelTLS(t)
 	for _, tc := range []struct {
 		name string
+		cfg  redisproc.SentinelConfig
 		// redis is the --redis URL for the Sentinel at addr watching
 		// master.
 		redis func(addr, master string) string
-		// wantErr is what the log lines must quote of Redis's answer.
+		// wantErr is what the log lines must quote of the error.
 		wantErr string
 	}{
-		{"wrong primary password", func(addr, master string) string {
+		{"wrong primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=not-the-primary-secret"
 		}, "WRONGPASS invalid username-password pair"},
-		{"no primary password", func(addr, master string) string {
+		{"no primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master
 		}, "NOAUTH Authentication required"},
-		{"wrong Sentinel password", func(addr, master string) string {
+		{"wrong Sentinel password", passwords, func(addr, master string) string {
 			return "redis://:not-the-sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
 		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair"},
+		{"TLS with a private CA", withTLS, func(addr, master string) string {
+			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
+		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := redistest.StartSentinel(t, passwords)
+			s := redistest.StartSentinel(t, tc.cfg)
 			var logs syncbuf.Buffer
 			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinel.Addr, s.MasterName), RulesFile: sentinelRules(t), StoreTimeout: time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -131,6 +153,14 @@ func loggedWith(logs, msg, text string) bool {
 		}
 	}
 	return false
+}
+
+// sentinelTLS issues a certificate for the servers of a Sentinel
+// deployment, its own CA.
+func sentinelTLS(t *testing.T) redisproc.TLSFiles {
+	t.Helper()
+	cert := certtest.Issue(t, t.TempDir(), "redis")
+	return redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile}
 }
 
 // sentinelRules writes the rule file of the Sentinel tests and returns

@@ -89,7 +89,7 @@ func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster,
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return nil, fmt.Errorf("redisproc: %w", err)
 		}
-		s, err := start(nodeDir, true, "", extra)
+		s, err := start(nodeDir, serverOptions{cluster: true}, extra)
 		if err != nil {
 			return nil, err
 		}

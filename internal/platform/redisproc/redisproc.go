@@ -5,6 +5,7 @@ package redisproc
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +24,9 @@ type Server struct {
 	// requirepass, given with AUTH or HELLO); empty when it requires
 	// none.
 	Password string
+	// TLS, when not nil, is a client's TLS configuration for the server,
+	// which then serves TLS alone on Addr; nil for plain TCP.
+	TLS *tls.Config
 
 	cmd  *exec.Cmd
 	dir  string
@@ -65,7 +69,11 @@ func (s *Server) start(port int) error {
 				return err
 			}
 		}
-		args := append([]string{"--port", strconv.Itoa(p)}, s.args...)
+		ports := []string{"--port", strconv.Itoa(p)}
+		if s.TLS != nil {
+			ports = []string{"--port", "0", "--tls-port", strconv.Itoa(p)}
+		}
+		args := append(ports, s.args...)
 		if s.conf != "" {
 			args = append([]string{s.conf, "--sentinel"}, args...)
 		}
@@ -94,7 +102,7 @@ func (s *Server) start(port int) error {
 		go func() { _ = cmd.Wait(); logf.Close() }()
 		s.cmd = cmd
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-		if err = waitReady(s.Addr, s.Password, 5*time.Second); err == nil {
+		if err = waitReady(s.Addr, s.Password, s.TLS, 5*time.Second); err == nil {
 			return nil
 		}
 		_ = cmd.Process.Kill()
@@ -115,12 +123,13 @@ func freePort() (int, error) {
 }
 
 // waitReady waits until the server at addr answers PING, after AUTH with
-// password when it is not empty, or timeout passes.
-func waitReady(addr, password string, timeout time.Duration) error {
+// password when it is not empty, over TLS with tlsCfg when it is not nil,
+// or timeout passes.
+func waitReady(addr, password string, tlsCfg *tls.Config, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var err error
 	for time.Now().Before(deadline) {
-		if err = ping(addr, password); err == nil {
+		if err = ping(addr, password, tlsCfg); err == nil {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -129,9 +138,17 @@ func waitReady(addr, password string, timeout time.Duration) error {
 }
 
 // ping sends the server at addr AUTH password (when not empty) and PING,
-// and reports an error unless it answers +OK and +PONG.
-func ping(addr, password string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+// over TLS with tlsCfg when it is not nil, and reports an error unless it
+// answers +OK and +PONG.
+func ping(addr, password string, tlsCfg *tls.Config) error {
+	var c net.Conn
+	var err error
+	dialer := &net.Dialer{Timeout: 200 * time.Millisecond}
+	if tlsCfg != nil {
+		c, err = tls.DialWithDialer(dialer, "tcp", addr, tlsCfg)
+	} else {
+		c, err = dialer.Dial("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,23 +208,40 @@ func (s *Server) signal(sig syscall.Signal) error {
 // free loopback port. Extra arguments go to redis-server. The process is
 // killed if this process dies.
 func Start(dir string, extra ...string) (*Server, error) {
-	return start(dir, false, "", extra)
+	return start(dir, serverOptions{}, extra)
 }
 
-// start starts a redis-server, in cluster mode when cluster is set,
-// requiring password of clients (requirepass) when it is not empty.
-func start(dir string, cluster bool, password string, extra []string) (*Server, error) {
+// serverOptions are what start sets up beyond redis-server's extra
+// arguments; the zero value is a plain server.
+type serverOptions struct {
+	// cluster runs the server in cluster mode.
+	cluster bool
+	// password, when not empty, is required of clients (requirepass).
+	password string
+	// tls, when not nil, has the server serve TLS alone, with its files.
+	tls *TLSFiles
+}
+
+// start starts a redis-server with its files in dir, as opt says.
+func start(dir string, opt serverOptions, extra []string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
 		return nil, fmt.Errorf("redisproc: redis-server not found (Debian: apt-get install -y redis-server, or set REDIS_SERVER)")
 	}
-	s := &Server{dir: dir, bin: bin, cluster: cluster, Password: password}
+	s := &Server{dir: dir, bin: bin, cluster: opt.cluster, Password: opt.password}
 	s.args = []string{
 		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
 		"--protected-mode", "no", "--dir", dir, "--daemonize", "no",
 	}
-	if password != "" {
-		s.args = append(s.args, "--requirepass", password)
+	if opt.password != "" {
+		s.args = append(s.args, "--requirepass", opt.password)
+	}
+	if opt.tls != nil {
+		var err error
+		if s.TLS, err = opt.tls.clientConfig(); err != nil {
+			return nil, err
+		}
+		s.args = append(s.args, opt.tls.args()...)
 	}
 	s.args = append(s.args, extra...)
 	if err := s.start(0); err != nil {

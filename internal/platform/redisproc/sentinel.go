@@ -35,6 +35,11 @@ type SentinelConfig struct {
 	// requires of clients (requirepass in its configuration file).
 	// Empty, the default: none.
 	SentinelPassword string
+	// TLS, when its CertFile is set, has the primary, the replica and
+	// the Sentinel serve TLS alone, all with these files; the replica
+	// replicates, and the Sentinel watches, over TLS. The default: plain
+	// TCP.
+	TLS TLSFiles
 }
 
 // StartSentinel starts a primary, its replica and a Sentinel (quorum 1)
@@ -62,13 +67,17 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 		// the promoted one.
 		auth = []string{"--masterauth", cfg.Password}
 	}
-	if out.Primary, err = start(pdir, false, cfg.Password, auth); err != nil {
+	opt := serverOptions{password: cfg.Password}
+	if cfg.TLS.CertFile != "" {
+		opt.tls = &cfg.TLS
+	}
+	if out.Primary, err = start(pdir, opt, auth); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(out.Primary.Addr)
 	rdir, err := mkdir("replica")
 	if err == nil {
-		out.Replica, err = start(rdir, false, cfg.Password, append(auth, "--replicaof", host, port))
+		out.Replica, err = start(rdir, opt, append(auth, "--replicaof", host, port))
 	}
 	if err != nil {
 		out.Stop()
@@ -97,7 +106,10 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 		out.Stop()
 		return nil, fmt.Errorf("redisproc: redis-server not found")
 	}
-	out.Sentinel = &Server{dir: sdir, bin: bin, conf: conf, Password: cfg.SentinelPassword, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
+	out.Sentinel = &Server{dir: sdir, bin: bin, conf: conf, Password: cfg.SentinelPassword, TLS: out.Primary.TLS, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
+	if opt.tls != nil {
+		out.Sentinel.args = append(out.Sentinel.args, opt.tls.args()...)
+	}
 	if err := out.Sentinel.start(0); err != nil {
 		out.Stop()
 		return nil, err

@@ -55,10 +55,11 @@ func Start(t testing.TB, extra ...string) *Server {
 }
 
 // Client returns a go-redis client for the server, with its password
-// when it requires one, closed when t ends.
+// when it requires one and over TLS when it serves TLS, closed when t
+// ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password, TLSConfig: s.TLS})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -74,7 +75,7 @@ func (s *Server) Restart(t testing.TB) {
 // Flush empties the server.
 func (s *Server) Flush(ctx context.Context, t testing.TB) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password, TLSConfig: s.TLS})
 	defer c.Close()
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)

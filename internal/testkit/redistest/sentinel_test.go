@@ -9,22 +9,29 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
 // TestStartSentinel checks the kit against Redis itself, without
-// passwords and with them: the servers' clients (Server.Client) get in,
-// a client without the password does not, the replica copies the
-// primary's writes (masterauth), and the Sentinel knows the primary and
-// has found the replica through it (sentinel auth-pass).
+// passwords, with them, and with TLS too: the servers' clients
+// (Server.Client) get in, a client without the password or without TLS
+// does not, the replica copies the primary's writes (masterauth,
+// tls-replication), and the Sentinel knows the primary and has found
+// the replica through it (sentinel auth-pass, tls-replication).
 func TestStartSentinel(t *testing.T) {
+	cert := certtest.Issue(t, t.TempDir(), "redis")
+	passwords := redisproc.SentinelConfig{Password: "primary secret", SentinelPassword: `sentinel "secret"`}
+	withTLS := passwords
+	withTLS.TLS = redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile}
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
 	}{
 		{"without passwords", redisproc.SentinelConfig{}},
-		{"with passwords", redisproc.SentinelConfig{Password: "primary secret", SentinelPassword: `sentinel "secret"`}},
+		{"with passwords", passwords},
+		{"with passwords and TLS", withTLS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
@@ -33,11 +40,20 @@ func TestStartSentinel(t *testing.T) {
 				if err := srv.Client(t).Ping(ctx).Err(); err != nil {
 					t.Fatalf("PING %s with its password: %v", srv.Addr, err)
 				}
-				anonymous := redis.NewClient(&redis.Options{Addr: srv.Addr})
-				err := anonymous.Ping(ctx).Err()
-				_ = anonymous.Close()
-				if wantRefused := srv.Password != ""; (err != nil) != wantRefused {
-					t.Errorf("PING %s without a password: got error %v, want one: %v", srv.Addr, err, wantRefused)
+				for _, anonymous := range []struct {
+					what        string
+					opt         redis.Options
+					wantRefused bool
+				}{
+					{"without a password", redis.Options{Addr: srv.Addr, TLSConfig: srv.TLS}, srv.Password != ""},
+					{"over plain TCP", redis.Options{Addr: srv.Addr, Password: srv.Password, MaxRetries: -1}, srv.TLS != nil},
+				} {
+					c := redis.NewClient(&anonymous.opt)
+					err := c.Ping(ctx).Err()
+					_ = c.Close()
+					if (err != nil) != anonymous.wantRefused {
+						t.Errorf("PING %s %s: got error %v, want one: %v", srv.Addr, anonymous.what, err, anonymous.wantRefused)
+					}
 				}
 			}
 			if err := s.Primary.Client(t).Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -50,7 +66,7 @@ func TestStartSentinel(t *testing.T) {
 				return replica.Get(ctx, "k").Val() == "v"
 			})
 
-			sentinel := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinel.Addr, Password: s.Sentinel.Password})
+			sentinel := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinel.Addr, Password: s.Sentinel.Password, TLSConfig: s.Sentinel.TLS})
 			t.Cleanup(func() { _ = sentinel.Close() })
 			addr, err := sentinel.GetMasterAddrByName(ctx, s.MasterName).Result()
 			if err != nil || strings.Join(addr, ":") != s.Primary.Addr {
