@@ -610,7 +610,11 @@ func openStore(cfg Config) (openedStore, error) {
 	// checked when it answers.
 	lctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
 	if err := s.Load(lctx); !reportLoad(cfg.Logger, err) {
-		cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", "err", err)
+		if why := refusedAccess(err); why != "" {
+			cfg.Logger.Error(why, "err", err)
+		} else {
+			cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", "err", err)
+		}
 		later = append(later, func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) })
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
@@ -656,6 +660,25 @@ func reportLoad(log *slog.Logger, err error) (settled bool) {
 		return true
 	}
 	return false
+}
+
+// refusedAccess returns what to tell the operator when err says Redis
+// answered but refused the limiter — its password or user, or the TLS
+// certificate it showed — which waiting will not mend, unlike a server
+// that does not answer yet; "" for any other err. go-redis flattens some
+// of these errors into text (a Sentinel's), so the text is read.
+func refusedAccess(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"):
+		return "Redis refused the limiter's password or user (--redis): every decision goes to its rule's failure mode until they match Redis's; restart the limiter with the right ones"
+	case strings.Contains(msg, "x509: "), strings.Contains(msg, "tls: "):
+		return "the TLS connection to Redis failed (--redis rediss://): every decision goes to its rule's failure mode until it succeeds; trust Redis's CA (SSL_CERT_FILE, docs/operations.md) or check the certificate's names"
+	}
+	return ""
 }
 
 // loadScriptsLater tries again, with growing waits (100ms to 10s), what

@@ -91,9 +91,11 @@ func TestRedisSentinel(t *testing.T) {
 // certificate (signed by a CA of its own, which go-redis's rediss:// does
 // not trust), still starts, and decides every check by its rule's failure
 // mode (local, the default); its log says why, with what it was answered,
-// at start (the scripts could not be loaded) and on the first decision
-// that went to the failure mode.
+// at start (an error that names the password or the TLS connection, not
+// the warning of a server that does not answer yet) and on the first
+// decision that went to the failure mode.
 func TestRedisSentinelRefused(t *testing.T) {
+	const wrongPassword = "Redis refused the limiter's password or user"
 	passwords := redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
 	withTLS := passwords
 	withTLS.TLS = sentinelTLS(t)
@@ -103,21 +105,22 @@ func TestRedisSentinelRefused(t *testing.T) {
 		// redis is the --redis URL for the Sentinel at addr watching
 		// master.
 		redis func(addr, master string) string
-		// wantErr is what the log lines must quote of the error.
-		wantErr string
+		// wantErr is what the log lines must quote of the error;
+		// wantStart begins the error logged at start.
+		wantErr, wantStart string
 	}{
 		{"wrong primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=not-the-primary-secret"
-		}, "WRONGPASS invalid username-password pair"},
+		}, "WRONGPASS invalid username-password pair", wrongPassword},
 		{"no primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master
-		}, "NOAUTH Authentication required"},
+		}, "NOAUTH Authentication required", wrongPassword},
 		{"wrong Sentinel password", passwords, func(addr, master string) string {
 			return "redis://:not-the-sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair"},
+		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair", wrongPassword},
 		{"TLS with a private CA", withTLS, func(addr, master string) string {
 			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the TLS connection to Redis failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
@@ -130,7 +133,7 @@ func TestRedisSentinelRefused(t *testing.T) {
 				t.Errorf("decisions by source: got %v, want %v", got, want)
 			}
 			for _, msg := range []string{
-				"could not load scripts into Redis at start",
+				tc.wantStart,
 				"rule decisions went to their failure modes instead of the store",
 			} {
 				if !loggedWith(logs.String(), msg, tc.wantErr) {
