@@ -1,0 +1,78 @@
+package limiterd_test
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/dc/limiterd"
+	"github.com/weirhq/weir/internal/testkit/redistest"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
+)
+
+// TestRedisAddresses starts a limiter on one Redis named each way --redis
+// can name it — host:port, a redis:// URL, a Unix socket (envoyproxy/
+// ratelimit's REDIS_SOCKET_TYPE=unix), and, once the server requires a
+// password (REDIS_AUTH), URLs carrying it — and checks that every
+// decision is made on the store, and its key is in Redis. A wrong or
+// missing password decides every check by the failure mode, and the
+// log says the password was refused.
+func TestRedisAddresses(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	srv := redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	const password = "s3cret:/@?&"
+	escaped := "s3cret%3A%2F%40%3F%26"
+	const checks = 4
+	for _, tc := range []struct {
+		name, redis string
+		password    bool   // the server requires the password
+		wantStore   bool   // every decision on the store, else by the failure mode
+		wantLog     string // a line the log must hold
+	}{
+		{"host:port", srv.Addr, false, true, ""},
+		{"redis:// URL", "redis://" + srv.Addr, false, true, ""},
+		{"Unix socket", "unix://" + sock, false, true, ""},
+		{"password in a redis:// URL", "redis://:" + escaped + "@" + srv.Addr, true, true, ""},
+		{"password with a Unix socket", "unix://:" + escaped + "@" + sock, true, true, ""},
+		{"wrong password", "redis://:wrong@" + srv.Addr, true, false, "Redis refused the limiter's password or user"},
+		{"no password", srv.Addr, true, false, "Redis refused the limiter's password or user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: password})
+			defer admin.Close()
+			if tc.password {
+				// CONFIG SET keeps the connection that sets it logged in.
+				if err := srv.Client(t).ConfigSet(t.Context(), "requirepass", password).Err(); err != nil && admin.Ping(t.Context()).Err() != nil {
+					t.Fatalf("require the password: %v", err)
+				}
+			}
+			var logs syncbuf.Buffer
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			user := fmt.Sprintf("user-%s", tc.name)
+			postChecks(t, base, user, checks)
+			want := map[string]int{"failure_local": checks}
+			if tc.wantStore {
+				want = map[string]int{"store": checks}
+			}
+			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
+				t.Errorf("decisions by source: got %v, want %v", got, want)
+			}
+			keys, err := admin.Keys(t.Context(), "*"+user+"*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(keys) > 0; got != tc.wantStore {
+				t.Errorf("keys of %s in Redis: %v, want some: %v", user, keys, tc.wantStore)
+			}
+			if tc.wantLog != "" && !loggedWith(logs.String(), tc.wantLog, "") {
+				t.Errorf("no line %q logged; logs:\n%s", tc.wantLog, logs.String())
+			}
+		})
+	}
+}
