@@ -64,6 +64,11 @@ type Config struct {
 	// cluster needing TLS or a password is given. Empty keeps state in
 	// memory (single-node use).
 	Redis string
+	// RedisTLS, when any file is given, connects to Redis over TLS (to
+	// every node, and to Redis Sentinels), trusting the CA's certificates
+	// (else the system's) and presenting the client certificate (mutual
+	// TLS). Redis then needs host:port or rediss://, not redis://.
+	RedisTLS tlsconf.ClientFiles
 	// RedisScriptPerRequest sends each decision in a script call of its
 	// own even to one node (redisstore.Config.ScriptPerRequest): for a
 	// proxy that routes a script call by its first key.
@@ -591,7 +596,11 @@ func openStore(cfg Config) (openedStore, error) {
 	// The limiter bounds each call by its adaptive timeout; the client's
 	// own timeouts are the most that may adapt to.
 	timeout := cfg.StoreTimeoutMax
-	oc, err := redisClient(cfg.Redis, timeout, cfg.Logger)
+	tlsCfg, err := cfg.RedisTLS.Client()
+	if err != nil {
+		return openedStore{}, fmt.Errorf("limiterd: --redis-ca, --redis-cert, --redis-key: %w", err)
+	}
+	oc, err := redisClient(cfg.Redis, tlsCfg, timeout, cfg.Logger)
 	if err != nil {
 		return openedStore{}, err
 	}
@@ -676,7 +685,7 @@ func refusedAccess(err error) string {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"):
 		return "Redis refused the limiter's password or user (--redis): every decision goes to its rule's failure mode until they match Redis's; restart the limiter with the right ones"
 	case strings.Contains(msg, "x509: "), strings.Contains(msg, "tls: "):
-		return "the TLS connection to Redis failed (--redis rediss://): every decision goes to its rule's failure mode until it succeeds; trust Redis's CA (SSL_CERT_FILE, docs/operations.md) or check the certificate's names"
+		return "the TLS connection to Redis failed (--redis rediss://): every decision goes to its rule's failure mode until it succeeds; trust Redis's CA (--redis-ca) or check the certificate's names and --redis-cert"
 	}
 	return ""
 }

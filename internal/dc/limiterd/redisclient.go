@@ -2,6 +2,8 @@ package limiterd
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -37,14 +39,17 @@ type openedClient struct {
 // answer at start gets a client of its own, and a later check
 // (openedClient.checkLater) that logs an error if it turns out to be such
 // a node.
-func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedClient, error) {
+func redisClient(addr string, tlsCfg *tls.Config, timeout time.Duration, log *slog.Logger) (openedClient, error) {
+	if tlsCfg != nil && (strings.HasPrefix(addr, "redis://") || strings.HasPrefix(addr, "unix://")) {
+		return openedClient{}, errors.New("limiterd: --redis-ca, --redis-cert and --redis-key need TLS: give --redis as rediss://… or host:port, not redis:// or unix://")
+	}
 	switch {
 	case urlHas(addr, "master_name"):
-		return newSentinelClient(addr, timeout)
+		return newSentinelClient(addr, tlsCfg, timeout)
 	case urlHas(addr, "addr"):
-		return newClusterClient(addr, timeout)
+		return newClusterClient(addr, tlsCfg, timeout)
 	case strings.Contains(addr, ","):
-		opt := &redis.ClusterOptions{Addrs: strings.Split(addr, ",")}
+		opt := &redis.ClusterOptions{Addrs: strings.Split(addr, ","), TLSConfig: withTLS(nil, tlsCfg)}
 		tuneCluster(opt, timeout)
 		rc := redis.NewClusterClient(opt)
 		return openedClient{client: rc, close: rc.Close}, nil
@@ -58,6 +63,7 @@ func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedCl
 	} else {
 		opt = &redis.Options{Addr: addr}
 	}
+	opt.TLSConfig = withTLS(opt.TLSConfig, tlsCfg)
 	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 	rc := redis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), scriptLoadTimeout)
@@ -77,9 +83,9 @@ func redisClient(addr string, timeout time.Duration, log *slog.Logger) (openedCl
 	log.Warn("--redis names one node of a Redis Cluster: using it as the cluster's seed; name several nodes, comma-separated, so that the limiter can start while this one is down",
 		"node", opt.Addr, "primaries", primaries)
 	if strings.Contains(addr, "://") {
-		return newClusterClient(addr, timeout)
+		return newClusterClient(addr, tlsCfg, timeout)
 	}
-	copt := &redis.ClusterOptions{Addrs: []string{addr}}
+	copt := &redis.ClusterOptions{Addrs: []string{addr}, TLSConfig: opt.TLSConfig}
 	tuneCluster(copt, timeout)
 	cc := redis.NewClusterClient(copt)
 	return openedClient{client: cc, close: cc.Close}, nil
@@ -110,11 +116,12 @@ func checkSeedLater(ctx context.Context, c *redis.Client, log *slog.Logger) {
 
 // newClusterClient returns a Redis Cluster client for a redis:// URL,
 // whose further nodes come in addr parameters, if any.
-func newClusterClient(addr string, timeout time.Duration) (openedClient, error) {
+func newClusterClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (openedClient, error) {
 	opt, err := redis.ParseClusterURL(addr)
 	if err != nil {
 		return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
 	}
+	opt.TLSConfig = withTLS(opt.TLSConfig, tlsCfg)
 	tuneCluster(opt, timeout)
 	rc := redis.NewClusterClient(opt)
 	return openedClient{client: rc, close: rc.Close}, nil
@@ -171,14 +178,32 @@ func tuneCluster(opt *redis.ClusterOptions, timeout time.Duration) {
 // Sentinels of a redis:// URL with a master_name parameter watch (the
 // URL's host and its addr parameters): go-redis asks them for the
 // primary, and follows it when they fail it over.
-func newSentinelClient(addr string, timeout time.Duration) (openedClient, error) {
+func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (openedClient, error) {
 	opt, err := redis.ParseFailoverURL(addr)
 	if err != nil {
 		return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
 	}
+	opt.TLSConfig = withTLS(opt.TLSConfig, tlsCfg)
 	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 	rc := redis.NewFailoverClient(opt)
 	return openedClient{client: rc, close: rc.Close}, nil
+}
+
+// withTLS returns the TLS configuration of a Redis client: fromURL,
+// what go-redis made of a rediss:// URL (nil for no TLS), when files is
+// nil (no --redis-ca, --redis-cert or --redis-key); else files, which
+// trusts the CA and presents the certificate, keeping the URL's server
+// name and skip_verify. With neither set, crypto/tls checks each node's
+// certificate against the host it dials.
+func withTLS(fromURL, files *tls.Config) *tls.Config {
+	if files == nil {
+		return fromURL
+	}
+	cfg := files.Clone()
+	if fromURL != nil {
+		cfg.ServerName, cfg.InsecureSkipVerify = fromURL.ServerName, fromURL.InsecureSkipVerify
+	}
+	return cfg
 }
 
 // urlHas reports whether s is a URL with the query parameter name: a

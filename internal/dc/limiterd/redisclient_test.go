@@ -60,7 +60,7 @@ func TestClusterSeedCheckedLater(t *testing.T) {
 			addr, answer := tc.node(t)
 			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			oc, err := redisClient(addr, 200*time.Millisecond, log)
+			oc, err := redisClient(addr, nil, 200*time.Millisecond, log)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/platform/tlsconf"
 	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/syncbuf"
@@ -25,7 +26,8 @@ import (
 // envoyproxy/ratelimit's REDIS_TYPE=sentinel): without credentials; with
 // a Sentinel and a primary that each require a password, given in the
 // URL's userinfo (the Sentinel's) and its password parameter (the
-// primary's); and with those passwords over TLS alone (rediss://). Its
+// primary's); and with those passwords over TLS alone (rediss://), the
+// servers' CA given (--redis-ca) or certificates not checked. Its
 // decisions are made on the store; when the primary dies, the Sentinel
 // promotes the replica and the limiter's decisions go back to the store,
 // on the new primary.
@@ -39,29 +41,31 @@ func TestRedisSentinel(t *testing.T) {
 		// redis is the --redis URL for the Sentinel at addr watching
 		// master.
 		redis func(addr, master string) string
+		tls   tlsconf.ClientFiles // --redis-ca
 	}{
 		{"without credentials", redisproc.SentinelConfig{}, func(addr, master string) string {
 			return "redis://" + addr + "?master_name=" + master
-		}},
+		}, tlsconf.ClientFiles{}},
 		{"passwords of the Sentinel and the primary", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}},
-		// go-redis's rediss:// trusts the system's CAs alone, and Weir has
-		// no setting for another: TestRedisSentinelRefused shows a
-		// private CA's certificate refused, and cmd/limiter's
-		// TestRedisSentinelPrivateCA the CA trusted through
-		// SSL_CERT_FILE, which only a process of its own can set.
-		// skip_verify=true encrypts without checking the certificate.
+		}, tlsconf.ClientFiles{}},
+		// The servers' certificate is of a CA of its own: trusted with
+		// --redis-ca (or, cmd/limiter's TestRedisSentinelPrivateCA,
+		// SSL_CERT_FILE); TestRedisSentinelRefused shows it refused
+		// without. skip_verify=true encrypts without checking it.
+		{"passwords and TLS, the CA given", withTLS, func(addr, master string) string {
+			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
+		}, tlsconf.ClientFiles{CA: withTLS.TLS.CAFile}},
 		{"passwords and TLS, certificates not checked", withTLS, func(addr, master string) string {
 			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret&skip_verify=true"
-		}},
+		}, tlsconf.ClientFiles{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
 			// A store timeout far above the default: this test is about
 			// where decisions go, and a loaded machine's slow reply would
 			// be decided by the failure mode too.
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinel.Addr, s.MasterName), RulesFile: sentinelRules(t), StoreTimeout: time.Second})
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinel.Addr, s.MasterName), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
 			postChecks(t, base, "before", 10)
 			if got := decisionsBySource(t, base)["store"]; got != 10 {
 				t.Fatalf("decisions on the store through the Sentinel: got %d, want 10 (all: %v)", got, decisionsBySource(t, base))

@@ -211,6 +211,13 @@ func Start(dir string, extra ...string) (*Server, error) {
 	return start(dir, serverOptions{}, extra)
 }
 
+// StartTLS is Start for a server that serves TLS alone, with files
+// (clients are not asked for certificates unless extra sets
+// --tls-auth-clients yes). The Server's TLS trusts files' CA.
+func StartTLS(dir string, files TLSFiles, extra ...string) (*Server, error) {
+	return start(dir, serverOptions{tls: &files}, extra)
+}
+
 // serverOptions are what start sets up beyond redis-server's extra
 // arguments; the zero value is a plain server.
 type serverOptions struct {

@@ -26,7 +26,9 @@ func (f TLSFiles) args() []string {
 }
 
 // clientConfig is a client's TLS configuration for a server with f's
-// files: it trusts f's CA.
+// files: it trusts f's CA, and presents the server's own certificate,
+// as the server does to its peers, for a server that asks clients for
+// one (--tls-auth-clients yes) and trusts it.
 func (f TLSFiles) clientConfig() (*tls.Config, error) {
 	pem, err := os.ReadFile(f.CAFile)
 	if err != nil {
@@ -36,5 +38,9 @@ func (f TLSFiles) clientConfig() (*tls.Config, error) {
 	if !roots.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("redisproc: no certificate in %s", f.CAFile)
 	}
-	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("redisproc: load the certificate: %w", err)
+	}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

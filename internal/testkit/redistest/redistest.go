@@ -54,6 +54,19 @@ func Start(t testing.TB, extra ...string) *Server {
 	return &Server{s}
 }
 
+// StartTLS starts a redis-server that serves TLS alone, with files
+// (redisproc.StartTLS), for t, and stops it when t ends.
+func StartTLS(t testing.TB, files redisproc.TLSFiles, extra ...string) *Server {
+	t.Helper()
+	Require(t)
+	s, err := redisproc.StartTLS(t.TempDir(), files, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return &Server{s}
+}
+
 // Client returns a go-redis client for the server, with its password
 // when it requires one and over TLS when it serves TLS, closed when t
 // ends.
