@@ -158,7 +158,7 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	case err != nil:
 		if held, ok := m.failures.Allow(); ok {
-			m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String(), "failed_unlogged_since_last_line", held)
+			m.cfg.Logger.Warn("rate limit check failed", "err", err, "on_error", m.cfg.OnError.String(), logthrottle.Held(held))
 		}
 		if m.cfg.OnError == Allow {
 			return true
@@ -167,7 +167,7 @@ func (m *Middleware) allow(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	case len(resp.Items) != 1:
 		if held, ok := m.failures.Allow(); ok {
-			m.cfg.Logger.Error("rate limit check answered the wrong number of items", "items", len(resp.Items), "failed_unlogged_since_last_line", held)
+			m.cfg.Logger.Error("rate limit check answered the wrong number of items", "items", len(resp.Items), logthrottle.Held(held))
 		}
 		if m.cfg.OnError == Allow {
 			return true

@@ -502,7 +502,7 @@ func TestCheckFailuresLoggedOncePerPeriod(t *testing.T) {
 	}
 	clock.Advance(10 * time.Second)
 	serve(1)
-	if got := strings.Count(logs.String(), "rate limit check failed"); got != 2 || !strings.Contains(logs.String(), "failed_unlogged_since_last_line=29") {
+	if got := strings.Count(logs.String(), "rate limit check failed"); got != 2 || !strings.Contains(logs.String(), "unlogged_since_last_line=29") {
 		t.Fatalf("after the period: %d lines, want 2, the second counting 29 unlogged:\n%s", got, logs.String())
 	}
 }

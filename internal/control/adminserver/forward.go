@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/adminapi"
 )
 
@@ -54,7 +55,7 @@ func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt htt
 	if !peers.Allows(leader) {
 		if held, ok := peers.refusals.Allow(leader); ok {
 			log.Warn("not forwarding to the leader: its advertised URL is not among --peer-urls (who wrote its election key in etcd?)",
-				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path, "refused_since_last_line", held)
+				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path, logthrottle.Held(held))
 		}
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
 			Error:  "this coordinator does not lead, and the leader's advertised URL " + leader + " is not among --peer-urls: the request was not forwarded",

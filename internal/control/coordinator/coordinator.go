@@ -229,7 +229,7 @@ func (f *sessionFailures) failed(err error, log *slog.Logger) {
 		f.lines = logthrottle.New(sessionLogEvery, f.now)
 	}
 	if held, ok := f.lines.Allow(); ok {
-		log.Warn("cannot create an etcd session; not campaigning until one is created", "failures", f.n, "unlogged", held, "err", err)
+		log.Warn("cannot create an etcd session; not campaigning until one is created", "failures", f.n, logthrottle.Held(held), "err", err)
 	}
 }
 
@@ -755,7 +755,7 @@ const skipLogEvery = 10 * time.Second
 func (c *Coordinator) skipped(attrs ...any) {
 	c.stats.badMessages.Add(1)
 	if held, ok := c.skipLines.Allow(); ok {
-		c.log.Warn("usage report skipped", append(attrs, "skipped_unlogged_since_last_line", held)...)
+		c.log.Warn("usage report skipped", append(attrs, logthrottle.Held(held))...)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/listwatch"
+	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/sharepolicy"
@@ -273,7 +274,7 @@ func (c *Coordinator) decodeInstance(key, value []byte) (instance, bool) {
 	if err != nil {
 		c.stats.badInstances.Add(1)
 		if held, ok := c.skipLines.Allow(); ok {
-			c.log.Warn("instance record skipped", "key", string(key), "err", err, "skipped_unlogged_since_last_line", held)
+			c.log.Warn("instance record skipped", "key", string(key), "err", err, logthrottle.Held(held))
 		}
 		// A record we cannot read may be an instance we cannot see:
 		// count it as having acknowledged nothing.

@@ -190,7 +190,7 @@ func (s *Server) writeLimiterError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error())
 	default:
 		if held, ok := s.unexpected.Allow(); ok {
-			s.log.Error("unexpected limiter error", "err", err, "unlogged_since_last_line", held)
+			s.log.Error("unexpected limiter error", "err", err, logthrottle.Held(held))
 		}
 		writeError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
 	}

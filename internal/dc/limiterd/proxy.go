@@ -61,7 +61,7 @@ func newProxy(cfg Proxy, lim *limiter.Limiter, log *slog.Logger, tlsCfg *tls.Con
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
 				if held, ok := failures.Allow(); ok {
-					log.Warn("proxy: upstream failed", "upstream", cfg.Upstream, "err", err, "failed_unlogged_since_last_line", held)
+					log.Warn("proxy: upstream failed", "upstream", cfg.Upstream, "err", err, logthrottle.Held(held))
 				}
 			}
 			w.Header().Set("Content-Type", "application/json")

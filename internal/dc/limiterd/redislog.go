@@ -36,6 +36,6 @@ type redisLog struct {
 
 func (r *redisLog) Printf(ctx context.Context, format string, v ...any) {
 	if held, ok := r.kinds.Allow(format); ok {
-		r.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...), "like_unlogged_since_last_line", held)
+		r.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...), logthrottle.Held(held))
 	}
 }

@@ -12,10 +12,19 @@
 package logthrottle
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// HeldKey is the attribute every throttled line carries: how many lines
+// of its kind were held back since the last one written.
+const HeldKey = "unlogged_since_last_line"
+
+// Held returns the attribute HeldKey with held, for a line Allow let
+// through.
+func Held(held int64) slog.Attr { return slog.Int64(HeldKey, held) }
 
 // Throttle lets one kind of line through at most once per period. Safe
 // for concurrent use; lock-free. Make one with New.
