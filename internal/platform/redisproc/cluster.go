@@ -2,6 +2,7 @@ package redisproc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,13 @@ type ClusterConfig struct {
 	// over. Default 1s. A failover takes about NodeTimeout plus the
 	// replica's election delay (0.5 to 1 s).
 	NodeTimeout time.Duration
+	// TLS, when its CertFile is set, has every node serve TLS alone with
+	// these files: to clients, on the cluster bus (tls-cluster yes, so
+	// nodes announce their TLS port) and to its replicas. redis-cli
+	// creates the cluster over TLS, presenting CertFile and trusting
+	// CAFile, and so do the Cluster's own clients. The default: plain
+	// TCP.
+	TLS TLSFiles
 	// Extra arguments go to every redis-server.
 	Extra []string
 }
@@ -35,7 +43,10 @@ type ClusterConfig struct {
 // failovers (see PrimaryOf).
 type Cluster struct {
 	Nodes []*Server
-	cfg   ClusterConfig
+	// TLS, when not nil, is a client's TLS configuration for every node,
+	// which then serves TLS alone (ClusterConfig.TLS); nil for plain TCP.
+	TLS *tls.Config
+	cfg ClusterConfig
 }
 
 // CLIBinary returns the path of redis-cli, or "" when it is not installed.
@@ -60,7 +71,8 @@ func CLIBinary() string {
 // StartCluster starts six cluster-mode redis-servers with their files under
 // dir (which must exist), creates a cluster of three primaries with one
 // replica each, and waits until every node reports cluster_state:ok and
-// every replica is in sync. Each node runs with
+// every replica is in sync; over TLS alone when cfg.TLS says so. Each node
+// runs with
 // cluster-require-full-coverage no, so a dead primary stops only its own
 // slots. On error every started node is stopped.
 func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster, error) {
@@ -84,18 +96,30 @@ func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster,
 		// A replica may always take over, however long it was cut off.
 		"--cluster-replica-validity-factor", "0",
 	}, cfg.Extra...)
+	opt := serverOptions{cluster: true}
+	var cliTLS []string
+	if cfg.TLS.CertFile != "" {
+		opt.tls = &cfg.TLS
+		// With tls-cluster the bus speaks TLS, and a node announces its
+		// TLS port: without it, the plain port, 0 here, which no client
+		// can follow.
+		extra = append([]string{"--tls-cluster", "yes"}, extra...)
+		cliTLS = []string{"--tls", "--cacert", cfg.TLS.CAFile, "--cert", cfg.TLS.CertFile, "--key", cfg.TLS.KeyFile}
+	}
 	for i := range 6 {
 		nodeDir := filepath.Join(dir, "node"+strconv.Itoa(i))
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return nil, fmt.Errorf("redisproc: %w", err)
 		}
-		s, err := start(nodeDir, serverOptions{cluster: true}, extra)
+		s, err := start(nodeDir, opt, extra)
 		if err != nil {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
+		c.TLS = s.TLS
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args := append(cliTLS, "--cluster", "create")
+	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
@@ -134,9 +158,10 @@ func (c *Cluster) Node(addr string) *Server {
 	return nil
 }
 
-// admin runs fn with a plain client of node addr.
-func admin[T any](ctx context.Context, addr string, fn func(*redis.Client) (T, error)) (T, error) {
-	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+// admin runs fn with a client of node addr of c, over TLS when c's nodes
+// serve TLS.
+func admin[T any](ctx context.Context, c *Cluster, addr string, fn func(*redis.Client) (T, error)) (T, error) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: c.TLS, MaxRetries: -1, DialTimeout: time.Second})
 	defer rc.Close()
 	return fn(rc)
 }
@@ -147,7 +172,7 @@ func admin[T any](ctx context.Context, addr string, fn func(*redis.Client) (T, e
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	return c.poll(ctx, "cluster healthy", func() error {
 		for _, s := range c.live() {
-			info, err := admin(ctx, s.Addr, func(rc *redis.Client) (string, error) {
+			info, err := admin(ctx, c, s.Addr, func(rc *redis.Client) (string, error) {
 				return rc.ClusterInfo(ctx).Result()
 			})
 			if err != nil {
@@ -165,7 +190,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 					return fmt.Errorf("%s: slot %d has no live primary (%q)", s.Addr, slot, o)
 				}
 			}
-			repl, err := admin(ctx, s.Addr, func(rc *redis.Client) (string, error) {
+			repl, err := admin(ctx, c, s.Addr, func(rc *redis.Client) (string, error) {
 				return rc.Info(ctx, "replication").Result()
 			})
 			if err != nil {
@@ -192,7 +217,7 @@ func (c *Cluster) live() []*Server {
 
 // slotOwners returns, as node addr sees it, the primary of every slot.
 func (c *Cluster) slotOwners(ctx context.Context, addr string) ([]string, error) {
-	slots, err := admin(ctx, addr, func(rc *redis.Client) ([]redis.ClusterSlot, error) {
+	slots, err := admin(ctx, c, addr, func(rc *redis.Client) ([]redis.ClusterSlot, error) {
 		// CLUSTER SLOTS names each range's serving primary first, as the
 		// clients' slot maps (go-redis's included) read it.
 		//lint:ignore SA1019 the kit must see what the clients see
@@ -279,7 +304,7 @@ func (c *Cluster) WaitPromoted(ctx context.Context, slot int, dead string) (stri
 				return fmt.Errorf("%s: slot %d served by %q", s.Addr, slot, o)
 			}
 			seen = o
-			info, err := admin(ctx, s.Addr, func(rc *redis.Client) (string, error) {
+			info, err := admin(ctx, c, s.Addr, func(rc *redis.Client) (string, error) {
 				return rc.ClusterInfo(ctx).Result()
 			})
 			if err != nil {
@@ -317,17 +342,17 @@ func (c *Cluster) BeginMigration(ctx context.Context, slot int, to string) (*Mig
 		return nil, fmt.Errorf("redisproc: slot %d is already on %s", slot, to)
 	}
 	m := &Migration{c: c, Slot: slot, From: from, To: to}
-	if m.fromID, err = nodeID(ctx, from); err != nil {
+	if m.fromID, err = c.nodeID(ctx, from); err != nil {
 		return nil, err
 	}
-	if m.toID, err = nodeID(ctx, to); err != nil {
+	if m.toID, err = c.nodeID(ctx, to); err != nil {
 		return nil, err
 	}
 	m.toHost, m.toPort, _ = net.SplitHostPort(to)
-	if err := setSlot(ctx, to, slot, "importing", m.fromID); err != nil {
+	if err := c.setSlot(ctx, to, slot, "importing", m.fromID); err != nil {
 		return nil, err
 	}
-	if err := setSlot(ctx, from, slot, "migrating", m.toID); err != nil {
+	if err := c.setSlot(ctx, from, slot, "migrating", m.toID); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -336,7 +361,7 @@ func (c *Cluster) BeginMigration(ctx context.Context, slot int, to string) (*Mig
 // MoveKeys moves up to n keys of the slot (all when n <= 0) to the target,
 // one MIGRATE per key, and returns how many it moved.
 func (m *Migration) MoveKeys(ctx context.Context, n int) (int, error) {
-	return admin(ctx, m.From, func(rc *redis.Client) (int, error) {
+	return admin(ctx, m.c, m.From, func(rc *redis.Client) (int, error) {
 		moved := 0
 		for n <= 0 || moved < n {
 			keys, err := rc.ClusterGetKeysInSlot(ctx, m.Slot, 1).Result()
@@ -361,10 +386,10 @@ func (m *Migration) Finish(ctx context.Context) error {
 	if _, err := m.MoveKeys(ctx, 0); err != nil {
 		return err
 	}
-	if err := setSlot(ctx, m.To, m.Slot, "node", m.toID); err != nil {
+	if err := m.c.setSlot(ctx, m.To, m.Slot, "node", m.toID); err != nil {
 		return err
 	}
-	if err := setSlot(ctx, m.From, m.Slot, "node", m.toID); err != nil {
+	if err := m.c.setSlot(ctx, m.From, m.Slot, "node", m.toID); err != nil {
 		return err
 	}
 	primaries, err := m.c.Primaries(ctx)
@@ -373,7 +398,7 @@ func (m *Migration) Finish(ctx context.Context) error {
 	}
 	for _, p := range primaries {
 		if p != m.To && p != m.From {
-			if err := setSlot(ctx, p, m.Slot, "node", m.toID); err != nil {
+			if err := m.c.setSlot(ctx, p, m.Slot, "node", m.toID); err != nil {
 				return err
 			}
 		}
@@ -390,8 +415,8 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) error {
 	return m.Finish(ctx)
 }
 
-func nodeID(ctx context.Context, addr string) (string, error) {
-	id, err := admin(ctx, addr, func(rc *redis.Client) (string, error) {
+func (c *Cluster) nodeID(ctx context.Context, addr string) (string, error) {
+	id, err := admin(ctx, c, addr, func(rc *redis.Client) (string, error) {
 		return rc.Do(ctx, "cluster", "myid").Text()
 	})
 	if err != nil {
@@ -400,8 +425,8 @@ func nodeID(ctx context.Context, addr string) (string, error) {
 	return id, nil
 }
 
-func setSlot(ctx context.Context, addr string, slot int, state, id string) error {
-	_, err := admin(ctx, addr, func(rc *redis.Client) (string, error) {
+func (c *Cluster) setSlot(ctx context.Context, addr string, slot int, state, id string) error {
+	_, err := admin(ctx, c, addr, func(rc *redis.Client) (string, error) {
 		return rc.Do(ctx, "cluster", "setslot", slot, state, id).Text()
 	})
 	if err != nil {

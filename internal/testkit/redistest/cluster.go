@@ -53,10 +53,24 @@ func RequireCluster(t testing.TB) {
 // found it share one with SharedCluster instead.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout})
+}
+
+// StartClusterTLS is StartCluster for a cluster whose nodes serve TLS
+// alone, with files, also on the cluster bus and to their replicas
+// (redisproc.ClusterConfig.TLS). Its Client connects over TLS.
+func StartClusterTLS(t testing.TB, files redisproc.TLSFiles) *Cluster {
+	t.Helper()
+	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout, TLS: files})
+}
+
+// startCluster starts a Redis Cluster with cfg for t, stopped when t ends.
+func startCluster(t testing.TB, cfg redisproc.ClusterConfig) *Cluster {
+	t.Helper()
 	RequireCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := redisproc.StartCluster(ctx, t.TempDir(), redisproc.ClusterConfig{NodeTimeout: NodeTimeout})
+	c, err := redisproc.StartCluster(ctx, t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +122,11 @@ func (s *SharedCluster) Stop() {
 	}
 }
 
-// Client returns a go-redis cluster client of c, closed when t ends.
+// Client returns a go-redis cluster client of c, over TLS when c's nodes
+// serve TLS, closed when t ends.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: c.TLS})
 	t.Cleanup(func() { _ = rc.Close() })
 	return rc
 }

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisproc"
+	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 )
 
@@ -12,7 +16,29 @@ import (
 // slot migration with its key, and a primary's failover, whose duration it
 // logs (docs/operations.md quotes it).
 func TestCluster(t *testing.T) {
-	c := redistest.StartCluster(t)
+	checkCluster(t, redistest.StartCluster(t))
+}
+
+// TestClusterTLS is TestCluster on a cluster whose nodes serve TLS alone,
+// to clients, on the cluster bus and to their replicas; its nodes refuse
+// a plain TCP client.
+func TestClusterTLS(t *testing.T) {
+	cert := certtest.Issue(t, t.TempDir(), "redis")
+	c := redistest.StartClusterTLS(t, redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile})
+	for _, s := range c.Nodes {
+		plain := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		err := plain.Ping(t.Context()).Err()
+		_ = plain.Close()
+		if err == nil {
+			t.Errorf("plain TCP PING of %s: got no error, want one", s.Addr)
+		}
+	}
+	checkCluster(t, c)
+}
+
+// checkCluster checks the kit on c: the slot of a key, a slot migration
+// with its key, and a primary's failover, whose duration it logs.
+func checkCluster(t *testing.T, c *redistest.Cluster) {
 	rc := c.Client(t)
 	ctx := context.Background()
 
