@@ -2,14 +2,18 @@ package limiterd_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
@@ -17,6 +21,7 @@ import (
 	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/syncbuf"
+	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
 // TestRedisTLS runs a limiter against redis-servers that serve TLS alone,
@@ -116,4 +121,120 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRedisClusterTLS runs a limiter on a Redis Cluster whose nodes serve
+// TLS alone, with a certificate of a CA of their own, on the cluster bus
+// and to their replicas too (redistest.StartClusterTLS). Given the CA
+// (--redis-ca) and the nodes each way --redis can name a cluster's —
+// comma-separated, a rediss:// URL with addr parameters, or one node,
+// whose cluster the limiter finds — every decision, for users spread
+// over every primary's slots, is made on the store, and every primary
+// holds some of their keys. Without the CA every decision goes to the
+// failure mode. Last, a primary is killed: the decisions of a user on its
+// slots come back to the store, over TLS, on the promoted replica.
+func TestRedisClusterTLS(t *testing.T) {
+	cert := certtest.Issue(t, t.TempDir(), "redis")
+	cluster := redistest.StartClusterTLS(t, redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile})
+	addrs := cluster.Addrs()
+	ca := tlsconf.ClientFiles{CA: cert.CertFile}
+	const users = 30
+	for _, tc := range []struct {
+		name      string
+		redis     string
+		tls       tlsconf.ClientFiles
+		wantStore bool
+		// wantLog, when not empty, is the message of a line the log
+		// must have, quoting an unknown authority.
+		wantLog string
+	}{
+		{"comma-separated nodes, the CA", strings.Join(addrs[:3], ","), ca, true, ""},
+		{"rediss:// with addr parameters, the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, true, ""},
+		{"one node's address, the CA", addrs[2], ca, true, ""},
+		{"rediss:// of one node, the CA", "rediss://" + addrs[1], ca, true, ""},
+		{"rediss:// with addr parameters, without the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, false, "the TLS connection to Redis failed"},
+		// Plain TCP to the TLS ports: the nodes close the connection, and
+		// the log says only EOF.
+		{"comma-separated nodes, without the CA", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			prefix := strings.NewReplacer(" ", "-", ",", "", "/", "", ":", "").Replace(tc.name)
+			for i := range users {
+				postChecks(t, base, fmt.Sprintf("%s-%d", prefix, i), 1)
+			}
+			want := map[string]int{"failure_local": users}
+			if tc.wantStore {
+				want = map[string]int{"store": users}
+			}
+			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
+				t.Errorf("decisions by source: got %v, want %v", got, want)
+			}
+			keys := keysByPrimary(t, cluster, "*"+prefix+"-*")
+			total := 0
+			for _, k := range keys {
+				total += len(k)
+			}
+			if tc.wantStore && (total != users || len(keys) != 3) {
+				t.Errorf("keys of the users by primary: got %v, want %d over 3 primaries", keys, users)
+			}
+			if !tc.wantStore && total != 0 {
+				t.Errorf("keys of the users by primary: got %v, want none", keys)
+			}
+			if tc.wantLog != "" && !loggedWith(logs.String(), tc.wantLog, "certificate signed by unknown authority") {
+				t.Errorf("no line %q quoting an unknown authority logged; logs:\n%s", tc.wantLog, logs.String())
+			}
+		})
+	}
+
+	t.Run("failover", func(t *testing.T) {
+		base := startLimiter(t, limiterd.Config{DC: "a", Redis: strings.Join(addrs, ","), RedisTLS: ca, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
+		const user = "failover"
+		postChecks(t, base, user, 1)
+		if got := decisionsBySource(t, base)["store"]; got != 1 {
+			t.Fatalf("decisions on the store before the kill: got %d, want 1 (all: %v)", got, decisionsBySource(t, base))
+		}
+		var key string
+		for _, k := range keysByPrimary(t, cluster, "*"+user+"*") {
+			key = k[0]
+		}
+		slot := redistest.Slot(key)
+		killed := time.Now()
+		dead := cluster.KillPrimaryOf(t, slot)
+		wait.For(t, 30*time.Second, "decisions on the store again, on the promoted replica", func() bool {
+			before := decisionsBySource(t, base)["store"]
+			postChecks(t, base, user, 1)
+			return decisionsBySource(t, base)["store"] == before+1
+		})
+		t.Logf("primary %s killed; decisions of slot %d on the store again %v later", dead, slot, time.Since(killed).Round(100*time.Millisecond))
+		// The nodes the limiter did not ask may learn of the promotion a
+		// little later.
+		t.Logf("replica %s promoted", cluster.WaitPromoted(t, slot, dead))
+	})
+}
+
+// keysByPrimary returns the keys matching pattern on each primary of c
+// that holds any.
+func keysByPrimary(t *testing.T, c *redistest.Cluster, pattern string) map[string][]string {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string][]string{}
+	err := c.Client(t).ForEachMaster(t.Context(), func(ctx context.Context, rc *redis.Client) error {
+		keys, err := rc.Keys(ctx, pattern).Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(keys) > 0 {
+			out[rc.Options().Addr] = keys
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
