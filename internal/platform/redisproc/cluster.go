@@ -72,9 +72,8 @@ func CLIBinary() string {
 // dir (which must exist), creates a cluster of three primaries with one
 // replica each, and waits until every node reports cluster_state:ok and
 // every replica is in sync; over TLS alone when cfg.TLS says so. Each node
-// runs with
-// cluster-require-full-coverage no, so a dead primary stops only its own
-// slots. On error every started node is stopped.
+// runs with cluster-require-full-coverage no, so a dead primary stops only
+// its own slots. On error every started node is stopped.
 func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = time.Second
