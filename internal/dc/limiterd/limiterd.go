@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -622,7 +624,11 @@ func openStore(cfg Config) (openedStore, error) {
 		if why := refusedAccess(err); why != "" {
 			cfg.Logger.Error(why, "err", err)
 		} else {
-			cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", "err", err)
+			attrs := []any{"err", err}
+			if closedUnanswered(err) {
+				attrs = append(attrs, "hint", "Redis closed the connection without an answer: if it serves TLS alone, give --redis as rediss://… or set --redis-ca")
+			}
+			cfg.Logger.Warn("could not load scripts into Redis at start; will check the server's Lua (struct, Redis 6.0) and load them when it answers, meanwhile on first use", attrs...)
 		}
 		later = append(later, func(ctx context.Context) { loadScriptsLater(ctx, s, cfg.Logger) })
 	}
@@ -688,6 +694,13 @@ func refusedAccess(err error) string {
 		return "the TLS connection to Redis failed (--redis rediss://): every decision goes to its rule's failure mode until it succeeds; trust Redis's CA (--redis-ca) or check the certificate's names and --redis-cert"
 	}
 	return ""
+}
+
+// closedUnanswered reports whether err says the server closed the
+// connection without a reply: what a Redis that serves TLS alone does to
+// a client speaking plain TCP.
+func closedUnanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // loadScriptsLater tries again, with growing waits (100ms to 10s), what
