@@ -16,9 +16,9 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/breaker"
+	"github.com/weirhq/weir/pkg/logthrottle"
 	"github.com/weirhq/weir/pkg/rule"
 	"github.com/weirhq/weir/pkg/ruleset"
 	"github.com/weirhq/weir/pkg/store/memstore"

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/breaker"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // Observer is told what the limiter decides and meets. Implementations

@@ -3,7 +3,7 @@ package adminserver
 import (
 	"time"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // SetPeerClock makes p read the time from now, for the tests of how often

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/adminapi"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // ForwardedHeader marks a request one coordinator forwarded to the leader.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // ErrPeerURL is the error ParsePeerURLs returns, wrapped with the URL and

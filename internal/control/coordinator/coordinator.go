@@ -22,7 +22,7 @@ import (
 	"github.com/weirhq/weir/internal/control/planner"
 	"github.com/weirhq/weir/internal/etcd/etcdlayout"
 	"github.com/weirhq/weir/internal/platform/backoff"
-	"github.com/weirhq/weir/internal/platform/logthrottle"
+	"github.com/weirhq/weir/pkg/logthrottle"
 	"github.com/weirhq/weir/pkg/rule"
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )

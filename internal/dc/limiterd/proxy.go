@@ -11,9 +11,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // upstreamURL parses the proxy's upstream: an absolute http or https URL.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // redisLogEvery is the least time between two of go-redis's log lines of

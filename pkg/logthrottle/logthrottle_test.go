@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/internal/platform/logthrottle"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
+	"github.com/weirhq/weir/pkg/logthrottle"
 )
 
 // step is one call of Allow after the clock moved by advance.
