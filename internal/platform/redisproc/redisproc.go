@@ -236,9 +236,13 @@ func start(dir string, opt serverOptions, extra []string) (*Server, error) {
 		return nil, fmt.Errorf("redisproc: redis-server not found (Debian: apt-get install -y redis-server, or set REDIS_SERVER)")
 	}
 	s := &Server{dir: dir, bin: bin, cluster: opt.cluster, Password: opt.password}
+	// A replica's first copy of its primary starts at once: Redis
+	// otherwise waits 5 s (repl-diskless-sync-delay) for more replicas to
+	// share the transfer.
 	s.args = []string{
 		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
 		"--protected-mode", "no", "--dir", dir, "--daemonize", "no",
+		"--repl-diskless-sync-delay", "0",
 	}
 	if opt.password != "" {
 		s.args = append(s.args, "--requirepass", opt.password)
