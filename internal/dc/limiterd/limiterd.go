@@ -690,6 +690,8 @@ func refusedAccess(err error) string {
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"):
 		return "Redis refused the limiter's password or user (--redis): every decision goes to its rule's failure mode until they match Redis's; restart the limiter with the right ones"
+	case strings.Contains(msg, "NOPERM"):
+		return "Redis refused the limiter a command its ACL user may not run: every decision it needs goes to its rule's failure mode until the user may run what docs/operations.md (Redis ACL) lists"
 	case strings.Contains(msg, "x509: "), strings.Contains(msg, "tls: "):
 		return "the TLS connection to Redis failed (--redis rediss://): every decision goes to its rule's failure mode until it succeeds; trust Redis's CA (--redis-ca) or check the certificate's names and --redis-cert"
 	}

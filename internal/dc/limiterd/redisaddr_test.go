@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +29,23 @@ func TestRedisAddresses(t *testing.T) {
 	srv := redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
 	const password = "s3cret:/@?&"
 	escaped := "s3cret%3A%2F%40%3F%26"
+	// Every check is decided by each of the five algorithms, each with
+	// its own script and commands.
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	var yaml strings.Builder
+	yaml.WriteString("domain: api\nrules:\n")
+	for _, alg := range algorithms {
+		burst := "" // a leaky bucket's is 1 by default
+		if strings.HasSuffix(alg, "Bucket") {
+			burst = ", burst: 100"
+		}
+		fmt.Fprintf(&yaml, "  - {rule_id: %s, key_type: user_id, limit: 1000, window_seconds: 60, algorithm: %s%s}\n", alg, alg, burst)
+	}
+	if err := os.WriteFile(rules, []byte(yaml.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const checks = 4
+	decisions := checks * len(algorithms)
 	for _, tc := range []struct {
 		name, redis string
 		password    bool   // the server requires the password
@@ -41,6 +59,10 @@ func TestRedisAddresses(t *testing.T) {
 		{"password with a Unix socket", "unix://:" + escaped + "@" + sock, true, true, ""},
 		{"wrong password", "redis://:wrong@" + srv.Addr, true, false, "Redis refused the limiter's password or user"},
 		{"no password", srv.Addr, true, false, "Redis refused the limiter's password or user"},
+		// ACL users (Redis 6): one with the least Weir needs
+		// (limiterd.RedisACL, docs/operations.md), one that may only read.
+		{"ACL user with Weir's commands", "redis://weir:weir-pw@" + srv.Addr, true, true, ""},
+		{"ACL user that may only read", "redis://reader:reader-pw@" + srv.Addr, true, false, "Redis refused the limiter a command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			admin := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: password})
@@ -51,14 +73,19 @@ func TestRedisAddresses(t *testing.T) {
 					t.Fatalf("require the password: %v", err)
 				}
 			}
+			for _, user := range []string{"weir on >weir-pw " + limiterd.RedisACL, "reader on >reader-pw resetkeys ~* -@all +@connection +@read"} {
+				if err := admin.Do(t.Context(), append([]any{"ACL", "SETUSER"}, anySlice(strings.Fields(user))...)...).Err(); err != nil && tc.password {
+					t.Fatalf("ACL SETUSER %s: %v", user, err)
+				}
+			}
 			var logs syncbuf.Buffer
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RulesFile: rules, StoreTimeout: time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			user := fmt.Sprintf("user-%s", tc.name)
 			postChecks(t, base, user, checks)
-			want := map[string]int{"failure_local": checks}
+			want := map[string]int{"failure_local": decisions}
 			if tc.wantStore {
-				want = map[string]int{"store": checks}
+				want = map[string]int{"store": decisions}
 			}
 			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
 				t.Errorf("decisions by source: got %v, want %v", got, want)
@@ -76,3 +103,14 @@ func TestRedisAddresses(t *testing.T) {
 		})
 	}
 }
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// algorithms names Weir's five algorithms, as rules name them.
+var algorithms = []string{"TokenBucket", "LeakyBucket", "FixedWindow", "SlidingWindowLog", "SlidingWindowCounter"}

@@ -189,6 +189,14 @@ func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (
 	return openedClient{client: rc, close: rc.Close}, nil
 }
 
+// RedisACL is the least a Redis ACL user must be allowed for a limiter
+// with the default key prefix: its keys (weir:*), the connection's own
+// commands, the scripts' calls and loading, and what the limiter reads of
+// the server at start (INFO, CONFIG GET, CLUSTER SHARDS). As the rules of
+// ACL SETUSER, after the user's name, "on" and its password.
+const RedisACL = "resetkeys ~weir:* resetchannels -@all +@connection +evalsha +eval +script|load +info +config|get +cluster|shards " +
+	"+get +set +del +pexpire +pttl +zadd +zcard +zcount +zrange +zrem +zremrangebyscore"
+
 // withTLS returns the TLS configuration of a Redis client: fromURL,
 // what go-redis made of a rediss:// URL (nil for no TLS), when files is
 // nil (no --redis-ca, --redis-cert or --redis-key); else files, which
