@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -138,56 +139,18 @@ func TestRedisClusterTLS(t *testing.T) {
 	cluster := redistest.StartClusterTLS(t, redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile})
 	addrs := cluster.Addrs()
 	ca := tlsconf.ClientFiles{CA: cert.CertFile}
-	const users = 30
-	for _, tc := range []struct {
-		name      string
-		redis     string
-		tls       tlsconf.ClientFiles
-		wantStore bool
-		// wantLog, when not empty, is the message of a line the log
-		// must have, quoting an unknown authority or hinting at TLS.
-		wantLog string
-	}{
+	runClusterCases(t, cluster, []clusterCase{
 		{"comma-separated nodes, the CA", strings.Join(addrs[:3], ","), ca, true, ""},
 		{"rediss:// with addr parameters, the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, true, ""},
 		{"one node's address, the CA", addrs[2], ca, true, ""},
 		{"rediss:// of one node, the CA", "rediss://" + addrs[1], ca, true, ""},
-		{"rediss:// with addr parameters, without the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, false, "the TLS connection to Redis failed"},
+		{"rediss:// with addr parameters, without the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, false,
+			`msg="the TLS connection to Redis failed.*certificate signed by unknown authority`},
 		// Plain TCP to the TLS ports: the nodes close the connection, and
 		// the log's warning hints at TLS.
-		{"comma-separated nodes, without the CA", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, "could not load scripts into Redis at start"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs syncbuf.Buffer
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
-				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-			prefix := strings.NewReplacer(" ", "-", ",", "", "/", "", ":", "").Replace(tc.name)
-			for i := range users {
-				postChecks(t, base, fmt.Sprintf("%s-%d", prefix, i), 1)
-			}
-			want := map[string]int{"failure_local": users}
-			if tc.wantStore {
-				want = map[string]int{"store": users}
-			}
-			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
-				t.Errorf("decisions by source: got %v, want %v", got, want)
-			}
-			keys := keysByPrimary(t, cluster, "*"+prefix+"-*")
-			total := 0
-			for _, k := range keys {
-				total += len(k)
-			}
-			if tc.wantStore && (total != users || len(keys) != 3) {
-				t.Errorf("keys of the users by primary: got %v, want %d over 3 primaries", keys, users)
-			}
-			if !tc.wantStore && total != 0 {
-				t.Errorf("keys of the users by primary: got %v, want none", keys)
-			}
-			if tc.wantLog != "" && !loggedWith(logs.String(), tc.wantLog, "certificate signed by unknown authority") && !loggedWith(logs.String(), tc.wantLog, "if it serves TLS alone") {
-				t.Errorf("no line %q quoting an unknown authority or hinting at TLS logged; logs:\n%s", tc.wantLog, logs.String())
-			}
-		})
-	}
+		{"comma-separated nodes, without the CA", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false,
+			`msg="could not load scripts into Redis at start.*if it serves TLS alone`},
+	})
 
 	t.Run("failover", func(t *testing.T) {
 		base := startLimiter(t, limiterd.Config{DC: "a", Redis: strings.Join(addrs, ","), RedisTLS: ca, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
@@ -237,4 +200,73 @@ func keysByPrimary(t *testing.T, c *redistest.Cluster, pattern string) map[strin
 		t.Fatal(err)
 	}
 	return out
+}
+
+// clusterCase is a limiter on a Redis Cluster named one way.
+type clusterCase struct {
+	name, redis string
+	tls         tlsconf.ClientFiles
+	wantStore   bool // every decision on the store, else by the failure mode
+	// wantLog, when not empty, is a regular expression a line of the
+	// log must match.
+	wantLog string
+}
+
+// runClusterCases starts a limiter on cluster for each case, and checks
+// that the decisions of 30 users spread over every slot range are all
+// made on the store, their keys on all three primaries, or all by the
+// failure mode, with no key anywhere, and the log line the case wants.
+func runClusterCases(t *testing.T, cluster *redistest.Cluster, cases []clusterCase) {
+	t.Helper()
+	const users = 30
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis, RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			prefix := strings.NewReplacer(" ", "-", ",", "", "/", "", ":", "", "'", "").Replace(tc.name)
+			for i := range users {
+				postChecks(t, base, fmt.Sprintf("%s-%d", prefix, i), 1)
+			}
+			want := map[string]int{"failure_local": users}
+			if tc.wantStore {
+				want = map[string]int{"store": users}
+			}
+			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
+				t.Errorf("decisions by source: got %v, want %v", got, want)
+			}
+			keys := keysByPrimary(t, cluster, "*"+prefix+"-*")
+			total := 0
+			for _, k := range keys {
+				total += len(k)
+			}
+			if tc.wantStore && (total != users || len(keys) != 3) {
+				t.Errorf("keys of the users by primary: got %v, want %d over 3 primaries", keys, users)
+			}
+			if !tc.wantStore && total != 0 {
+				t.Errorf("keys of the users by primary: got %v, want none", keys)
+			}
+			if tc.wantLog != "" && !regexp.MustCompile(tc.wantLog).MatchString(logs.String()) {
+				t.Errorf("no log line matching %q; logs:\n%s", tc.wantLog, logs.String())
+			}
+		})
+	}
+}
+
+// TestRedisClusterPassword runs a limiter on a Redis Cluster whose nodes
+// require a password (envoyproxy/ratelimit's REDIS_AUTH with
+// REDIS_TYPE=cluster): given in a URL, with addr parameters or of one
+// node, every decision is made on the store; comma-separated host:port,
+// which cannot carry one, and a wrong password decide by the failure
+// mode, and the log's error at start says the password was refused.
+func TestRedisClusterPassword(t *testing.T) {
+	cluster := redistest.StartClusterPassword(t, "cluster-secret")
+	addrs := cluster.Addrs()
+	const refused = `msg="Redis refused the limiter's password or user`
+	runClusterCases(t, cluster, []clusterCase{
+		{"URL with addr parameters", "redis://:cluster-secret@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, true, ""},
+		{"URL of one node", "redis://:cluster-secret@" + addrs[1], tlsconf.ClientFiles{}, true, ""},
+		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, refused},
+		{"wrong password", "redis://:wrong@" + addrs[0] + "?addr=" + addrs[1], tlsconf.ClientFiles{}, false, refused},
+	})
 }

@@ -33,6 +33,11 @@ type ClusterConfig struct {
 	// CAFile, and so do the Cluster's own clients. The default: plain
 	// TCP.
 	TLS TLSFiles
+	// Password, when not empty, is required of clients by every node
+	// (requirepass), and given by replicas to their primaries
+	// (masterauth); redis-cli creates the cluster with it, and the
+	// Cluster's own clients use it. The default: none.
+	Password string
 	// Extra arguments go to every redis-server.
 	Extra []string
 }
@@ -46,7 +51,10 @@ type Cluster struct {
 	// TLS, when not nil, is a client's TLS configuration for every node,
 	// which then serves TLS alone (ClusterConfig.TLS); nil for plain TCP.
 	TLS *tls.Config
-	cfg ClusterConfig
+	// Password is the password every node requires (ClusterConfig.Password);
+	// empty for none.
+	Password string
+	cfg      ClusterConfig
 }
 
 // CLIBinary returns the path of redis-cli, or "" when it is not installed.
@@ -95,15 +103,19 @@ func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster,
 		// A replica may always take over, however long it was cut off.
 		"--cluster-replica-validity-factor", "0",
 	}, cfg.Extra...)
-	opt := serverOptions{cluster: true}
-	var cliTLS []string
+	opt := serverOptions{cluster: true, password: cfg.Password}
+	var cliArgs []string
+	if cfg.Password != "" {
+		extra = append([]string{"--masterauth", cfg.Password}, extra...)
+		cliArgs = []string{"-a", cfg.Password, "--no-auth-warning"}
+	}
 	if cfg.TLS.CertFile != "" {
 		opt.tls = &cfg.TLS
 		// With tls-cluster the bus speaks TLS, and a node announces its
 		// TLS port: without it, the plain port, 0 here, which no client
 		// can follow.
 		extra = append([]string{"--tls-cluster", "yes"}, extra...)
-		cliTLS = []string{"--tls", "--cacert", cfg.TLS.CAFile, "--cert", cfg.TLS.CertFile, "--key", cfg.TLS.KeyFile}
+		cliArgs = append(cliArgs, "--tls", "--cacert", cfg.TLS.CAFile, "--cert", cfg.TLS.CertFile, "--key", cfg.TLS.KeyFile)
 	}
 	for i := range 6 {
 		nodeDir := filepath.Join(dir, "node"+strconv.Itoa(i))
@@ -115,9 +127,9 @@ func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster,
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
-		c.TLS = s.TLS
+		c.TLS, c.Password = s.TLS, s.Password
 	}
-	args := append(cliTLS, "--cluster", "create")
+	args := append(cliArgs, "--cluster", "create")
 	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
@@ -158,9 +170,9 @@ func (c *Cluster) Node(addr string) *Server {
 }
 
 // admin runs fn with a client of node addr of c, over TLS when c's nodes
-// serve TLS.
+// serve TLS, with c's password.
 func admin[T any](ctx context.Context, c *Cluster, addr string, fn func(*redis.Client) (T, error)) (T, error) {
-	rc := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: c.TLS, MaxRetries: -1, DialTimeout: time.Second})
+	rc := redis.NewClient(&redis.Options{Addr: addr, Password: c.Password, TLSConfig: c.TLS, MaxRetries: -1, DialTimeout: time.Second})
 	defer rc.Close()
 	return fn(rc)
 }
@@ -370,7 +382,11 @@ func (m *Migration) MoveKeys(ctx context.Context, n int) (int, error) {
 			if len(keys) == 0 {
 				return moved, nil
 			}
-			if err := rc.Do(ctx, "migrate", m.toHost, m.toPort, "", 0, 5000, "keys", keys[0]).Err(); err != nil {
+			args := []any{"migrate", m.toHost, m.toPort, "", 0, 5000}
+			if m.c.Password != "" {
+				args = append(args, "auth", m.c.Password)
+			}
+			if err := rc.Do(ctx, append(args, "keys", keys[0])...).Err(); err != nil {
 				return moved, fmt.Errorf("redisproc: migrate %s to %s: %w", keys[0], m.To, err)
 			}
 			moved++

@@ -64,6 +64,13 @@ func StartClusterTLS(t testing.TB, files redisproc.TLSFiles) *Cluster {
 	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout, TLS: files})
 }
 
+// StartClusterPassword is StartCluster for a cluster whose nodes require
+// password (redisproc.ClusterConfig.Password). Its Client gives it.
+func StartClusterPassword(t testing.TB, password string) *Cluster {
+	t.Helper()
+	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout, Password: password})
+}
+
 // startCluster starts a Redis Cluster with cfg for t, stopped when t ends.
 func startCluster(t testing.TB, cfg redisproc.ClusterConfig) *Cluster {
 	t.Helper()
@@ -123,10 +130,10 @@ func (s *SharedCluster) Stop() {
 }
 
 // Client returns a go-redis cluster client of c, over TLS when c's nodes
-// serve TLS, closed when t ends.
+// serve TLS, with c's password, closed when t ends.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: c.TLS})
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Password: c.Password, TLSConfig: c.TLS})
 	t.Cleanup(func() { _ = rc.Close() })
 	return rc
 }

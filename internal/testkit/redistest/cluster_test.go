@@ -2,6 +2,7 @@ package redistest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,22 @@ func TestClusterTLS(t *testing.T) {
 		_ = plain.Close()
 		if err == nil {
 			t.Errorf("plain TCP PING of %s: got no error, want one", s.Addr)
+		}
+	}
+	checkCluster(t, c)
+}
+
+// TestClusterPassword is TestCluster on a cluster whose nodes require a
+// password, of clients and of each other; its nodes refuse a client
+// without it.
+func TestClusterPassword(t *testing.T) {
+	c := redistest.StartClusterPassword(t, "cluster-secret")
+	for _, s := range c.Nodes {
+		anon := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		err := anon.Set(t.Context(), "{x}", "1", 0).Err()
+		_ = anon.Close()
+		if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("SET without the password on %s: got %v, want NOAUTH", s.Addr, err)
 		}
 	}
 	checkCluster(t, c)
