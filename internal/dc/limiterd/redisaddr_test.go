@@ -3,7 +3,6 @@ package limiterd_test
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,23 +82,7 @@ func TestRedisAddresses(t *testing.T) {
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			user := fmt.Sprintf("user-%s", tc.name)
 			postChecks(t, base, user, checks)
-			want := map[string]int{"failure_local": decisions}
-			if tc.wantStore {
-				want = map[string]int{"store": decisions}
-			}
-			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
-				t.Errorf("decisions by source: got %v, want %v", got, want)
-			}
-			keys, err := admin.Keys(t.Context(), "*"+user+"*").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(keys) > 0; got != tc.wantStore {
-				t.Errorf("keys of %s in Redis: %v, want some: %v", user, keys, tc.wantStore)
-			}
-			if tc.wantLog != "" && !loggedWith(logs.String(), tc.wantLog, "") {
-				t.Errorf("no line %q logged; logs:\n%s", tc.wantLog, logs.String())
-			}
+			checkDecided(t, base, admin, user, decisions, tc.wantStore, &logs, tc.wantLog)
 		})
 	}
 }

@@ -73,23 +73,7 @@ func TestRedisTLS(t *testing.T) {
 			const checks = 4
 			user := "user-" + strings.ReplaceAll(tc.name, " ", "-")
 			postChecks(t, base, user, checks)
-			want := map[string]int{"failure_local": checks}
-			if tc.wantStore {
-				want = map[string]int{"store": checks}
-			}
-			if got := decisionsBySource(t, base); !maps.Equal(got, want) {
-				t.Errorf("decisions by source: got %v, want %v", got, want)
-			}
-			keys, err := tc.srv.Client(t).Keys(t.Context(), "*"+user+"*").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(keys) > 0; got != tc.wantStore {
-				t.Errorf("keys of %s in Redis: %v, want some: %v", user, keys, tc.wantStore)
-			}
-			if tc.wantLog != "" && !loggedWith(logs.String(), tc.wantLog, "") {
-				t.Errorf("no line %q logged; logs:\n%s", tc.wantLog, logs.String())
-			}
+			checkDecided(t, base, tc.srv.Client(t), user, checks, tc.wantStore, &logs, tc.wantLog)
 		})
 	}
 
@@ -269,4 +253,29 @@ func TestRedisClusterPassword(t *testing.T) {
 		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, refused},
 		{"wrong password", "redis://:wrong@" + addrs[0] + "?addr=" + addrs[1], tlsconf.ClientFiles{}, false, refused},
 	})
+}
+
+// checkDecided checks that a limiter at base made n decisions, all on the
+// store, with keys of user in Redis (rc), or all by the failure mode,
+// with none; and, when wantLog is not empty, that a line of logs has it
+// as its message.
+func checkDecided(t *testing.T, base string, rc *redis.Client, user string, n int, onStore bool, logs *syncbuf.Buffer, wantLog string) {
+	t.Helper()
+	want := map[string]int{"failure_local": n}
+	if onStore {
+		want = map[string]int{"store": n}
+	}
+	if got := decisionsBySource(t, base); !maps.Equal(got, want) {
+		t.Errorf("decisions by source: got %v, want %v", got, want)
+	}
+	keys, err := rc.Keys(t.Context(), "*"+user+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(keys) > 0; got != onStore {
+		t.Errorf("keys of %s in Redis: %v, want some: %v", user, keys, onStore)
+	}
+	if wantLog != "" && !loggedWith(logs.String(), wantLog, "") {
+		t.Errorf("no line %q logged; logs:\n%s", wantLog, logs.String())
+	}
 }

@@ -32,9 +32,7 @@ import (
 // promotes the replica and the limiter's decisions go back to the store,
 // on the new primary.
 func TestRedisSentinel(t *testing.T) {
-	passwords := redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
-	withTLS := passwords
-	withTLS.TLS = sentinelTLS(t)
+	passwords, withTLS := sentinelConfigs(t)
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -100,9 +98,7 @@ func TestRedisSentinel(t *testing.T) {
 // decision that went to the failure mode.
 func TestRedisSentinelRefused(t *testing.T) {
 	const wrongPassword = "Redis refused the limiter's password or user"
-	passwords := redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
-	withTLS := passwords
-	withTLS.TLS = sentinelTLS(t)
+	passwords, withTLS := sentinelConfigs(t)
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -160,6 +156,18 @@ func loggedWith(logs, msg, text string) bool {
 		}
 	}
 	return false
+}
+
+// sentinelConfigs returns the Sentinel deployments the tests run with
+// credentials: the Sentinel and the primary each requiring a password
+// (sentinel-secret, primary-secret), and the same serving TLS alone
+// (sentinelTLS).
+func sentinelConfigs(t *testing.T) (passwords, withTLS redisproc.SentinelConfig) {
+	t.Helper()
+	passwords = redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
+	withTLS = passwords
+	withTLS.TLS = sentinelTLS(t)
+	return passwords, withTLS
 }
 
 // sentinelTLS issues a certificate for the servers of a Sentinel
