@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,10 +22,7 @@ import (
 func TestRedisClusterAddresses(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	addrs := cluster.Addrs()
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 5\n    window_seconds: 60\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rules := writeRules(t)
 	const users = 30
 	for _, tc := range []struct {
 		name  string

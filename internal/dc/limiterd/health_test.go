@@ -21,12 +21,18 @@ import (
 	weirv1 "github.com/weirhq/weir/proto/weir/v1"
 )
 
-// writeRules writes a one-rule Weir rule file for a limiter and returns
-// its path.
+// writeRules writes a one-rule Weir rule file for a limiter (domain api,
+// rule per-user: 5 per minute per user_id) and returns its path.
 func writeRules(t *testing.T) string {
 	t.Helper()
+	return ruleFile(t, "domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 5\n    window_seconds: 60\n")
+}
+
+// ruleFile writes yaml to a rule file of t's and returns its path.
+func ruleFile(t *testing.T, yaml string) string {
+	t.Helper()
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 5\n    window_seconds: 60\n"), 0o600); err != nil {
+	if err := os.WriteFile(rules, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return rules

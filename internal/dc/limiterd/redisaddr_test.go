@@ -3,7 +3,6 @@ package limiterd_test
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +29,6 @@ func TestRedisAddresses(t *testing.T) {
 	escaped := "s3cret%3A%2F%40%3F%26"
 	// Every check is decided by each of the five algorithms, each with
 	// its own script and commands.
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	var yaml strings.Builder
 	yaml.WriteString("domain: api\nrules:\n")
 	for _, alg := range algorithms {
@@ -40,9 +38,7 @@ func TestRedisAddresses(t *testing.T) {
 		}
 		fmt.Fprintf(&yaml, "  - {rule_id: %s, key_type: user_id, limit: 1000, window_seconds: 60, algorithm: %s%s}\n", alg, alg, burst)
 	}
-	if err := os.WriteFile(rules, []byte(yaml.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rules := ruleFile(t, yaml.String())
 	const checks = 4
 	decisions := checks * len(algorithms)
 	for _, tc := range []struct {

@@ -2,8 +2,6 @@ package limiterd_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,10 +19,7 @@ import (
 // them: Redis ends up holding the scripts a limiter that found it at
 // start loads (the check's included), and no decision was made.
 func TestScriptsLoadedWhenRedisComesUp(t *testing.T) {
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 5\n    window_seconds: 60\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rules := writeRules(t)
 	ctx := context.Background()
 	cachedScripts := func(t *testing.T, c *redis.Client) int {
 		t.Helper()

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -182,11 +180,7 @@ func sentinelTLS(t *testing.T) redisproc.TLSFiles {
 // its path: one rule whose limit the tests' checks stay far below.
 func sentinelRules(t *testing.T) string {
 	t.Helper()
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 1000000\n    window_seconds: 600\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return rules
+	return ruleFile(t, "domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 1000000\n    window_seconds: 600\n")
 }
 
 // postChecks makes n checks of user in domain api on the limiter at base,
