@@ -17,7 +17,10 @@
 // every one in quota_mode is; duration_until_reset is whole seconds to
 // the window's end. An empty domain or descriptor list is envoyproxy/
 // ratelimit's error (codes.Unknown), an unknown domain limits nothing.
-// Config.Headers adds its rate limit headers.
+// Config.Headers adds its rate limit headers; Config.QuotaMode puts every
+// descriptor in quota_mode (the peer's QUOTA_MODE). Config.ShadowMode (the
+// peer's SHADOW_MODE) answers OK every call of any domain that would be
+// OVER_LIMIT, leaving its statuses and headers as decided.
 // JSONHandler serves the same calls as envoyproxy/ratelimit's /json
 // endpoint: protojson in and out, 200/429/400 as the peer answers.
 //

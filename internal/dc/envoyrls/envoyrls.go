@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -45,6 +46,20 @@ type Config struct {
 	// has a limit, as envoyproxy/ratelimit adds them when
 	// LIMIT_RESPONSE_HEADERS_ENABLED is set. Default: none.
 	Headers Headers
+	// ShadowMode answers OK every call that would be answered
+	// OVER_LIMIT, on every domain, as envoyproxy/ratelimit's global
+	// SHADOW_MODE does: the decisions are made and counted as ever, and
+	// the descriptors' statuses and the headers stay as decided; only
+	// the overall code is overridden (Service.ShadowOverrides counts
+	// those calls). Default off.
+	ShadowMode bool
+	// QuotaMode puts every descriptor of a domain loaded from a
+	// configuration of envoyproxy/ratelimit in quota_mode, as its global
+	// QUOTA_MODE does: a call is OVER_LIMIT only when every descriptor
+	// that is not unlimited is, and an over-limit descriptor is not
+	// preferred for the headers. A domain of Weir rules has no quota_mode
+	// and is answered as without it. Default off.
+	QuotaMode bool
 }
 
 // Headers are the names of the headers that report a response's limit to
@@ -69,18 +84,22 @@ type Service struct {
 	now      func() time.Time
 	configs  func(string) *envoyconf.Domain
 	headers  Headers
+	shadow   bool // Config.ShadowMode
+	quota    bool // Config.QuotaMode
 	units    unitRules
 	prefixes map[envoyconf.Unit]string
 	// decoders pools the ShouldRateLimit handler's requestDecoders: a
 	// call reuses an earlier one's buffers.
 	decoders sync.Pool
+	// overridden counts the calls ShadowMode answered OK.
+	overridden atomic.Uint64
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, units: newUnitRules(), prefixes: storePrefixes()}
+	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, units: newUnitRules(), prefixes: storePrefixes()}
 	s.decoders.New = s.newDecoder
 	if s.now == nil {
 		s.now = time.Now
@@ -134,9 +153,24 @@ func (s *Service) answerPeer(ctx context.Context, req *peerRequest, tree *envoyc
 		if _, ok := status.FromError(err); !ok {
 			err = status.Error(codes.InvalidArgument, err.Error())
 		}
+		return nil, err
 	}
-	return resp, err
+	s.shadowOverride(resp)
+	return resp, nil
 }
+
+// shadowOverride answers out OK, and counts it, when Config.ShadowMode is
+// set and out is OVER_LIMIT.
+func (s *Service) shadowOverride(out *rlsv3.RateLimitResponse) {
+	if s.shadow && out.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+		out.OverallCode = rlsv3.RateLimitResponse_OK
+		s.overridden.Add(1)
+	}
+}
+
+// ShadowOverrides returns how many calls Config.ShadowMode has answered OK
+// that were OVER_LIMIT. Safe for concurrent use.
+func (s *Service) ShadowOverrides() uint64 { return s.overridden.Load() }
 
 // decideItems answers the items of a request to a domain of Weir's rules,
 // one per descriptor.
@@ -156,6 +190,7 @@ func (s *Service) decideItems(ctx context.Context, domain string, items []limite
 	}
 	out := toResponse(&resp, s.now())
 	s.addHeaders(out, nil, s.now().Unix()) // Weir's rules have no quota_mode
+	s.shadowOverride(out)
 	return out, nil
 }
 

@@ -63,10 +63,9 @@ descriptors:
 // t0 is the fake clock's start: noon, half a day before a day window resets.
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-// serve starts a real gRPC server on loopback with the service registered,
-// over a limiter on a memory store and a fake clock at t0, with the rule
-// files given, and returns a connection to it.
-func serve(t testing.TB, files ...string) *grpc.ClientConn {
+// newService returns the service over a limiter on a memory store and a
+// fake clock at t0 (cfg.Now), with the rule files given.
+func newService(t testing.TB, cfg envoyrls.Config, files ...string) *envoyrls.Service {
 	t.Helper()
 	store, err := memstore.New(memstore.Config{})
 	if err != nil {
@@ -85,12 +84,21 @@ func serve(t testing.TB, files ...string) *grpc.ClientConn {
 	if err := lim.SetRules(sets...); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Now = c.Now
+	return envoyrls.NewService(lim, cfg)
+}
+
+// serve starts a real gRPC server on loopback with the service registered,
+// as newService makes it, and returns a connection to it.
+func serve(t testing.TB, files ...string) *grpc.ClientConn {
+	t.Helper()
+	svc := newService(t, envoyrls.Config{}, files...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	envoyrls.Register(srv, envoyrls.NewService(lim, envoyrls.Config{Now: c.Now}))
+	envoyrls.Register(srv, svc)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -513,20 +521,7 @@ rules:
 // limit, so the headers describe another descriptor's, or are left out;
 // they used to dereference its missing limit and panic.
 func TestHeadersBesideDeny(t *testing.T) {
-	store, err := memstore.New(memstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := fakeclock.New(t0)
-	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, CacheKeys: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lim.Close)
-	if err := lim.SetRules(rulesettest.Compile(t, blocked)); err != nil {
-		t.Fatal(err)
-	}
-	svc := envoyrls.NewService(lim, envoyrls.Config{Now: c.Now, Headers: envoyrls.PeerHeaders})
+	svc := newService(t, envoyrls.Config{Headers: envoyrls.PeerHeaders}, blocked)
 	tests := []struct {
 		name  string
 		descs []*rlcommonv3.RateLimitDescriptor

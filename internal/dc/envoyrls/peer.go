@@ -203,6 +203,15 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		}
 	}
 	failed, quotas, quotasFailed := 0, 0, 0
+	if s.quota {
+		// Every descriptor not unlimited is in quota_mode, those without
+		// a limit too (OK, so never all over), as the peer counts them.
+		for i := range limits {
+			if !limits[i].unlimited && limits[i].limit == nil {
+				quotas++
+			}
+		}
+	}
 	for k, i := range itemOf {
 		l := limits[i].limit
 		r := &resp.Items[k].Results[0]
@@ -220,7 +229,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		if over && !l.ShadowMode {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
-		if l.QuotaMode {
+		if l.QuotaMode || s.quota {
 			quotas++
 			if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
 				quotasFailed++
@@ -233,7 +242,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	if failed > 0 || quotas > 0 && quotas == quotasFailed {
 		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	s.addHeaders(out, func(i int) bool { return limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
+	s.addHeaders(out, func(i int) bool { return s.quota || limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
 	return out, nil
 }
 

@@ -132,6 +132,13 @@ func peerService(t *testing.T, headers envoyrls.Headers, docs ...string) (*envoy
 // peerServiceOn is peerService over the given store.
 func peerServiceOn(t *testing.T, store limiter.Store, headers envoyrls.Headers, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
 	t.Helper()
+	return peerServiceWith(t, store, envoyrls.Config{Headers: headers}, docs...)
+}
+
+// peerServiceWith is peerServiceOn with the service's settings; cfg.Now
+// and cfg.Configs are set to the fake clock and the configurations.
+func peerServiceWith(t *testing.T, store limiter.Store, cfg envoyrls.Config, docs ...string) (*envoyrls.Service, *fakeclock.Clock) {
+	t.Helper()
 	c := fakeclock.New(t1)
 	lim, err := limiter.New(limiter.Config{Store: store, Now: c.Now, StoreTimeout: 5 * time.Second})
 	if err != nil {
@@ -155,10 +162,8 @@ func peerServiceOn(t *testing.T, store limiter.Store, headers envoyrls.Headers, 
 	if err := lim.SetRules(sets...); err != nil {
 		t.Fatal(err)
 	}
-	return envoyrls.NewService(lim, envoyrls.Config{
-		Now: c.Now, Headers: headers,
-		Configs: func(d string) *envoyconf.Domain { return trees[d] },
-	}), c
+	cfg.Now, cfg.Configs = c.Now, func(d string) *envoyconf.Domain { return trees[d] }
+	return envoyrls.NewService(lim, cfg), c
 }
 
 // peerServe serves the Envoy API over gRPC, as peerService makes it.

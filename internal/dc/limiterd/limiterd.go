@@ -109,6 +109,16 @@ type Config struct {
 	// all three names, or none. Validate refuses some without the others,
 	// naming the flags missing. Default: none.
 	EnvoyHeaders envoyrls.Headers
+	// EnvoyShadowMode answers OK on the Envoy API every call that would
+	// be OVER_LIMIT, on every domain, with the decisions made and
+	// counted as ever (envoyproxy/ratelimit's SHADOW_MODE;
+	// envoyrls.Config.ShadowMode); weir_envoy_shadow_overrides_total
+	// counts those calls. Default off.
+	EnvoyShadowMode bool
+	// EnvoyQuotaMode puts every descriptor of a domain loaded from a
+	// configuration of envoyproxy/ratelimit in quota_mode (its
+	// QUOTA_MODE; envoyrls.Config.QuotaMode). Default off.
+	EnvoyQuotaMode bool
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
 	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
@@ -389,6 +399,18 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
+	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders, ShadowMode: cfg.EnvoyShadowMode, QuotaMode: cfg.EnvoyQuotaMode}
+	if rules != nil {
+		ecfg.Configs = rules.Tree
+	}
+	envoySvc := envoyrls.NewService(lim, ecfg)
+	if err := metrics.EnvoyShadowOverrides(reg, envoySvc.ShadowOverrides); err != nil {
+		return fmt.Errorf("limiterd: metrics: %w", err)
+	}
+	if cfg.EnvoyShadowMode {
+		log.Warn("the Envoy API answers OK to every call over its limit, decisions counted as ever (--envoy-shadow-mode); weir_envoy_shadow_overrides_total counts them")
+	}
+
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("limiterd: listen http: %w", err)
@@ -398,11 +420,6 @@ func Run(ctx context.Context, cfg Config) error {
 		httpLn.Close()
 		return fmt.Errorf("limiterd: listen grpc: %w", err)
 	}
-	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders}
-	if rules != nil {
-		ecfg.Configs = rules.Tree
-	}
-	envoySvc := envoyrls.NewService(lim, ecfg)
 	// shuttingDown is closed when shutdown begins: /healthcheck fails
 	// from then on, as gRPC health does.
 	shuttingDown := make(chan struct{})

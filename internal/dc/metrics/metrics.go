@@ -278,6 +278,17 @@ func Evictions(reg prometheus.Registerer, evictions func() (store, local uint64)
 	return nil
 }
 
+// EnvoyShadowOverrides registers weir_envoy_shadow_overrides_total, read
+// from overrides when scraped: the Envoy API calls answered OK that were
+// over their limit, because of the global shadow mode
+// (envoyrls.Service.ShadowOverrides).
+func EnvoyShadowOverrides(reg prometheus.Registerer, overrides func() uint64) error {
+	return reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "weir_envoy_shadow_overrides_total",
+		Help: "Envoy API calls over their limit answered OK because of the global shadow mode (--envoy-shadow-mode); 0 without it.",
+	}, func() float64 { return float64(overrides()) }))
+}
+
 // SkippedDocuments registers weir_etcd_documents_skipped_total{kind}, one
 // series per kind of document, each read from its function when scraped:
 // the documents read from etcd and skipped as invalid (the rule or share

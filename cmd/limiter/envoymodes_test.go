@@ -1,0 +1,70 @@
+package main_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+)
+
+// The global modes of envoyproxy/ratelimit, SHADOW_MODE and QUOTA_MODE, as
+// their flags or WEIR_ variables set them, on the limiter's /json endpoint
+// for a domain of its configuration format: shadow mode answers 200 to a
+// call over its limit, its descriptor still OVER_LIMIT, counts it in
+// weir_envoy_shadow_overrides_total and says so at start; quota mode
+// answers 429 only when every descriptor is over.
+func TestEnvoyGlobalModes(t *testing.T) {
+	skipShort(t)
+	rules := filepath.Join(t.TempDir(), "peer.yaml")
+	writeFile(t, rules, `
+domain: modes
+descriptors:
+  - key: a
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: c
+    rate_limit: {unit: hour, requests_per_unit: 100}
+`)
+	base := []string{"--rules", rules, "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
+	aOnly := `{"domain":"modes","descriptors":[{"entries":[{"key":"a","value":"1"}]}]}`
+	aAndC := `{"domain":"modes","descriptors":[{"entries":[{"key":"a","value":"1"}]},{"entries":[{"key":"c","value":"1"}]}]}`
+	tests := []struct {
+		name      string
+		args, env []string
+		// the HTTP codes of aOnly, aAndC, aOnly, in that order
+		want      []int
+		overrides float64
+	}{
+		{"neither", nil, nil, []int{200, 429, 429}, 0},
+		{"shadow mode by flag", []string{"--envoy-shadow-mode"}, nil, []int{200, 200, 200}, 2},
+		{"shadow mode by variable", nil, []string{"WEIR_ENVOY_SHADOW_MODE=true"}, []int{200, 200, 200}, 2},
+		{"quota mode by flag", []string{"--envoy-quota-mode"}, nil, []int{200, 200, 429}, 0},
+		{"quota mode by variable", nil, []string{"WEIR_ENVOY_QUOTA_MODE=true"}, []int{200, 200, 429}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startLimiter(t, append(append([]string(nil), base...), tt.args...), tt.env...)
+			for i, body := range []string{aOnly, aAndC, aOnly} {
+				r := p.post(t, "/json", body)
+				if r.code != tt.want[i] {
+					t.Fatalf("call %d: got %d %s, want %d", i+1, r.code, r.body, tt.want[i])
+				}
+				var resp struct {
+					Statuses []struct{ Code string } `json:"statuses"`
+				}
+				if err := json.Unmarshal(r.body, &resp); err != nil {
+					t.Fatalf("call %d: body %s: %v", i+1, r.body, err)
+				}
+				if got, want := resp.Statuses[0].Code, map[bool]string{false: "OK", true: "OVER_LIMIT"}[i > 0]; got != want {
+					t.Errorf("call %d: a's code: got %s, want %s (the modes change the overall code alone)", i+1, got, want)
+				}
+			}
+			m := p.metrics(t)
+			if got := metric(m, "weir_envoy_shadow_overrides_total"); got != tt.overrides {
+				t.Errorf("weir_envoy_shadow_overrides_total: got %v, want %v", got, tt.overrides)
+			}
+			_, warned := p.findLog("the Envoy API answers OK to every call over its limit, decisions counted as ever (--envoy-shadow-mode); weir_envoy_shadow_overrides_total counts them")
+			if shadow := tt.overrides > 0; warned != shadow {
+				t.Errorf("shadow mode warned of at start: got %v, want %v", warned, shadow)
+			}
+		})
+	}
+}
