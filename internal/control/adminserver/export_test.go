@@ -11,3 +11,9 @@ import (
 func SetPeerClock(p *PeerURLs, now func() time.Time) {
 	p.refusals = logthrottle.NewKeyed(PeerWarnInterval, maxWarned, now)
 }
+
+// SetForwarderClock makes f read the time from now, for the tests of how
+// often it logs a leader that did not answer.
+func SetForwarderClock(f *Forwarder, now func() time.Time) {
+	f.failed = logthrottle.NewKeyed(ForwardFailLogEvery, maxWarned, now)
+}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirhq/weir/pkg/adminapi"
 	"github.com/weirhq/weir/pkg/logthrottle"
@@ -28,33 +29,60 @@ const ForwardedHeader = "Weir-Forwarded-By"
 // reports whether it answered.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool {
 	var nl *NotLeaderError
-	if s.cfg.Forward == nil || !errors.As(err, &nl) || nl.Leader == "" || r.Header.Get(ForwardedHeader) != "" {
+	if s.fwd == nil || !errors.As(err, &nl) || nl.Leader == "" || r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
-	ProxyToLeader(w, r, nl.Leader, s.cfg.Forward, s.cfg.Peers, s.cfg.Name, s.log)
+	s.fwd.Proxy(w, r, nl.Leader)
 	return true
 }
 
-// ProxyToLeader answers a request with the answer of the leader's admin
-// API at leader (a base URL such as "http://10.0.0.2:8070"): the same
-// method, path, query and headers, Authorization included (the leader
-// checks the same tokens), carried by rt, marked with ForwardedHeader
-// naming name. When the leader does not answer, or leader is not an
-// http(s) URL, it answers 502 with a JSON error naming the leader.
-// Callers check ForwardedHeader first, so that a request makes one hop.
+// ForwardFailLogEvery is how often, at most, a Forwarder logs that one
+// leader URL did not answer.
+const ForwardFailLogEvery = 10 * time.Second
+
+// Forwarder carries requests that only the leader can answer to the
+// leader's admin API (see Proxy). Safe for concurrent use; make one with
+// NewForwarder.
+type Forwarder struct {
+	rt    http.RoundTripper
+	peers *PeerURLs
+	name  string
+	log   *slog.Logger
+	// failed rate-limits the warnings of leaders that did not answer, by
+	// URL: a standby whose leader is down would otherwise log one line
+	// per request it gets.
+	failed *logthrottle.Keyed
+}
+
+// NewForwarder returns a Forwarder whose requests rt carries, marked with
+// ForwardedHeader naming name, to leader URLs that peers allow (nil:
+// every URL); its warnings go to log.
+func NewForwarder(rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) *Forwarder {
+	return &Forwarder{rt: rt, peers: peers, name: name, log: log, failed: logthrottle.NewKeyed(ForwardFailLogEvery, maxWarned, nil)}
+}
+
+// Proxy answers a request with the answer of the leader's admin API at
+// leader (a base URL such as "http://10.0.0.2:8070"): the same method,
+// path, query and headers, Authorization included (the leader checks the
+// same tokens), marked with ForwardedHeader. When the leader does not
+// answer, or leader is not an http(s) URL, it answers 502 with a JSON
+// error naming the leader, and logs a warning at most once per
+// ForwardFailLogEvery for each leader URL. Callers check ForwardedHeader
+// first, so that a request makes one hop.
 //
-// When peers is not nil and leader is not among them, the leader is not
+// When the peers are set and leader is not among them, the leader is not
 // contacted at all: the answer is 502 with a JSON error naming leader as
 // not among the peer URLs, and a warning is logged (at most once per
 // PeerWarnInterval for each URL). The body's "leader" names leader, as in
 // every 502 (docs/openapi/admin.yaml, BadGateway): a URL no one answered
 // for, not a place to retry. A 503 of the leader's that names a next
-// leader outside peers is passed on without that name
+// leader outside the peers is passed on without that name
 // (withoutUnlistedLeader).
-func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) {
+func (f *Forwarder) Proxy(w http.ResponseWriter, r *http.Request, leader string) {
+	peers := f.peers
 	if !peers.Allows(leader) {
 		if held, ok := peers.refusals.Allow(leader); ok {
-			log.Warn("not forwarding to the leader: its advertised URL is not among --peer-urls (who wrote its election key in etcd?)",
+			f.log.Warn("not forwarding to the leader: its advertised URL is not among --peer-urls (who wrote its election key in etcd?)",
 				"leader", leader, "peer_urls", peers.String(), "path", r.URL.Path, logthrottle.Held(held))
 		}
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
@@ -64,7 +92,9 @@ func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt htt
 		return
 	}
 	fail := func(err error) {
-		log.Warn("forwarding to the leader failed", "leader", leader, "path", r.URL.Path, "err", err)
+		if held, ok := f.failed.Allow(leader); ok {
+			f.log.Warn("forwarding to the leader failed", "leader", leader, "path", r.URL.Path, "err", err, logthrottle.Held(held))
+		}
 		writeJSON(w, http.StatusBadGateway, adminapi.ErrorBody{
 			Error:  "this coordinator does not lead, and the leader at " + leader + " did not answer",
 			Leader: leader,
@@ -82,10 +112,10 @@ func ProxyToLeader(w http.ResponseWriter, r *http.Request, leader string, rt htt
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
-			pr.Out.Header.Set(ForwardedHeader, name)
+			pr.Out.Header.Set(ForwardedHeader, f.name)
 			pr.SetXForwarded()
 		},
-		Transport:      rt,
+		Transport:      f.rt,
 		ModifyResponse: func(resp *http.Response) error { return withoutUnlistedLeader(resp, peers) },
 		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { fail(err) },
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/control/adminserver"
+	"github.com/weirhq/weir/internal/testkit/deadpeer"
 	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/pkg/adminapi"
@@ -127,15 +128,58 @@ func TestPeerRefusalLogRateLimited(t *testing.T) {
 		{time.Second, "http://evil:1", 3},
 		{time.Second, "http://evil:2", 3},
 	}
+	fwd := adminserver.NewForwarder(nil, p, "standby-1", log)
 	for i, s := range steps {
 		clock.Advance(s.advance)
 		rec := httptest.NewRecorder()
-		adminserver.ProxyToLeader(rec, httptest.NewRequest("GET", "/v1/shares", nil), s.leader, nil, p, "standby-1", log)
+		fwd.Proxy(rec, httptest.NewRequest("GET", "/v1/shares", nil), s.leader)
 		if rec.Code != 502 {
 			t.Fatalf("step %d: got %d, want 502", i, rec.Code)
 		}
 		if got := strings.Count(logs.String(), "not among --peer-urls"); got != s.lines {
 			t.Fatalf("step %d (%s): got %d warnings, want %d; logs:\n%s", i, s.leader, got, s.lines, logs.String())
+		}
+	}
+}
+
+// TestForwardFailureLogRateLimited checks that a standby whose leader
+// does not answer answers every request 502 and logs it at most once per
+// ForwardFailLogEvery for each leader URL, the next line counting those
+// held back.
+func TestForwardFailureLogRateLimited(t *testing.T) {
+	clock := fakeclock.New(t0)
+	var logs syncbuf.Buffer
+	fwd := adminserver.NewForwarder(http.DefaultTransport.(*http.Transport).Clone(), nil, "standby-1", slog.New(slog.NewTextHandler(&logs, nil)))
+	adminserver.SetForwarderClock(fwd, clock.Now)
+	down, other := deadpeer.URL(t), deadpeer.URL(t)
+	steps := []struct {
+		advance time.Duration
+		leader  string
+		calls   int
+		lines   int    // warnings logged so far
+		held    string // in the last line: unlogged_since_last_line=
+	}{
+		{0, down, 20, 1, "0"},
+		{adminserver.ForwardFailLogEvery / 2, down, 5, 1, "0"},
+		{0, other, 3, 2, "0"}, // another URL: its own line
+		{adminserver.ForwardFailLogEvery / 2, down, 1, 3, "24"},
+		{adminserver.ForwardFailLogEvery, "not a URL", 2, 4, "0"},
+	}
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		for range s.calls {
+			rec := httptest.NewRecorder()
+			fwd.Proxy(rec, httptest.NewRequest("GET", "/v1/shares", nil), s.leader)
+			if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "did not answer") {
+				t.Fatalf("step %d: got %d %s, want 502 saying the leader did not answer", i, rec.Code, rec.Body)
+			}
+		}
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		if got := strings.Count(logs.String(), "forwarding to the leader failed"); got != s.lines {
+			t.Fatalf("step %d (%s): got %d warnings, want %d; logs:\n%s", i, s.leader, got, s.lines, logs.String())
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "unlogged_since_last_line="+s.held+" ") && !strings.HasSuffix(last, "unlogged_since_last_line="+s.held) {
+			t.Errorf("step %d: last line %q, want unlogged_since_last_line=%s", i, last, s.held)
 		}
 	}
 }

@@ -78,7 +78,7 @@ type Config struct {
 	Forward http.RoundTripper
 	// Peers, when set, are the only leader URLs Forward carries requests
 	// to: a leader whose URL is not among them is not contacted, and the
-	// request is answered 502 (see ProxyToLeader). They are also the only
+	// request is answered 502 (see Forwarder.Proxy). They are also the only
 	// leader URLs a 503 names: when the request is not forwarded (no
 	// Forward, or it was forwarded once already), a leader outside them
 	// is left out of the body's "leader" and of Location, and the message
@@ -135,7 +135,8 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
-	routes []string // the patterns of mux, in order
+	routes []string   // the patterns of mux, in order
+	fwd    *Forwarder // nil without Config.Forward
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -168,6 +169,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Name = "adminserver"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Forward != nil {
+		s.fwd = NewForwarder(cfg.Forward, cfg.Peers, cfg.Name, cfg.Logger)
+	}
 	s.handle("POST /rate-limits", s.createRule)
 	s.handle("GET /rate-limits", s.listRules)
 	s.handle("GET /rate-limits/{rule_id}", s.getRule)

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -312,11 +313,18 @@ func TestCoordinatorPolicies(t *testing.T) {
 }
 
 // A new leader skips corrupt documents in etcd, and assumes the DC may hold
-// anything of that rule: it never grows the others into it.
+// anything of that rule: it never grows the others into it. Many corrupt
+// documents cost the log one line, and the count in "loaded assignments".
 func TestCoordinatorSkipsCorruptDocuments(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	const many = 200
+	for i := range many {
+		if _, err := h.cli.Put(ctx, h.layout.Assignment("a", "api", fmt.Sprintf("bad-%d", i)), "\xff\xff not protobuf"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for key, value := range map[string]string{
 		h.layout.Assignment("a", "api", "r"):   "\xff\xff not protobuf",
 		h.layout.Lease("b"):                    "\x0a\x01",
@@ -328,11 +336,21 @@ func TestCoordinatorSkipsCorruptDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c1 := h.start("c1")
+	logs := &logRecorder{}
+	start := time.Now()
+	c1 := h.startWith("c1", func(cfg *Config) { cfg.Logger = slog.New(logs) })
 	waitFor(t, 5*time.Second, "c1 leads", c1.c.Leader)
-	waitFor(t, 5*time.Second, "corrupt documents counted", func() bool { return c1.c.stats.badDocs.Load() >= 2 })
+	waitFor(t, 5*time.Second, "corrupt documents counted", func() bool { return c1.c.stats.badDocs.Load() >= many+2 })
 	if c1.c.stats.badInstances.Load() == 0 {
 		t.Error("the corrupt instance record was not counted")
+	}
+	lines := len(logs.find("etcd document skipped")) + len(logs.find("instance record skipped"))
+	if lines < 1 || lines > 1+int(time.Since(start)/skipLogEvery) {
+		t.Errorf("%d log lines of skipped documents and records, want one per %v at most", lines, skipLogEvery)
+	}
+	loaded := logs.find("loaded assignments")
+	if len(loaded) == 0 || loaded[0]["skipped"].Int64() < many+2 {
+		t.Errorf("loaded assignments: got %v, want skipped at least %d", loaded, many+2)
 	}
 }
 

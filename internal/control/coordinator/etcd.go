@@ -29,9 +29,10 @@ func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTra
 		return fmt.Errorf("coordinator: load assignments: %w", err)
 	}
 	var (
-		docs   []*weirv1.RuleAssignment
-		revs   []int64
-		leases []*weirv1.AssignmentLease
+		docs    []*weirv1.RuleAssignment
+		revs    []int64
+		leases  []*weirv1.AssignmentLease
+		skipped int
 	)
 	for _, kv := range resp.Kvs {
 		key := string(kv.Key)
@@ -61,15 +62,18 @@ func (c *Coordinator) load(ctx context.Context, p *planner.Planner, acks *ackTra
 			}
 		}
 		c.stats.badDocs.Add(1)
+		skipped++
 		// The planner then assumes the DC may hold anything of the rule:
 		// the limiters treat a corrupt document as min(static, last).
-		c.log.Warn("etcd document skipped", "key", key, "err", err)
+		if held, ok := c.skipLines.Allow(); ok {
+			c.log.Warn("etcd document skipped", "key", key, "err", err, logthrottle.Held(held))
+		}
 	}
 	if err := c.listInstances(gctx, acks); err != nil {
 		return err
 	}
 	p.Load(c.now(), docs, revs, leases)
-	c.log.Info("loaded assignments", "documents", len(docs), "leases", len(leases), "revision", resp.Header.Revision, "epoch", p.Epoch())
+	c.log.Info("loaded assignments", "documents", len(docs), "leases", len(leases), "skipped", skipped, "revision", resp.Header.Revision, "epoch", p.Epoch())
 	return nil
 }
 

@@ -332,7 +332,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 		if err != nil {
 			return nil, nil, err
 		}
-		mux.Handle("/v1/", leaderViews(co, views, rt, peers, cfg.Name, log))
+		mux.Handle("/v1/", leaderViews(co, views, adminserver.NewForwarder(rt, peers, cfg.Name, log)))
 		refuse := func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -362,7 +362,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	views = leaderViews(co, views, rt, peers, cfg.Name, log)
+	views = leaderViews(co, views, adminserver.NewForwarder(rt, peers, cfg.Name, log))
 	mux.Handle("/v1/", auth.Middleware(tokens, views))
 	for _, pattern := range APIPatterns() {
 		mux.Handle(pattern, auth.Middleware(tokens, api))
@@ -386,15 +386,15 @@ func peerTransport(files tlsconf.ClientFiles) (http.RoundTripper, error) {
 }
 
 // leaderViews serves the coordinator's views, forwarding those only the
-// leader has (/v1/shares...) to the leader when this coordinator does not
-// lead and knows who does, and peers (nil: any) allow the leader's URL
-// (adminserver.ProxyToLeader); the admin REST API forwards its live views
-// the same way (adminserver.Config.Forward and Peers).
-func leaderViews(co *coordinator.Coordinator, views http.Handler, rt http.RoundTripper, peers *adminserver.PeerURLs, name string, log *slog.Logger) http.Handler {
+// leader has (/v1/shares...) to the leader with fwd when this coordinator
+// does not lead and knows who does (adminserver.Forwarder.Proxy); the
+// admin REST API forwards its live views the same way
+// (adminserver.Config.Forward and Peers).
+func leaderViews(co *coordinator.Coordinator, views http.Handler, fwd *adminserver.Forwarder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/shares") && !co.Leader() && r.Header.Get(adminserver.ForwardedHeader) == "" {
 			if _, leader, err := co.LeaderInfo(r.Context()); err == nil && leader != "" {
-				adminserver.ProxyToLeader(w, r, leader, rt, peers, name, log)
+				fwd.Proxy(w, r, leader)
 				return
 			}
 		}
