@@ -3,15 +3,18 @@ package main_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
-// The global modes of envoyproxy/ratelimit, SHADOW_MODE and QUOTA_MODE, as
-// their flags or WEIR_ variables set them, on the limiter's /json endpoint
-// for a domain of its configuration format: shadow mode answers 200 to a
-// call over its limit, its descriptor still OVER_LIMIT, counts it in
+// The global modes of envoyproxy/ratelimit, SHADOW_MODE, QUOTA_MODE and
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, as their flags or WEIR_
+// variables set them, on the limiter's /json endpoint for a domain of its
+// configuration format: shadow mode answers 200 to a call over its limit,
+// its descriptor still OVER_LIMIT, counts it in
 // weir_envoy_shadow_overrides_total and says so at start; quota mode
-// answers 429 only when every descriptor is over.
+// answers 429 only when every descriptor is over; with the third, c stops
+// counting once a is over.
 func TestEnvoyGlobalModes(t *testing.T) {
 	skipShort(t)
 	rules := filepath.Join(t.TempDir(), "peer.yaml")
@@ -32,12 +35,15 @@ descriptors:
 		// the HTTP codes of aOnly, aAndC, aOnly, in that order
 		want      []int
 		overrides float64
+		cLeft     string // c's limit_remaining after aAndC
 	}{
-		{"neither", nil, nil, []int{200, 429, 429}, 0},
-		{"shadow mode by flag", []string{"--envoy-shadow-mode"}, nil, []int{200, 200, 200}, 2},
-		{"shadow mode by variable", nil, []string{"WEIR_ENVOY_SHADOW_MODE=true"}, []int{200, 200, 200}, 2},
-		{"quota mode by flag", []string{"--envoy-quota-mode"}, nil, []int{200, 200, 429}, 0},
-		{"quota mode by variable", nil, []string{"WEIR_ENVOY_QUOTA_MODE=true"}, []int{200, 200, 429}, 0},
+		{"none", nil, nil, []int{200, 429, 429}, 0, "99"},
+		{"shadow mode by flag", []string{"--envoy-shadow-mode"}, nil, []int{200, 200, 200}, 2, "99"},
+		{"shadow mode by variable", nil, []string{"WEIR_ENVOY_SHADOW_MODE=true"}, []int{200, 200, 200}, 2, "99"},
+		{"quota mode by flag", []string{"--envoy-quota-mode"}, nil, []int{200, 200, 429}, 0, "99"},
+		{"quota mode by variable", nil, []string{"WEIR_ENVOY_QUOTA_MODE=true"}, []int{200, 200, 429}, 0, "99"},
+		{"stop increment by flag", []string{"--envoy-stop-increment-when-over-limit"}, nil, []int{200, 429, 429}, 0, "100"},
+		{"stop increment by variable", nil, []string{"WEIR_ENVOY_STOP_INCREMENT_WHEN_OVER_LIMIT=true"}, []int{200, 429, 429}, 0, "100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,13 +54,21 @@ descriptors:
 					t.Fatalf("call %d: got %d %s, want %d", i+1, r.code, r.body, tt.want[i])
 				}
 				var resp struct {
-					Statuses []struct{ Code string } `json:"statuses"`
+					Statuses []struct {
+						Code           string
+						LimitRemaining int64 `json:"limitRemaining"`
+					} `json:"statuses"`
 				}
 				if err := json.Unmarshal(r.body, &resp); err != nil {
 					t.Fatalf("call %d: body %s: %v", i+1, r.body, err)
 				}
 				if got, want := resp.Statuses[0].Code, map[bool]string{false: "OK", true: "OVER_LIMIT"}[i > 0]; got != want {
 					t.Errorf("call %d: a's code: got %s, want %s (the modes change the overall code alone)", i+1, got, want)
+				}
+				if i == 1 {
+					if got := strconv.FormatInt(resp.Statuses[1].LimitRemaining, 10); got != tt.cLeft {
+						t.Errorf("call 2: c's remaining: got %s, want %s", got, tt.cLeft)
+					}
 				}
 			}
 			m := p.metrics(t)

@@ -480,6 +480,15 @@ type Request struct {
 	// Domain names the rule set; "" when exactly one is loaded.
 	Domain string
 	Items  []Item
+	// RefundOnReject gives back what every item took when any item is
+	// rejected, as the rules that allowed a rejected item give it back:
+	// a rejected request spends nothing of the limits it was under. The
+	// items keep their own answers (an item under its limit is allowed,
+	// its remaining as before the request), and the rules that rejected
+	// spend what they spend without it (Item.CountRejected). Default
+	// false: items are decided and spent on their own.
+	// envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
+	RefundOnReject bool
 }
 
 // Item is one request to decide.
@@ -730,7 +739,7 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			return Response{}, err
 		}
 	}
-	l.finish(ctx, now, resp, storeRefunds)
+	l.finish(ctx, now, resp, storeRefunds, req.RefundOnReject)
 	l.obs.Checked(set.Domain(), resp, l.now().Sub(start))
 	return *resp, nil
 }
@@ -1252,8 +1261,9 @@ func failAll(n int, err error) []algorithm.Result {
 }
 
 // finish combines each item's rule results and gives back what the rules
-// that allowed a rejected item took, and storeRefunds.
-func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, storeRefunds []algorithm.Request) {
+// that allowed a rejected item took (every item's, when together and any
+// item is rejected: Request.RefundOnReject), and storeRefunds.
+func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, storeRefunds []algorithm.Request, together bool) {
 	var localRefunds []algorithm.Request
 	for i := range resp.Items {
 		it := &resp.Items[i]
@@ -1266,6 +1276,11 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 		it.Decisive = decisive(it)
 		if !it.Allowed {
 			resp.Allowed = false
+		}
+	}
+	for i := range resp.Items {
+		it := &resp.Items[i]
+		if !it.Allowed || together && !resp.Allowed {
 			for j := range it.Results {
 				r := &it.Results[j]
 				if !r.Allowed {

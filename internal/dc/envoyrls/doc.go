@@ -20,7 +20,9 @@
 // Config.Headers adds its rate limit headers; Config.QuotaMode puts every
 // descriptor in quota_mode (the peer's QUOTA_MODE). Config.ShadowMode (the
 // peer's SHADOW_MODE) answers OK every call of any domain that would be
-// OVER_LIMIT, leaving its statuses and headers as decided.
+// OVER_LIMIT, leaving its statuses and headers as decided;
+// Config.StopIncrementWhenOverLimit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT)
+// gives back what a call over its limit took of the limits it was under.
 // JSONHandler serves the same calls as envoyproxy/ratelimit's /json
 // endpoint: protojson in and out, 200/429/400 as the peer answers.
 //

@@ -60,6 +60,14 @@ type Config struct {
 	// preferred for the headers. A domain of Weir rules has no quota_mode
 	// and is answered as without it. Default off.
 	QuotaMode bool
+	// StopIncrementWhenOverLimit gives back what a call's descriptors
+	// under their limits took when any descriptor is over its limit, on
+	// every domain (envoyproxy/ratelimit's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; limiter.Request.
+	// RefundOnReject): a rejected call spends nothing of the limits it
+	// was under. The answers do not change. Default off: every
+	// descriptor's hits are counted.
+	StopIncrementWhenOverLimit bool
 }
 
 // Headers are the names of the headers that report a response's limit to
@@ -86,6 +94,7 @@ type Service struct {
 	headers  Headers
 	shadow   bool // Config.ShadowMode
 	quota    bool // Config.QuotaMode
+	together bool // Config.StopIncrementWhenOverLimit
 	units    unitRules
 	prefixes map[envoyconf.Unit]string
 	// decoders pools the ShouldRateLimit handler's requestDecoders: a
@@ -99,7 +108,7 @@ var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, units: newUnitRules(), prefixes: storePrefixes()}
+	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, together: cfg.StopIncrementWhenOverLimit, units: newUnitRules(), prefixes: storePrefixes()}
 	s.decoders.New = s.newDecoder
 	if s.now == nil {
 		s.now = time.Now
@@ -175,7 +184,7 @@ func (s *Service) ShadowOverrides() uint64 { return s.overridden.Load() }
 // decideItems answers the items of a request to a domain of Weir's rules,
 // one per descriptor.
 func (s *Service) decideItems(ctx context.Context, domain string, items []limiter.Item) (*rlsv3.RateLimitResponse, error) {
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items, RefundOnReject: s.together})
 	switch {
 	case errors.Is(err, limiter.ErrUnknownDomain):
 		// envoyproxy/ratelimit: a domain it has no configuration for

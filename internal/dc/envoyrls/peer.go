@@ -188,7 +188,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	var resp limiter.Response
 	if len(items) > 0 {
 		var err error
-		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.domain, Items: items})
+		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.domain, Items: items, RefundOnReject: s.together})
 		if err != nil {
 			return nil, grpcapi.Status(err)
 		}

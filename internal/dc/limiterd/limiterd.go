@@ -119,6 +119,11 @@ type Config struct {
 	// configuration of envoyproxy/ratelimit in quota_mode (its
 	// QUOTA_MODE; envoyrls.Config.QuotaMode). Default off.
 	EnvoyQuotaMode bool
+	// EnvoyStopIncrementWhenOverLimit gives back, on the Envoy API, what
+	// a call's descriptors under their limits took when any descriptor is
+	// over (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT;
+	// envoyrls.Config.StopIncrementWhenOverLimit). Default off.
+	EnvoyStopIncrementWhenOverLimit bool
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
 	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
@@ -399,7 +404,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("limiterd: metrics: %w", err)
 	}
 
-	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders, ShadowMode: cfg.EnvoyShadowMode, QuotaMode: cfg.EnvoyQuotaMode}
+	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders, ShadowMode: cfg.EnvoyShadowMode, QuotaMode: cfg.EnvoyQuotaMode,
+		StopIncrementWhenOverLimit: cfg.EnvoyStopIncrementWhenOverLimit}
 	if rules != nil {
 		ecfg.Configs = rules.Tree
 	}
