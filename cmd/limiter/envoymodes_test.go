@@ -25,6 +25,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 1}
   - key: c
     rate_limit: {unit: hour, requests_per_unit: 100}
+    metadata: {service: checkout}
 `)
 	base := []string{"--rules", rules, "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
 	aOnly := `{"domain":"modes","descriptors":[{"entries":[{"key":"a","value":"1"}]}]}`
@@ -36,14 +37,17 @@ descriptors:
 		want      []int
 		overrides float64
 		cLeft     string // c's limit_remaining after aAndC
+		metadata  bool   // answers carry dynamic metadata
 	}{
-		{"none", nil, nil, []int{200, 429, 429}, 0, "99"},
-		{"shadow mode by flag", []string{"--envoy-shadow-mode"}, nil, []int{200, 200, 200}, 2, "99"},
-		{"shadow mode by variable", nil, []string{"WEIR_ENVOY_SHADOW_MODE=true"}, []int{200, 200, 200}, 2, "99"},
-		{"quota mode by flag", []string{"--envoy-quota-mode"}, nil, []int{200, 200, 429}, 0, "99"},
-		{"quota mode by variable", nil, []string{"WEIR_ENVOY_QUOTA_MODE=true"}, []int{200, 200, 429}, 0, "99"},
-		{"stop increment by flag", []string{"--envoy-stop-increment-when-over-limit"}, nil, []int{200, 429, 429}, 0, "100"},
-		{"stop increment by variable", nil, []string{"WEIR_ENVOY_STOP_INCREMENT_WHEN_OVER_LIMIT=true"}, []int{200, 429, 429}, 0, "100"},
+		{"none", nil, nil, []int{200, 429, 429}, 0, "99", false},
+		{"shadow mode by flag", []string{"--envoy-shadow-mode"}, nil, []int{200, 200, 200}, 2, "99", false},
+		{"shadow mode by variable", nil, []string{"WEIR_ENVOY_SHADOW_MODE=true"}, []int{200, 200, 200}, 2, "99", false},
+		{"quota mode by flag", []string{"--envoy-quota-mode"}, nil, []int{200, 200, 429}, 0, "99", false},
+		{"quota mode by variable", nil, []string{"WEIR_ENVOY_QUOTA_MODE=true"}, []int{200, 200, 429}, 0, "99", false},
+		{"stop increment by flag", []string{"--envoy-stop-increment-when-over-limit"}, nil, []int{200, 429, 429}, 0, "100", false},
+		{"stop increment by variable", nil, []string{"WEIR_ENVOY_STOP_INCREMENT_WHEN_OVER_LIMIT=true"}, []int{200, 429, 429}, 0, "100", false},
+		{"dynamic metadata by flag", []string{"--envoy-response-dynamic-metadata"}, nil, []int{200, 429, 429}, 0, "99", true},
+		{"dynamic metadata by variable", nil, []string{"WEIR_ENVOY_RESPONSE_DYNAMIC_METADATA=true"}, []int{200, 429, 429}, 0, "99", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,12 +62,21 @@ descriptors:
 						Code           string
 						LimitRemaining int64 `json:"limitRemaining"`
 					} `json:"statuses"`
+					DynamicMetadata *struct {
+						Domain   string         `json:"domain"`
+						Metadata map[string]any `json:"metadata"`
+					} `json:"dynamicMetadata"`
 				}
 				if err := json.Unmarshal(r.body, &resp); err != nil {
 					t.Fatalf("call %d: body %s: %v", i+1, r.body, err)
 				}
 				if got, want := resp.Statuses[0].Code, map[bool]string{false: "OK", true: "OVER_LIMIT"}[i > 0]; got != want {
 					t.Errorf("call %d: a's code: got %s, want %s (the modes change the overall code alone)", i+1, got, want)
+				}
+				if got := resp.DynamicMetadata != nil; got != tt.metadata {
+					t.Errorf("call %d: got dynamic metadata %v, want %v", i+1, got, tt.metadata)
+				} else if got && i == 1 && (resp.DynamicMetadata.Domain != "modes" || resp.DynamicMetadata.Metadata["service"] != "checkout") {
+					t.Errorf("call 2: got dynamic metadata %+v, want domain modes and c's service", *resp.DynamicMetadata)
 				}
 				if i == 1 {
 					if got := strconv.FormatInt(resp.Statuses[1].LimitRemaining, 10); got != tt.cLeft {

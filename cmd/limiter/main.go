@@ -44,6 +44,7 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.EnvoyShadowMode, "envoy-shadow-mode", false, "the Envoy API answers OK to every call over its limit, the decisions counted as ever (envoyproxy/ratelimit's SHADOW_MODE): to try limits before they apply")
 	fs.BoolVar(&cfg.EnvoyQuotaMode, "envoy-quota-mode", false, "every descriptor of an envoyproxy/ratelimit configuration is in quota_mode (its QUOTA_MODE): a call is over its limit only when all its descriptors are")
 	fs.BoolVar(&cfg.EnvoyStopIncrementWhenOverLimit, "envoy-stop-increment-when-over-limit", false, "on the Envoy API, a call with a descriptor over its limit spends nothing of the limits its other descriptors are under (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT)")
+	fs.BoolVar(&cfg.EnvoyDynamicMetadata, "envoy-response-dynamic-metadata", false, "the Envoy API's answers on domains of envoyproxy/ratelimit configurations carry dynamic metadata: the domain, the descriptors and the metadata of those under their limits (its RESPONSE_DYNAMIC_METADATA)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP API listen address")
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC API listen address")
 	fs.DurationVar(&cfg.StoreTimeout, "store-timeout", 0, "least bound on each Redis call; the bound adapts to Redis's latency above it (default 20ms)")

@@ -3,6 +3,8 @@ package envoyconf
 import (
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Unit is a unit of envoyproxy/ratelimit's limits, numbered as Envoy's
@@ -78,6 +80,11 @@ type Limit struct {
 	// RuleID is the id of the Weir rule converted from this limit in the
 	// domain's rule set, or "" when there is none.
 	RuleID string
+	// Metadata is the descriptor's metadata, which an answer's dynamic
+	// metadata carries when the descriptor is not over its limit
+	// (envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA); nil when it has
+	// none. Never modified.
+	Metadata *structpb.Struct
 }
 
 // Entry is one key and value of a request's descriptor.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/weirhq/weir/pkg/algorithm"
 	"github.com/weirhq/weir/pkg/document"
 	"github.com/weirhq/weir/pkg/envoyconf"
@@ -58,7 +60,8 @@ import (
 // value_to_metric and metadata are ignored, and a requests_per_unit of 0
 // or above algorithm.MaxLimit gives no rule; ParseEnvoyConfig returns the
 // descriptor tree by which Weir's Envoy API applies all of them as
-// envoyproxy/ratelimit does. docs/envoy.md and docs/rules.md describe both.
+// envoyproxy/ratelimit does, a limit's metadata (an object: a repeated
+// key, or a number that is not finite, is refused) with it. docs/envoy.md and docs/rules.md describe both.
 //
 // Errors are those of Parse for malformed documents; any other problem
 // gives a *rule.ValidationError listing every problem with the path of
@@ -115,6 +118,7 @@ type envoyNode struct {
 	shadow   bool
 	quota    bool
 	share    bool // share_threshold
+	metadata *structpb.Struct
 	children []*envoyNode
 }
 
@@ -234,6 +238,7 @@ func buildTree(parent *envoyconf.Node, nodes []*envoyNode, ids map[*envoyNode]st
 			l = &envoyconf.Limit{
 				Unlimited: n.limit.unlimited, ShadowMode: n.shadow, QuotaMode: n.quota,
 				Name: n.limit.name, Replaces: n.limit.replaces, RuleID: ids[n],
+				Metadata: n.metadata,
 			}
 			if !n.limit.unlimited {
 				l.RequestsPerUnit = uint32(n.limit.perUnit)
@@ -338,12 +343,55 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 	if n.share && !strings.Contains(n.value, "*") && !strings.Contains(n.key, "*") {
 		c.rep.Fail(o.FieldPath("share_threshold"), "only for a wildcard value (one holding '*'), as in envoyproxy/ratelimit")
 	}
-	// Statistics and dynamic metadata only: accepted, nothing to convert.
+	// Statistics only: accepted, nothing to convert.
 	c.bool(o, "detailed_metric")
 	c.bool(o, "value_to_metric")
-	o.Ignore("metadata")
+	if mv, ok := o.Get("metadata"); ok {
+		n.metadata = c.metadata(o.FieldPath("metadata"), mv)
+	}
 	c.done(o)
 	return n
+}
+
+// metadata converts a descriptor's metadata at path, an object, into what
+// the Envoy API's answers carry in their dynamic metadata, as
+// envoyproxy/ratelimit converts it (structpb.NewStruct of its YAML); nil
+// after reporting why it cannot.
+func (c *envoyConverter) metadata(path string, v *document.Node) *structpb.Struct {
+	if document.OpenAs(&c.rep, path, v, "an object") == nil { // reports repeated keys
+		return nil
+	}
+	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(v.Fields))}
+	for _, f := range v.Fields {
+		out.Fields[f.Key] = c.metadataValue(fielderr.Key(path, f.Key), f.Value)
+	}
+	return out
+}
+
+// metadataValue converts one value of a descriptor's metadata.
+func (c *envoyConverter) metadataValue(path string, v *document.Node) *structpb.Value {
+	switch v.Kind {
+	case document.Bool:
+		return structpb.NewBoolValue(v.Text == "true")
+	case document.Number:
+		f, err := strconv.ParseFloat(v.Text, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			c.rep.Fail(path, "%s is not a finite number", v.Text)
+			return nil
+		}
+		return structpb.NewNumberValue(f)
+	case document.String:
+		return structpb.NewStringValue(v.Text)
+	case document.List:
+		l := &structpb.ListValue{Values: make([]*structpb.Value, len(v.Items))}
+		for i, it := range v.Items {
+			l.Values[i] = c.metadataValue(fielderr.Index(path, i), it)
+		}
+		return structpb.NewListValue(l)
+	case document.Object:
+		return structpb.NewStructValue(c.metadata(path, v))
+	}
+	return structpb.NewNullValue()
 }
 
 // scalar reads a domain, key or value: a string, or a number or boolean

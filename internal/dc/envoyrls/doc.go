@@ -22,7 +22,9 @@
 // peer's SHADOW_MODE) answers OK every call of any domain that would be
 // OVER_LIMIT, leaving its statuses and headers as decided;
 // Config.StopIncrementWhenOverLimit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT)
-// gives back what a call over its limit took of the limits it was under.
+// gives back what a call over its limit took of the limits it was under;
+// Config.DynamicMetadata (RESPONSE_DYNAMIC_METADATA) sets the answer's
+// dynamic metadata (see dynamicMetadata).
 // JSONHandler serves the same calls as envoyproxy/ratelimit's /json
 // endpoint: protojson in and out, 200/429/400 as the peer answers.
 //

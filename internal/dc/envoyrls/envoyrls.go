@@ -68,6 +68,10 @@ type Config struct {
 	// was under. The answers do not change. Default off: every
 	// descriptor's hits are counted.
 	StopIncrementWhenOverLimit bool
+	// DynamicMetadata sets the dynamic metadata of every answer on a
+	// domain of envoyproxy/ratelimit's configuration, as its
+	// RESPONSE_DYNAMIC_METADATA does (see dynamicMetadata). Default off.
+	DynamicMetadata bool
 }
 
 // Headers are the names of the headers that report a response's limit to
@@ -95,6 +99,7 @@ type Service struct {
 	shadow   bool // Config.ShadowMode
 	quota    bool // Config.QuotaMode
 	together bool // Config.StopIncrementWhenOverLimit
+	metadata bool // Config.DynamicMetadata
 	units    unitRules
 	prefixes map[envoyconf.Unit]string
 	// decoders pools the ShouldRateLimit handler's requestDecoders: a
@@ -108,7 +113,7 @@ var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, together: cfg.StopIncrementWhenOverLimit, units: newUnitRules(), prefixes: storePrefixes()}
+	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, together: cfg.StopIncrementWhenOverLimit, metadata: cfg.DynamicMetadata, units: newUnitRules(), prefixes: storePrefixes()}
 	s.decoders.New = s.newDecoder
 	if s.now == nil {
 		s.now = time.Now

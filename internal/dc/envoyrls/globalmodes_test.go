@@ -2,12 +2,10 @@ package envoyrls_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 )
@@ -130,21 +128,7 @@ func modesCall(t *testing.T, svc *envoyrls.Service, wire bool, domain string, ke
 	for _, k := range keys {
 		req.Descriptors = append(req.Descriptors, &rlcommonv3.RateLimitDescriptor{Entries: []*rlcommonv3.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}})
 	}
-	var resp *rlsv3.RateLimitResponse
-	var err error
-	if wire {
-		b, merr := proto.Marshal(req)
-		if merr != nil {
-			t.Fatal(merr)
-		}
-		resp, err = svc.ShouldRateLimitWire(ctx(t), b)
-	} else {
-		resp, err = svc.ShouldRateLimit(ctx(t), req)
-	}
-	if err != nil {
-		t.Fatalf("%s %s: %v", domain, strings.Join(keys, ","), err)
-	}
-	return resp
+	return ask(t, svc, wire, req)
 }
 
 // checkModes checks one answer of TestGlobalModes.

@@ -243,6 +243,9 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	s.addHeaders(out, func(i int) bool { return s.quota || limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
+	if s.metadata {
+		out.DynamicMetadata = dynamicMetadata(req, limits, out.Statuses)
+	}
 	return out, nil
 }
 

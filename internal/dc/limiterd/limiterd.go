@@ -124,6 +124,11 @@ type Config struct {
 	// over (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT;
 	// envoyrls.Config.StopIncrementWhenOverLimit). Default off.
 	EnvoyStopIncrementWhenOverLimit bool
+	// EnvoyDynamicMetadata sets the dynamic metadata of the Envoy API's
+	// answers on domains of envoyproxy/ratelimit's configuration (its
+	// RESPONSE_DYNAMIC_METADATA; envoyrls.Config.DynamicMetadata).
+	// Default off.
+	EnvoyDynamicMetadata bool
 	// RulesPoll is how often the rule file is checked. Default 1s.
 	RulesPoll time.Duration
 	// HTTPAddr is the HTTP API's listen address. Default 127.0.0.1:8080.
@@ -405,7 +410,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	ecfg := envoyrls.Config{Headers: cfg.EnvoyHeaders, ShadowMode: cfg.EnvoyShadowMode, QuotaMode: cfg.EnvoyQuotaMode,
-		StopIncrementWhenOverLimit: cfg.EnvoyStopIncrementWhenOverLimit}
+		StopIncrementWhenOverLimit: cfg.EnvoyStopIncrementWhenOverLimit, DynamicMetadata: cfg.EnvoyDynamicMetadata}
 	if rules != nil {
 		ecfg.Configs = rules.Tree
 	}
