@@ -6,9 +6,7 @@ package limiterd
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +15,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,11 +38,8 @@ import (
 	"github.com/weirhq/weir/internal/etcd/etcdclient"
 	"github.com/weirhq/weir/internal/platform/backoff"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
-	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/httplimit"
 	"github.com/weirhq/weir/pkg/limiter"
-	"github.com/weirhq/weir/pkg/rulefile"
-	"github.com/weirhq/weir/pkg/ruleset"
 	"github.com/weirhq/weir/pkg/store/coalesce"
 	"github.com/weirhq/weir/pkg/store/memstore"
 	"github.com/weirhq/weir/pkg/store/redisstore"
@@ -751,185 +744,6 @@ func loadScriptsLater(ctx context.Context, s *redisstore.Store, log *slog.Logger
 				log.Info("Redis answers: checked that it can run Weir's scripts, and loaded them")
 			}
 			return
-		}
-	}
-}
-
-// fileRules keeps the limiter's rules in step with a rule file, or with
-// a directory of them: every *.yaml and *.yml file below it, each a
-// domain, as envoyproxy/ratelimit reads its runtime directory (listRules
-// says exactly which). Not safe for concurrent use, but for Tree.
-type fileRules struct {
-	path string
-	lim  *limiter.Limiter
-	met  *metrics.Limiter
-	log  *slog.Logger
-
-	files   map[string]loadedFile // read and valid, by path: in force unless its domain is an earlier file's
-	bad     map[string]string     // digest of each refused file, logged once
-	skipped map[string]string     // why each entry of the directory is skipped, logged once
-	dups    map[string]string     // each file refused for an earlier file's domain: that file, logged once
-	listErr string                // why the rules could not be listed at the last poll, logged once; "" when they could
-	trees   atomic.Pointer[map[string]*envoyconf.Domain]
-}
-
-// loadedFile is one file's rules, read and valid.
-type loadedFile struct {
-	digest string
-	set    *ruleset.Set
-	tree   *envoyconf.Domain // nil for a Weir rule file
-}
-
-// Tree returns the configuration of envoyproxy/ratelimit in force for
-// domain, or nil; safe for concurrent use.
-func (f *fileRules) Tree(domain string) *envoyconf.Domain {
-	if m := f.trees.Load(); m != nil {
-		return (*m)[domain]
-	}
-	return nil
-}
-
-// load lists the rule files (listRules), warns once of each entry it
-// skips, and puts in force the files' rules when any file was added,
-// removed or changed. A file that is invalid is refused: its previous
-// version, if any, stays in force, and so do the other files. A file that
-// names a domain a file earlier in path order holds is refused (not in
-// force) for as long as the other holds it, and read again only when it
-// changes. The error names every refused file; an error listing the files
-// leaves everything as it was.
-func (f *fileRules) load() error {
-	listing, err := listRules(f.path)
-	switch {
-	case err != nil && f.files != nil:
-		// At a poll (at start the error stops the limiter): the rules
-		// in force stay, and the operator hears of it once.
-		if msg := err.Error(); msg != f.listErr {
-			f.met.RulesRejected()
-			f.log.Error("cannot read the rules; the rules in force stay", "path", f.path, "err", err)
-			f.listErr = msg
-		}
-		return err
-	case err != nil:
-		return err
-	case f.listErr != "":
-		f.log.Info("the rules can be read again", "path", f.path)
-		f.listErr = ""
-	}
-	if f.files == nil {
-		f.files, f.bad = map[string]loadedFile{}, map[string]string{}
-	}
-	for p, why := range listing.skipped {
-		if f.skipped[p] != why {
-			f.log.Warn("skipped an entry of the rules directory", "file", p, "reason", why)
-		}
-	}
-	f.skipped = listing.skipped
-	paths := listing.files
-	next := make(map[string]loadedFile, len(paths))
-	var errs []error
-	for _, p := range paths {
-		old, had := f.files[p]
-		lf, err := f.loadFile(p, old)
-		if err != nil {
-			errs = append(errs, err)
-			if had {
-				next[p] = old
-			}
-			continue
-		}
-		next[p] = lf
-	}
-	changed := len(next) != len(f.files)
-	for p, lf := range next {
-		if old, had := f.files[p]; !had || lf.digest != old.digest {
-			changed = true
-		}
-	}
-	domains, dups := map[string]string{}, map[string]string{}
-	inForce := make([]loadedFile, 0, len(next))
-	for _, p := range paths {
-		lf, ok := next[p]
-		if !ok {
-			continue
-		}
-		d := lf.set.Domain()
-		if first, dup := domains[d]; dup {
-			err := fmt.Errorf("load rules from %s: domain %q is already that of %s", p, d, first)
-			if f.dups[p] != first {
-				f.met.RulesRejected()
-				f.log.Error("refused rules: their domain is an earlier file's", "file", p, "domain", d, "err", err)
-			}
-			dups[p] = first
-			errs = append(errs, err)
-			continue
-		}
-		domains[d] = p
-		inForce = append(inForce, lf)
-	}
-	f.dups = dups
-	if changed || f.trees.Load() == nil {
-		sets := make([]*ruleset.Set, len(inForce))
-		trees := map[string]*envoyconf.Domain{}
-		for i, lf := range inForce {
-			sets[i] = lf.set
-			if lf.tree != nil {
-				trees[lf.set.Domain()] = lf.tree
-			}
-		}
-		if err := f.lim.SetRules(sets...); err != nil {
-			return fmt.Errorf("load rules from %s: %w", f.path, err)
-		}
-		f.files = next
-		f.trees.Store(&trees)
-		for _, lf := range inForce {
-			f.met.RulesLoaded(lf.set.Domain(), lf.digest, time.Now())
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// loadFile reads and compiles the file at p; old is the version of it
-// read before, returned as it is when the file has not changed.
-func (f *fileRules) loadFile(p string, old loadedFile) (loadedFile, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return loadedFile{}, fmt.Errorf("read rules from %s: %w", p, err)
-	}
-	sum := sha256.Sum256(data)
-	digest := hex.EncodeToString(sum[:8])
-	if digest == old.digest {
-		return old, nil
-	}
-	cfg, err := rulefile.ParseConfig(data)
-	var set *ruleset.Set
-	if err == nil {
-		set, err = ruleset.Compile(cfg.Rules)
-	}
-	if err != nil {
-		if f.bad[p] != digest {
-			f.met.RulesRejected()
-			f.log.Error("refused new rules; the previous rules stay in force", "file", p, "err", err)
-			f.bad[p] = digest
-		}
-		return loadedFile{}, fmt.Errorf("load rules from %s: %w", p, err)
-	}
-	delete(f.bad, p)
-	f.log.Info("rules loaded", "file", p, "domain", cfg.Rules.Domain, "rules", len(cfg.Rules.Rules), "version", digest)
-	if len(cfg.Ignored) > 0 {
-		f.log.Warn("fields ignored, as envoyproxy/ratelimit ignores them: they mean nothing where the file puts them", "file", p, "fields", cfg.Ignored)
-	}
-	return loadedFile{digest: digest, set: set, tree: cfg.Tree}, nil
-}
-
-func (f *fileRules) poll(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = f.load()
 		}
 	}
 }
