@@ -16,6 +16,7 @@
 // YAML is parsed by package document/yamldoc into the same tree as JSON
 // and decoded by package rule, which owns the format, the defaults and the
 // validation; see docs/rules.md. This package adds only the YAML syntax,
-// the conversion of envoyproxy/ratelimit configurations and file access,
-// and keeps YAML's dependency out of the domain package.
+// the conversion of envoyproxy/ratelimit configurations (and the merging
+// of several of one domain, MergeEnvoy) and file access, and keeps YAML's
+// dependency out of the domain package.
 package rulefile

@@ -189,6 +189,9 @@ type Envoy struct {
 	// in a rate_limit): it ignores them, and so does Weir, which a
 	// loader should say.
 	Ignored []string
+	// nodes are the checked top descriptors, which MergeEnvoy merges;
+	// never changed once read.
+	nodes []*envoyNode
 }
 
 // ParseEnvoyConfig reads a configuration of envoyproxy/ratelimit as
@@ -208,14 +211,24 @@ func decodeEnvoyConfig(tree *document.Node) (Envoy, error) {
 	if c.check(nodes); c.rep.Len() > 0 {
 		return Envoy{}, c.rep.Err()
 	}
-	s, origins, from := convertEnvoy(domain, nodes)
+	e, err := c.build(domain, nodes, func(n *envoyNode) string { return n.path })
+	e.Ignored = c.ignored
+	return e, err
+}
+
+// build converts checked descriptors of domain into rules and the tree
+// the rules' ids are named in. A problem that validation finds in a
+// converted rule is reported at origin(n), n the descriptor it came
+// from.
+func (c *envoyConverter) build(domain string, nodes []*envoyNode, origin func(*envoyNode) string) (Envoy, error) {
+	s, from := convertEnvoy(domain, nodes)
 	if err := s.Validate(); err != nil {
 		ve, ok := errors.AsType[*rule.ValidationError](err)
 		if !ok {
 			return Envoy{}, err
 		}
 		for _, fe := range ve.Errors {
-			c.addRuleError(fe, s.Rules, origins)
+			c.addRuleError(fe, s.Rules, from, origin)
 		}
 		c.rep.Omit(ve.Omitted)
 		return Envoy{}, c.rep.Err()
@@ -226,7 +239,7 @@ func decodeEnvoyConfig(tree *document.Node) (Envoy, error) {
 	}
 	d := &envoyconf.Domain{Name: domain}
 	buildTree(&d.Root, nodes, ids)
-	return Envoy{Rules: s, Tree: d, Ignored: c.ignored}, nil
+	return Envoy{Rules: s, Tree: d, nodes: nodes}, nil
 }
 
 // buildTree adds nodes below parent, their limits naming the rules
@@ -262,15 +275,15 @@ func unitOf(seconds int64) envoyconf.Unit {
 }
 
 // addRuleError reports a problem that validation found in a converted
-// rule at the descriptor the rule came from.
-func (c *envoyConverter) addRuleError(fe rule.FieldError, rules []rule.Rule, origins []string) {
+// rule at origin(from[i]), the descriptor rules[i] came from.
+func (c *envoyConverter) addRuleError(fe rule.FieldError, rules []rule.Rule, from []*envoyNode, origin func(*envoyNode) string) {
 	var i int
 	if _, err := fmt.Sscanf(fe.Path, "rules[%d]", &i); err != nil || i < 0 || i >= len(rules) {
 		c.rep.Fail(fe.Path, "%s", fe.Reason)
 		return
 	}
 	field := strings.TrimPrefix(fe.Path[strings.IndexByte(fe.Path, ']')+1:], ".")
-	c.rep.Fail(origins[i], "as Weir rule %q: %s: %s", rules[i].ID, field, fe.Reason)
+	c.rep.Fail(origin(from[i]), "as Weir rule %q: %s: %s", rules[i].ID, field, fe.Reason)
 }
 
 // root decodes the top of the document.
@@ -516,12 +529,11 @@ type envoyPath struct {
 }
 
 // convertEnvoy turns checked descriptors into rules, and returns with them
-// the path of the descriptor each rule comes from, and the descriptor.
-// A limit of 0 requests, or of more than Weir's rules take, has no Weir
-// rule: only the Envoy API applies it.
-func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string, []*envoyNode) {
+// the descriptor each rule comes from. A limit of 0 requests, or of more
+// than Weir's rules take, has no Weir rule: only the Envoy API applies
+// it.
+func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []*envoyNode) {
 	s := rule.Set{Domain: domain, Rules: []rule.Rule{}}
-	var origins []string
 	var from []*envoyNode
 	var named []bool
 	var walk func(nodes []*envoyNode, p envoyPath)
@@ -568,7 +580,6 @@ func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string, []*env
 			}
 			if l := n.limit; l != nil && (l.unlimited || l.perUnit >= 1 && l.perUnit <= algorithm.MaxLimit) {
 				s.Rules = append(s.Rules, envoyRule(domain, n, q))
-				origins = append(origins, n.path)
 				from = append(from, n)
 				named = append(named, n.limit.name != "")
 			}
@@ -577,7 +588,7 @@ func convertEnvoy(domain string, nodes []*envoyNode) (rule.Set, []string, []*env
 	}
 	walk(nodes, envoyPath{})
 	assignIDs(s.Rules, named)
-	return s, origins, from
+	return s, from
 }
 
 // envoyRule returns the rule of descriptor n, whose path is p. Its ID is
