@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +93,47 @@ func TestEtcdAuthFlags(t *testing.T) {
 			err := run(append([]string{"--rules", filepath.Join(t.TempDir(), "absent.yaml")}, args...))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("got %v, want an error with %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// --merge-domains, or WEIR_MERGE_DOMAINS, merges the configurations of
+// envoyproxy/ratelimit of one domain: two files that repeat a descriptor
+// stop the limiter, at start, with the merge's error rather than with the
+// refusal of a domain repeated across files, which it gives without.
+func TestMergeDomainsFlag(t *testing.T) {
+	const (
+		merged   = "duplicate descriptor composite key 'shop.route_checkout'"
+		repeated = `domain "shop" is already that of`
+	)
+	tests := []struct {
+		name string
+		args []string
+		env  string // WEIR_MERGE_DOMAINS, "" for unset
+		want string
+	}{
+		{"off by default", nil, "", repeated},
+		{"flag", []string{"--merge-domains"}, "", merged},
+		{"environment", nil, "true", merged},
+		{"flag off over the environment", []string{"--merge-domains=false"}, "true", repeated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("WEIR_MERGE_DOMAINS", tt.env)
+			}
+			dir := t.TempDir()
+			for _, name := range []string{"a.yaml", "b.yaml"} {
+				body := "domain: shop\ndescriptors:\n  - key: route\n    value: checkout\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Both ways the rules stop the limiter before it listens.
+			err := run(append([]string{"--rules", dir, "--log-level", "error"}, tt.args...))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
 			}
 		})
 	}

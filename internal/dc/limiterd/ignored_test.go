@@ -23,7 +23,7 @@ func TestLoadFileWarnsOfIgnoredFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.tree == nil {
+	if got.conf.Tree == nil {
 		t.Fatal("no descriptor tree loaded")
 	}
 	if log := out.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "descriptors[0].rate_limit.shadow_mode") {

@@ -92,6 +92,16 @@ type Config struct {
 	// Without it the rules come from etcd (Etcd required), as the admin API
 	// writes them.
 	RulesFile string
+	// MergeDomains merges the configurations of envoyproxy/ratelimit in
+	// RulesFile that name one domain into that domain, in path order, as
+	// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true does: a top
+	// descriptor, or a rate_limit.name, in two of them refuses them all,
+	// and the domain keeps the rules it had. A Weir rule file still
+	// shares its domain with no other file. Default false: a domain
+	// repeated across files is refused, its first file in force
+	// (fileRules.domains says exactly which). Rules from etcd have
+	// nothing to merge: there it has no effect.
+	MergeDomains bool
 	// DefaultDomain, if set, is the rule domain of check and status
 	// requests that name none (limiter.Config.DefaultDomain). Default "":
 	// such a request is the only loaded domain's, and is refused while
@@ -385,7 +395,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var rules *fileRules
 	if cfg.RulesFile != "" {
-		rules = &fileRules{path: cfg.RulesFile, lim: lim, met: met, log: log}
+		rules = &fileRules{path: cfg.RulesFile, merge: cfg.MergeDomains, lim: lim, met: met, log: log}
 		if err := rules.load(); err != nil {
 			return fmt.Errorf("limiterd: %w", err)
 		}

@@ -21,26 +21,32 @@ import (
 // fileRules keeps the limiter's rules in step with a rule file, or with
 // a directory of them: every *.yaml and *.yml file below it, each a
 // domain, as envoyproxy/ratelimit reads its runtime directory (listRules
-// says exactly which). Not safe for concurrent use, but for Tree.
+// says exactly which), or with merge, envoyproxy/ratelimit's files of a
+// domain merged into it (rulesdomains.go). Not safe for concurrent use,
+// but for Tree.
 type fileRules struct {
-	path string
-	lim  *limiter.Limiter
-	met  *metrics.Limiter
-	log  *slog.Logger
+	path  string
+	merge bool // Config.MergeDomains
+	lim   *limiter.Limiter
+	met   *metrics.Limiter
+	log   *slog.Logger
 
-	files   map[string]loadedFile // read and valid, by path: in force unless its domain is an earlier file's
-	bad     map[string]string     // digest of each refused file, logged once
-	skipped map[string]string     // why each entry of the directory is skipped, logged once
-	dups    map[string]string     // each file refused for an earlier file's domain: that file, logged once
-	listErr string                // why the rules could not be listed at the last poll, logged once; "" when they could
+	files   map[string]loadedFile  // read and valid, by path (domains says which are in force, and how)
+	inForce map[string]loadedFile  // by domain: what is in force, a file's rules or files' merged
+	bad     map[string]string      // digest of each refused file, logged once
+	skipped map[string]string      // why each entry of the directory is skipped, logged once
+	dups    map[string]string      // each file refused for an earlier file's domain: that file, logged once
+	merges  map[string]domainMerge // by domain of several files, with merge: the last merge tried, logged once
+	listErr string                 // why the rules could not be listed at the last poll, logged once; "" when they could
 	trees   atomic.Pointer[map[string]*envoyconf.Domain]
 }
 
-// loadedFile is one file's rules, read and valid.
+// loadedFile is one file's rules, read and valid, or the rules of a
+// domain's files merged.
 type loadedFile struct {
 	digest string
-	set    *ruleset.Set
-	tree   *envoyconf.Domain // nil for a Weir rule file
+	conf   rulefile.Envoy // Tree nil for a Weir rule file
+	set    *ruleset.Set   // conf.Rules compiled
 }
 
 // Tree returns the configuration of envoyproxy/ratelimit in force for
@@ -53,13 +59,12 @@ func (f *fileRules) Tree(domain string) *envoyconf.Domain {
 }
 
 // load lists the rule files (listRules), warns once of each entry it
-// skips, and puts in force the files' rules when any file was added,
-// removed or changed. A file that is invalid is refused: its previous
-// version, if any, stays in force, and so do the other files. A file that
-// names a domain a file earlier in path order holds is refused (not in
-// force) for as long as the other holds it, and read again only when it
-// changes. The error names every refused file; an error listing the files
-// leaves everything as it was.
+// skips, and puts in force the files' rules when what is in force for a
+// domain changes. A file that is invalid is refused: its previous
+// version, if any, stays in force, and so do the other files. Which
+// file's rules, or which files' merged, are a domain's is up to domains.
+// The error names every refused file; an error listing the files leaves
+// everything as it was.
 func (f *fileRules) load() error {
 	listing, err := listRules(f.path)
 	switch {
@@ -102,52 +107,35 @@ func (f *fileRules) load() error {
 		}
 		next[p] = lf
 	}
-	changed := len(next) != len(f.files)
-	for p, lf := range next {
-		if old, had := f.files[p]; !had || lf.digest != old.digest {
+	inForce, derrs := f.domains(paths, next)
+	errs = append(errs, derrs...)
+	changed := len(inForce) != len(f.inForce)
+	for _, lf := range inForce {
+		if old, had := f.inForce[lf.set.Domain()]; !had || lf.digest != old.digest {
 			changed = true
 		}
 	}
-	domains, dups := map[string]string{}, map[string]string{}
-	inForce := make([]loadedFile, 0, len(next))
-	for _, p := range paths {
-		lf, ok := next[p]
-		if !ok {
-			continue
-		}
-		d := lf.set.Domain()
-		if first, dup := domains[d]; dup {
-			err := fmt.Errorf("load rules from %s: domain %q is already that of %s", p, d, first)
-			if f.dups[p] != first {
-				f.met.RulesRejected()
-				f.log.Error("refused rules: their domain is an earlier file's", "file", p, "domain", d, "err", err)
-			}
-			dups[p] = first
-			errs = append(errs, err)
-			continue
-		}
-		domains[d] = p
-		inForce = append(inForce, lf)
-	}
-	f.dups = dups
 	if changed || f.trees.Load() == nil {
 		sets := make([]*ruleset.Set, len(inForce))
 		trees := map[string]*envoyconf.Domain{}
+		byDomain := make(map[string]loadedFile, len(inForce))
 		for i, lf := range inForce {
 			sets[i] = lf.set
-			if lf.tree != nil {
-				trees[lf.set.Domain()] = lf.tree
+			if lf.conf.Tree != nil {
+				trees[lf.set.Domain()] = lf.conf.Tree
 			}
+			byDomain[lf.set.Domain()] = lf
 		}
 		if err := f.lim.SetRules(sets...); err != nil {
 			return fmt.Errorf("load rules from %s: %w", f.path, err)
 		}
-		f.files = next
+		f.inForce = byDomain
 		f.trees.Store(&trees)
 		for _, lf := range inForce {
 			f.met.RulesLoaded(lf.set.Domain(), lf.digest, time.Now())
 		}
 	}
+	f.files = next
 	return errors.Join(errs...)
 }
 
@@ -181,7 +169,7 @@ func (f *fileRules) loadFile(p string, old loadedFile) (loadedFile, error) {
 	if len(cfg.Ignored) > 0 {
 		f.log.Warn("fields ignored, as envoyproxy/ratelimit ignores them: they mean nothing where the file puts them", "file", p, "fields", cfg.Ignored)
 	}
-	return loadedFile{digest: digest, set: set, tree: cfg.Tree}, nil
+	return loadedFile{digest: digest, conf: cfg, set: set}, nil
 }
 
 func (f *fileRules) poll(ctx context.Context, every time.Duration) {

@@ -317,13 +317,7 @@ func TestRulesDirectoryReload(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.change()
-		err := f.load()
-		switch {
-		case s.err == "" && err != nil:
-			t.Errorf("%s: load: got %v, want none", s.name, err)
-		case s.err != "" && (err == nil || !strings.Contains(err.Error(), s.err)):
-			t.Errorf("%s: load: got %v, want an error with %q", s.name, err, s.err)
-		}
+		checkLoad(t, s.name, f.load(), s.err)
 		for d, want := range s.limits {
 			var got int64
 			if set, err := lim.Rules(d); err == nil {
@@ -340,6 +334,18 @@ func TestRulesDirectoryReload(t *testing.T) {
 				t.Errorf("%s: %q logged for %s: got %d times, want %d", s.name, l.msg, l.file, got, l.times)
 			}
 		}
+	}
+}
+
+// checkLoad fails t, saying step, unless err, what fileRules.load
+// returned, is nil when want is "", or holds want.
+func checkLoad(t *testing.T, step string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: load: got %v, want none", step, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: load: got %v, want an error with %q", step, err, want)
 	}
 }
 
