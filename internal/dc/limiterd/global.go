@@ -169,9 +169,11 @@ func (g *global) watchRules(lim *limiter.Limiter, met *metrics.Limiter, log *slo
 		if rev > 0 {
 			version = fmt.Sprintf("etcd-%d", rev)
 		}
+		versions := make(map[string]string, len(sets))
 		for _, s := range sets {
-			met.RulesLoaded(s.Domain, version, time.Now())
+			versions[s.Domain] = version
 		}
+		met.RulesLoaded(versions, time.Now())
 		log.Info("rules loaded from etcd", "domains", len(sets), "version", version)
 		return nil
 	}})

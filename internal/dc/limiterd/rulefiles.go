@@ -131,9 +131,11 @@ func (f *fileRules) load() error {
 		}
 		f.inForce = byDomain
 		f.trees.Store(&trees)
+		versions := make(map[string]string, len(inForce))
 		for _, lf := range inForce {
-			f.met.RulesLoaded(lf.set.Domain(), lf.digest, time.Now())
+			versions[lf.set.Domain()] = lf.digest
 		}
+		f.met.RulesLoaded(versions, time.Now())
 	}
 	f.files = next
 	return errors.Join(errs...)

@@ -103,7 +103,7 @@ func NewLimiter(reg prometheus.Registerer) (*Limiter, error) {
 		}, []string{"result"}),
 		rulesVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "weir_rules_version_info",
-			Help: "The rule set in force: 1 for its domain and version (a digest of its content).",
+			Help: "The rule sets in force: 1 for each domain's, labelled with its version (a digest of its content, or etcd-REVISION).",
 		}, []string{"domain", "version"}),
 		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "weir_rules_loaded_timestamp_seconds",
@@ -226,11 +226,15 @@ func (m *Limiter) NodeForgotten(node string) {
 	}
 }
 
-// RulesLoaded records a rule set put in force.
-func (m *Limiter) RulesLoaded(domain, version string, at time.Time) {
+// RulesLoaded records one load that put in force the rule sets of
+// versions, domain to version, at: weir_rules_version_info then holds
+// those domains, each at its version, and no other.
+func (m *Limiter) RulesLoaded(versions map[string]string, at time.Time) {
 	m.reloads.WithLabelValues("ok").Inc()
 	m.rulesVersion.Reset()
-	m.rulesVersion.WithLabelValues(domain, version).Set(1)
+	for domain, version := range versions {
+		m.rulesVersion.WithLabelValues(domain, version).Set(1)
+	}
 	m.rulesLoaded.Set(float64(at.Unix()))
 }
 

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,32 @@ func TestStoreTimeoutGauge(t *testing.T) {
 	}
 	if got := mfs[0].GetMetric()[0].GetGauge().GetValue(); got != 0.04 {
 		t.Errorf("got %v, want 0.04", got)
+	}
+}
+
+// TestRulesLoadedEveryDomain: a load of several domains shows each at its
+// version and counts one reload; the next load shows its domains alone.
+func TestRulesLoadedEveryDomain(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.NewLimiter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1_800_000_000, 0)
+	steps := []struct {
+		versions map[string]string
+		want     map[string]float64
+	}{
+		{map[string]string{"api": "v1", "envoy": "e1"}, map[string]float64{"api/v1": 1, "envoy/e1": 1}},
+		{map[string]string{"api": "v2"}, map[string]float64{"api/v2": 1}},
+	}
+	for i, s := range steps {
+		m.RulesLoaded(s.versions, at)
+		if got := series(t, reg, "weir_rules_version_info", "domain", "version"); !maps.Equal(got, s.want) {
+			t.Errorf("load %d: weir_rules_version_info: got %v, want %v", i+1, got, s.want)
+		}
+		if got := series(t, reg, "weir_rule_reloads_total", "result")["ok"]; got != float64(i+1) {
+			t.Errorf("load %d: reloads: got %v, want %d", i+1, got, i+1)
+		}
 	}
 }
