@@ -30,8 +30,11 @@ type ClusterConfig struct {
 	// these files: to clients, on the cluster bus (tls-cluster yes, so
 	// nodes announce their TLS port) and to its replicas. redis-cli
 	// creates the cluster over TLS, presenting CertFile and trusting
-	// CAFile, and so do the Cluster's own clients. The default: plain
-	// TCP.
+	// CAFile, and so do the Cluster's own clients. Nodes do not ask
+	// clients for a certificate unless Extra has --tls-auth-clients
+	// yes; then CAFile must trust CertFile (the nodes present it to each
+	// other too) and every client's. It may be set with Password. The
+	// default: plain TCP.
 	TLS TLSFiles
 	// Password, when not empty, is required of clients by every node
 	// (requirepass), and given by replicas to their primaries
@@ -181,7 +184,7 @@ func admin[T any](ctx context.Context, c *Cluster, addr string, fn func(*redis.C
 // that every slot has a primary among the live nodes, and every live
 // replica's link to its primary is up.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
-	return c.poll(ctx, "cluster healthy", func() error {
+	return poll(ctx, "cluster healthy", func() error {
 		for _, s := range c.live() {
 			info, err := admin(ctx, c, s.Addr, func(rc *redis.Client) (string, error) {
 				return rc.ClusterInfo(ctx).Result()
@@ -303,7 +306,7 @@ func (c *Cluster) KillPrimaryOf(ctx context.Context, slot int) (string, error) {
 // the new primary's address.
 func (c *Cluster) WaitPromoted(ctx context.Context, slot int, dead string) (string, error) {
 	var primary string
-	err := c.poll(ctx, "replica promoted", func() error {
+	err := poll(ctx, "replica promoted", func() error {
 		var seen string
 		for _, s := range c.live() {
 			owners, err := c.slotOwners(ctx, s.Addr)
@@ -448,23 +451,6 @@ func (c *Cluster) setSlot(ctx context.Context, addr string, slot int, state, id 
 		return fmt.Errorf("redisproc: cluster setslot %d %s %s on %s: %w", slot, state, id, addr, err)
 	}
 	return nil
-}
-
-// poll calls check every 20ms until it returns nil or ctx ends.
-func (c *Cluster) poll(ctx context.Context, what string, check func() error) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redisproc: wait for %s: %w (last: %v)", what, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
 }
 
 // Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the

@@ -5,6 +5,7 @@ package redisproc
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -135,6 +136,23 @@ func waitReady(addr, password string, tlsCfg *tls.Config, timeout time.Duration)
 		time.Sleep(20 * time.Millisecond)
 	}
 	return err
+}
+
+// poll calls check every 20ms until it returns nil or ctx ends.
+func poll(ctx context.Context, what string, check func() error) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redisproc: wait for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
 }
 
 // ping sends the server at addr AUTH password (when not empty) and PING,

@@ -1,19 +1,28 @@
 package redisproc
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// Sentinel is a Redis primary with one replica, watched by one Redis
-// Sentinel under a master name: the smallest deployment in which the
-// Sentinel fails the primary over to the replica.
+// Sentinel is a Redis primary with one replica, watched by one or more
+// Redis Sentinels under a master name: the smallest deployment in which
+// the Sentinels fail the primary over to the replica.
 type Sentinel struct {
-	Primary, Replica, Sentinel *Server
-	// MasterName is the name the Sentinel monitors the primary under.
+	Primary, Replica *Server
+	// Sentinel is the first of Sentinels.
+	Sentinel *Server
+	// Sentinels are every Sentinel watching the primary, in start order.
+	Sentinels []*Server
+	// MasterName is the name the Sentinels monitor the primary under.
 	MasterName string
 }
 
@@ -22,28 +31,45 @@ type SentinelConfig struct {
 	// MasterName defaults to "mymaster".
 	MasterName string
 	// DownAfterMillis is how long the primary must not answer before the
-	// Sentinel deems it down and fails over; default 1000.
+	// Sentinels deem it down and fail over; default 1000.
 	DownAfterMillis int
+	// Sentinels is how many Sentinels watch the primary, with a quorum
+	// of a majority of them; default 1. With more than one, they know
+	// each other when StartSentinel returns, so that a majority of the
+	// Sentinels started can elect a leader to fail over even when the
+	// others are stopped.
+	Sentinels int
 	// Password, when not empty, is the password the primary and the
 	// replica require of clients (requirepass), and give each other to
-	// replicate (masterauth); the Sentinel gives it to them too
+	// replicate (masterauth); the Sentinels give it to them too
 	// (sentinel auth-pass). Empty, the default: none. Both passwords go
-	// into the Sentinel's configuration file quoted as Go quotes them,
+	// into the Sentinels' configuration file quoted as Go quotes them,
 	// which Redis reads alike for printable ASCII.
 	Password string
-	// SentinelPassword, when not empty, is the password the Sentinel
-	// requires of clients (requirepass in its configuration file).
-	// Empty, the default: none.
+	// SentinelPassword, when not empty, is the password the Sentinels
+	// require of clients (requirepass in their configuration file), and
+	// give each other. Empty, the default: none.
 	SentinelPassword string
+	// Users are ACL users (Redis 6) the primary and the replica have
+	// besides the default user, each as a `user` line of redis.conf
+	// without the word user: "name on >password rules…", words
+	// separated by spaces, none containing one. ACL users are not
+	// replicated: both servers get them all, so that they still log in
+	// once the replica is promoted. The default: none.
+	Users []string
+	// SentinelUsers are ACL users the Sentinels have besides the default
+	// user, in the same form (Redis 6.2). The default: none.
+	SentinelUsers []string
 	// TLS, when its CertFile is set, has the primary, the replica and
-	// the Sentinel serve TLS alone, all with these files; the replica
-	// replicates, and the Sentinel watches, over TLS. The default: plain
+	// the Sentinels serve TLS alone, all with these files; the replica
+	// replicates, and the Sentinels watch, over TLS. The default: plain
 	// TCP.
 	TLS TLSFiles
 }
 
-// StartSentinel starts a primary, its replica and a Sentinel (quorum 1)
-// with their files under dir (which must exist). Stop stops all three.
+// StartSentinel starts a primary, its replica and cfg.Sentinels
+// Sentinels with their files under dir (which must exist). Stop stops
+// them all.
 func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 	if cfg.MasterName == "" {
 		cfg.MasterName = "mymaster"
@@ -51,76 +77,123 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 	if cfg.DownAfterMillis == 0 {
 		cfg.DownAfterMillis = 1000
 	}
+	if cfg.Sentinels == 0 {
+		cfg.Sentinels = 1
+	}
 	out := &Sentinel{MasterName: cfg.MasterName}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Stop()
+		}
+	}()
 	mkdir := func(name string) (string, error) {
 		d := filepath.Join(dir, name)
-		return d, os.MkdirAll(d, 0o755)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("redisproc: %w", err)
+		}
+		return d, nil
 	}
 	pdir, err := mkdir("primary")
 	if err != nil {
-		return nil, fmt.Errorf("redisproc: %w", err)
+		return nil, err
 	}
-	var auth []string
+	var args []string
 	if cfg.Password != "" {
 		// The replica authenticates to the primary with masterauth; the
 		// primary has it too, for when it comes back as a replica of
 		// the promoted one.
-		auth = []string{"--masterauth", cfg.Password}
+		args = []string{"--masterauth", cfg.Password}
+	}
+	for _, u := range cfg.Users {
+		args = append(append(args, "--user"), strings.Fields(u)...)
 	}
 	opt := serverOptions{password: cfg.Password}
 	if cfg.TLS.CertFile != "" {
 		opt.tls = &cfg.TLS
 	}
-	if out.Primary, err = start(pdir, opt, auth); err != nil {
+	if out.Primary, err = start(pdir, opt, args); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(out.Primary.Addr)
 	rdir, err := mkdir("replica")
-	if err == nil {
-		out.Replica, err = start(rdir, opt, append(auth, "--replicaof", host, port))
-	}
 	if err != nil {
-		out.Stop()
+		return nil, err
+	}
+	if out.Replica, err = start(rdir, opt, append(args, "--replicaof", host, port)); err != nil {
 		return nil, fmt.Errorf("redisproc: replica: %w", err)
 	}
-	sdir, err := mkdir("sentinel")
-	if err != nil {
-		out.Stop()
-		return nil, fmt.Errorf("redisproc: %w", err)
-	}
-	conf := filepath.Join(sdir, "sentinel.conf")
-	text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 1\nsentinel down-after-milliseconds %[1]s %[4]d\nsentinel failover-timeout %[1]s 5000\n",
-		cfg.MasterName, host, port, cfg.DownAfterMillis)
+	text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s %[5]d\nsentinel down-after-milliseconds %[1]s %[4]d\nsentinel failover-timeout %[1]s 5000\n",
+		cfg.MasterName, host, port, cfg.DownAfterMillis, cfg.Sentinels/2+1)
 	if cfg.Password != "" {
 		text += fmt.Sprintf("sentinel auth-pass %s %s\n", cfg.MasterName, strconv.Quote(cfg.Password))
 	}
 	if cfg.SentinelPassword != "" {
 		text += fmt.Sprintf("requirepass %s\n", strconv.Quote(cfg.SentinelPassword))
 	}
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		out.Stop()
-		return nil, fmt.Errorf("redisproc: sentinel config: %w", err)
+	for _, u := range cfg.SentinelUsers {
+		text += "user " + u + "\n"
 	}
 	bin := Binary()
 	if bin == "" {
-		out.Stop()
 		return nil, fmt.Errorf("redisproc: redis-server not found")
 	}
-	out.Sentinel = &Server{dir: sdir, bin: bin, conf: conf, Password: cfg.SentinelPassword, TLS: out.Primary.TLS, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
-	if opt.tls != nil {
-		out.Sentinel.args = append(out.Sentinel.args, opt.tls.args()...)
+	for i := range cfg.Sentinels {
+		sdir, err := mkdir(fmt.Sprintf("sentinel%d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		// Each Sentinel rewrites its own file as it learns.
+		conf := filepath.Join(sdir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("redisproc: sentinel config: %w", err)
+		}
+		s := &Server{dir: sdir, bin: bin, conf: conf, Password: cfg.SentinelPassword, TLS: out.Primary.TLS, args: []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--dir", sdir, "--daemonize", "no"}}
+		if opt.tls != nil {
+			s.args = append(s.args, opt.tls.args()...)
+		}
+		if err := s.start(0); err != nil {
+			return nil, err
+		}
+		out.Sentinels = append(out.Sentinels, s)
 	}
-	if err := out.Sentinel.start(0); err != nil {
-		out.Stop()
+	out.Sentinel = out.Sentinels[0]
+	if err := out.waitAcquainted(); err != nil {
 		return nil, err
 	}
+	ok = true
 	return out, nil
 }
 
-// Stop stops the Sentinel, the replica and the primary. Safe to call
+// waitAcquainted waits, up to 15 s, until every Sentinel knows every
+// other: they find each other through the primary, each announcing
+// itself there every 2 s.
+func (s *Sentinel) waitAcquainted() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return poll(ctx, "Sentinels that know each other", func() error {
+		for _, srv := range s.Sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+			known, err := c.Sentinels(ctx, s.MasterName).Result()
+			_ = c.Close()
+			if err != nil {
+				return fmt.Errorf("%s: SENTINEL SENTINELS: %w", srv.Addr, err)
+			}
+			if len(known) != len(s.Sentinels)-1 {
+				return fmt.Errorf("%s knows %d other Sentinels, want %d", srv.Addr, len(known), len(s.Sentinels)-1)
+			}
+		}
+		return nil
+	})
+}
+
+// Stop stops the Sentinels, the replica and the primary. Safe to call
 // twice.
 func (s *Sentinel) Stop() {
-	for _, srv := range []*Server{s.Sentinel, s.Replica, s.Primary} {
+	for _, srv := range s.Sentinels {
+		srv.Stop()
+	}
+	for _, srv := range []*Server{s.Replica, s.Primary} {
 		if srv != nil {
 			srv.Stop()
 		}

@@ -53,7 +53,7 @@ func RequireCluster(t testing.TB) {
 // found it share one with SharedCluster instead.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout})
+	return StartClusterWith(t, redisproc.ClusterConfig{})
 }
 
 // StartClusterTLS is StartCluster for a cluster whose nodes serve TLS
@@ -61,20 +61,26 @@ func StartCluster(t testing.TB) *Cluster {
 // (redisproc.ClusterConfig.TLS). Its Client connects over TLS.
 func StartClusterTLS(t testing.TB, files redisproc.TLSFiles) *Cluster {
 	t.Helper()
-	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout, TLS: files})
+	return StartClusterWith(t, redisproc.ClusterConfig{TLS: files})
 }
 
 // StartClusterPassword is StartCluster for a cluster whose nodes require
 // password (redisproc.ClusterConfig.Password). Its Client gives it.
 func StartClusterPassword(t testing.TB, password string) *Cluster {
 	t.Helper()
-	return startCluster(t, redisproc.ClusterConfig{NodeTimeout: NodeTimeout, Password: password})
+	return StartClusterWith(t, redisproc.ClusterConfig{Password: password})
 }
 
-// startCluster starts a Redis Cluster with cfg for t, stopped when t ends.
-func startCluster(t testing.TB, cfg redisproc.ClusterConfig) *Cluster {
+// StartClusterWith is StartCluster for a cluster started with cfg, whose
+// settings may be combined (TLS and a password; Extra arguments such as
+// --tls-auth-clients yes); its NodeTimeout defaults to NodeTimeout. Its
+// Client connects as cfg says.
+func StartClusterWith(t testing.TB, cfg redisproc.ClusterConfig) *Cluster {
 	t.Helper()
 	RequireCluster(t)
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = NodeTimeout
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	c, err := redisproc.StartCluster(ctx, t.TempDir(), cfg)

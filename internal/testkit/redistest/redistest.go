@@ -95,18 +95,21 @@ func (s *Server) Flush(ctx context.Context, t testing.TB) {
 	}
 }
 
-// Sentinel is a primary, its replica and a Redis Sentinel watching them
-// under MasterName.
+// Sentinel is a primary, its replica and the Redis Sentinels watching
+// them under MasterName.
 type Sentinel struct {
-	Primary, Replica, Sentinel *Server
-	MasterName                 string
+	Primary, Replica *Server
+	// Sentinel is the first of Sentinels.
+	Sentinel   *Server
+	Sentinels  []*Server
+	MasterName string
 }
 
-// StartSentinel starts, for t, a primary, its replica and a Redis
-// Sentinel watching them (redisproc.StartSentinel with cfg), stopped when
-// t ends. With the zero cfg, the Sentinel watches them as "mymaster",
-// nothing requires a password, and the Sentinel fails the primary over
-// about a second after it stops answering.
+// StartSentinel starts, for t, a primary, its replica and the Redis
+// Sentinels watching them (redisproc.StartSentinel with cfg), stopped
+// when t ends. With the zero cfg, one Sentinel watches them as
+// "mymaster", nothing requires a password, and the Sentinel fails the
+// primary over about a second after it stops answering.
 func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 	t.Helper()
 	Require(t)
@@ -115,5 +118,10 @@ func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stop)
-	return &Sentinel{Primary: &Server{s.Primary}, Replica: &Server{s.Replica}, Sentinel: &Server{s.Sentinel}, MasterName: s.MasterName}
+	out := &Sentinel{Primary: &Server{s.Primary}, Replica: &Server{s.Replica}, MasterName: s.MasterName}
+	for _, srv := range s.Sentinels {
+		out.Sentinels = append(out.Sentinels, &Server{srv})
+	}
+	out.Sentinel = out.Sentinels[0]
+	return out
 }

@@ -15,16 +15,22 @@ import (
 )
 
 // TestStartSentinel checks the kit against Redis itself, without
-// passwords, with them, and with TLS too: the servers' clients
-// (Server.Client) get in, a client without the password or without TLS
-// does not, the replica copies the primary's writes (masterauth,
-// tls-replication), and the Sentinel knows the primary and has found
-// the replica through it (sentinel auth-pass, tls-replication).
+// passwords, with them, with TLS too, and with ACL users and three
+// Sentinels: the servers' clients (Server.Client) get in, a client
+// without the password or without TLS does not, each ACL user logs in
+// where it was given, the replica copies the primary's writes
+// (masterauth, tls-replication), and the Sentinels know each other and
+// the primary, and have found the replica through it (sentinel
+// auth-pass, tls-replication).
 func TestStartSentinel(t *testing.T) {
 	cert := certtest.Issue(t, t.TempDir(), "redis")
 	passwords := redisproc.SentinelConfig{Password: "primary secret", SentinelPassword: `sentinel "secret"`}
 	withTLS := passwords
 	withTLS.TLS = redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile}
+	users := passwords
+	users.Sentinels = 3
+	users.Users = []string{"app on >app-pw ~* +@all"}
+	users.SentinelUsers = []string{"watcher on >watcher-pw +@all"}
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -32,11 +38,34 @@ func TestStartSentinel(t *testing.T) {
 		{"without passwords", redisproc.SentinelConfig{}},
 		{"with passwords", passwords},
 		{"with passwords and TLS", withTLS},
+		{"with ACL users and three Sentinels", users},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
 			ctx := t.Context()
-			for _, srv := range []*redistest.Server{s.Primary, s.Replica, s.Sentinel} {
+			if got, want := len(s.Sentinels), max(1, tc.cfg.Sentinels); got != want || s.Sentinel != s.Sentinels[0] {
+				t.Fatalf("Sentinels: got %d, want %d, the first as Sentinel", got, want)
+			}
+			for _, g := range []struct {
+				users   []string
+				servers []*redistest.Server
+			}{
+				{tc.cfg.Users, []*redistest.Server{s.Primary, s.Replica}},
+				{tc.cfg.SentinelUsers, s.Sentinels},
+			} {
+				for _, u := range g.users {
+					f := strings.Fields(u)
+					for _, srv := range g.servers {
+						c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: f[0], Password: strings.TrimPrefix(f[2], ">"), TLSConfig: srv.TLS})
+						err := c.Ping(ctx).Err()
+						_ = c.Close()
+						if err != nil {
+							t.Errorf("PING %s as ACL user %s: %v", srv.Addr, f[0], err)
+						}
+					}
+				}
+			}
+			for _, srv := range append([]*redistest.Server{s.Primary, s.Replica}, s.Sentinels...) {
 				if err := srv.Client(t).Ping(ctx).Err(); err != nil {
 					t.Fatalf("PING %s with its password: %v", srv.Addr, err)
 				}
@@ -66,24 +95,29 @@ func TestStartSentinel(t *testing.T) {
 				return replica.Get(ctx, "k").Val() == "v"
 			})
 
-			sentinel := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinel.Addr, Password: s.Sentinel.Password, TLSConfig: s.Sentinel.TLS})
-			t.Cleanup(func() { _ = sentinel.Close() })
-			addr, err := sentinel.GetMasterAddrByName(ctx, s.MasterName).Result()
-			if err != nil || strings.Join(addr, ":") != s.Primary.Addr {
-				t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME: got %v %v, want %s", addr, err, s.Primary.Addr)
-			}
-			wait.For(t, 15*time.Second, "the replica among the Sentinel's", func() bool {
-				replicas, err := sentinel.Replicas(ctx, s.MasterName).Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					t.Fatalf("SENTINEL REPLICAS: %v", err)
+			for _, srv := range s.Sentinels {
+				sentinel := redis.NewSentinelClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS})
+				t.Cleanup(func() { _ = sentinel.Close() })
+				addr, err := sentinel.GetMasterAddrByName(ctx, s.MasterName).Result()
+				if err != nil || strings.Join(addr, ":") != s.Primary.Addr {
+					t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME of %s: got %v %v, want %s", srv.Addr, addr, err, s.Primary.Addr)
 				}
-				for _, r := range replicas {
-					if strings.Contains(r["flags"], "slave") && !strings.Contains(r["flags"], "disconnected") && r["ip"]+":"+r["port"] == s.Replica.Addr {
-						return true
+				if others, err := sentinel.Sentinels(ctx, s.MasterName).Result(); err != nil || len(others) != len(s.Sentinels)-1 {
+					t.Errorf("SENTINEL SENTINELS of %s: got %d %v, want %d", srv.Addr, len(others), err, len(s.Sentinels)-1)
+				}
+				wait.For(t, 15*time.Second, "the replica among the Sentinel's", func() bool {
+					replicas, err := sentinel.Replicas(ctx, s.MasterName).Result()
+					if err != nil && !errors.Is(err, redis.Nil) {
+						t.Fatalf("SENTINEL REPLICAS of %s: %v", srv.Addr, err)
 					}
-				}
-				return false
-			})
+					for _, r := range replicas {
+						if strings.Contains(r["flags"], "slave") && !strings.Contains(r["flags"], "disconnected") && r["ip"]+":"+r["port"] == s.Replica.Addr {
+							return true
+						}
+					}
+					return false
+				})
+			}
 		})
 	}
 }
