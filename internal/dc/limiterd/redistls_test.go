@@ -34,19 +34,10 @@ import (
 // failure mode and the log says the TLS connection failed. Settings that
 // cannot work stop the limiter at start, saying why.
 func TestRedisTLS(t *testing.T) {
-	dir := t.TempDir()
-	server, client := certtest.Issue(t, dir, "redis"), certtest.Issue(t, dir, "weir")
-	// The servers trust the client's certificate; the kit's own clients,
-	// the servers'.
-	bundle := filepath.Join(dir, "bundle.pem")
-	if err := os.WriteFile(bundle, append(readFile(t, server.CertFile), readFile(t, client.CertFile)...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	files := redisproc.TLSFiles{CertFile: server.CertFile, KeyFile: server.KeyFile, CAFile: bundle}
+	files, withCert := clientCertTLS(t)
 	plain := redistest.StartTLS(t, files)
 	mutual := redistest.StartTLS(t, files, "--tls-auth-clients", "yes")
-	ca := tlsconf.ClientFiles{CA: server.CertFile}
-	withCert := tlsconf.ClientFiles{CA: server.CertFile, Cert: client.CertFile, Key: client.KeyFile}
+	ca := tlsconf.ClientFiles{CA: withCert.CA}
 	const tlsFailed = "the TLS connection to Redis failed"
 	for _, tc := range []struct {
 		name      string
@@ -84,8 +75,8 @@ func TestRedisTLS(t *testing.T) {
 	}{
 		{"redis:// with the CA", "redis://" + plain.Addr, ca, "need TLS: give --redis as rediss://"},
 		{"unix:// with the CA", "unix:///tmp/none.sock", ca, "need TLS"},
-		{"certificate without its key", plain.Addr, tlsconf.ClientFiles{CA: server.CertFile, Cert: client.CertFile}, "needs both its certificate and its key"},
-		{"a CA file that is not one", plain.Addr, tlsconf.ClientFiles{CA: bundle + ".missing"}, "--redis-ca"},
+		{"certificate without its key", plain.Addr, tlsconf.ClientFiles{CA: withCert.CA, Cert: withCert.Cert}, "needs both its certificate and its key"},
+		{"a CA file that is not one", plain.Addr, tlsconf.ClientFiles{CA: files.CAFile + ".missing"}, "--redis-ca"},
 	} {
 		t.Run("refused at start: "+tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -97,6 +88,31 @@ func TestRedisTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverTLS issues a certificate for redis-servers that serve TLS alone
+// (a Sentinel deployment, a Redis Cluster), its own CA: the CA file to
+// trust is CertFile.
+func serverTLS(t *testing.T) redisproc.TLSFiles {
+	t.Helper()
+	cert := certtest.Issue(t, t.TempDir(), "redis")
+	return redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile}
+}
+
+// clientCertTLS issues the certificates of servers that may ask clients
+// for one, and of the limiter: the servers' files, whose CA file trusts
+// both certificates (the kit's own clients present the servers'), and
+// the limiter's --redis-ca, --redis-cert and --redis-key.
+func clientCertTLS(t *testing.T) (redisproc.TLSFiles, tlsconf.ClientFiles) {
+	t.Helper()
+	dir := t.TempDir()
+	server, client := certtest.Issue(t, dir, "redis"), certtest.Issue(t, dir, "weir")
+	bundle := filepath.Join(dir, "bundle.pem")
+	if err := os.WriteFile(bundle, append(readFile(t, server.CertFile), readFile(t, client.CertFile)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return redisproc.TLSFiles{CertFile: server.CertFile, KeyFile: server.KeyFile, CAFile: bundle},
+		tlsconf.ClientFiles{CA: server.CertFile, Cert: client.CertFile, Key: client.KeyFile}
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -119,10 +135,10 @@ func readFile(t *testing.T, path string) []byte {
 // failure mode. Last, a primary is killed: the decisions of a user on its
 // slots come back to the store, over TLS, on the promoted replica.
 func TestRedisClusterTLS(t *testing.T) {
-	cert := certtest.Issue(t, t.TempDir(), "redis")
-	cluster := redistest.StartClusterTLS(t, redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile})
+	files := serverTLS(t)
+	cluster := redistest.StartClusterTLS(t, files)
 	addrs := cluster.Addrs()
-	ca := tlsconf.ClientFiles{CA: cert.CertFile}
+	ca := tlsconf.ClientFiles{CA: files.CAFile}
 	runClusterCases(t, cluster, []clusterCase{
 		{"comma-separated nodes, the CA", strings.Join(addrs[:3], ","), ca, true, ""},
 		{"rediss:// with addr parameters, the CA", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, true, ""},
@@ -246,12 +262,56 @@ func runClusterCases(t *testing.T, cluster *redistest.Cluster, cases []clusterCa
 func TestRedisClusterPassword(t *testing.T) {
 	cluster := redistest.StartClusterPassword(t, "cluster-secret")
 	addrs := cluster.Addrs()
-	const refused = `msg="Redis refused the limiter's password or user`
 	runClusterCases(t, cluster, []clusterCase{
 		{"URL with addr parameters", "redis://:cluster-secret@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, true, ""},
 		{"URL of one node", "redis://:cluster-secret@" + addrs[1], tlsconf.ClientFiles{}, true, ""},
-		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, refused},
-		{"wrong password", "redis://:wrong@" + addrs[0] + "?addr=" + addrs[1], tlsconf.ClientFiles{}, false, refused},
+		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), tlsconf.ClientFiles{}, false, refusedPassword},
+		{"wrong password", "redis://:wrong@" + addrs[0] + "?addr=" + addrs[1], tlsconf.ClientFiles{}, false, refusedPassword},
+	})
+}
+
+// refusedPassword matches the error a limiter logs at start when Redis
+// refuses its password or user.
+const refusedPassword = `msg="Redis refused the limiter's password or user`
+
+// TestRedisClusterTLSPassword runs a limiter on a Redis Cluster whose
+// nodes serve TLS alone and require a password, both at once: given the
+// CA (--redis-ca) and the password in a rediss:// URL, with addr
+// parameters or of one node, every decision is made on the store; a
+// wrong password, or none (comma-separated host:port), decides by the
+// failure mode, and the log's error at start says the password was
+// refused.
+func TestRedisClusterTLSPassword(t *testing.T) {
+	files := serverTLS(t)
+	cluster := redistest.StartClusterWith(t, redisproc.ClusterConfig{TLS: files, Password: "cluster-secret"})
+	addrs := cluster.Addrs()
+	ca := tlsconf.ClientFiles{CA: files.CAFile}
+	runClusterCases(t, cluster, []clusterCase{
+		{"rediss:// with addr parameters", "rediss://:cluster-secret@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, true, ""},
+		{"rediss:// of one node", "rediss://:cluster-secret@" + addrs[1], ca, true, ""},
+		{"wrong password", "rediss://:wrong@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, false, refusedPassword},
+		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), ca, false, refusedPassword},
+	})
+}
+
+// TestRedisClusterClientCert runs a limiter on a Redis Cluster whose
+// nodes serve TLS alone and require a client certificate
+// (tls-auth-clients yes): given the CA and the limiter's certificate
+// (--redis-ca, --redis-cert, --redis-key), every decision is made on the
+// store, the nodes named each way --redis can name a cluster's; without
+// the certificate, every decision goes to the failure mode, and the
+// log's error at start says the TLS connection failed.
+func TestRedisClusterClientCert(t *testing.T) {
+	files, withCert := clientCertTLS(t)
+	cluster := redistest.StartClusterWith(t, redisproc.ClusterConfig{TLS: files, Extra: []string{"--tls-auth-clients", "yes"}})
+	addrs := cluster.Addrs()
+	ca := tlsconf.ClientFiles{CA: withCert.CA}
+	runClusterCases(t, cluster, []clusterCase{
+		{"comma-separated nodes", strings.Join(addrs[:3], ","), withCert, true, ""},
+		{"rediss:// with addr parameters", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], withCert, true, ""},
+		{"one node's address", addrs[2], withCert, true, ""},
+		{"comma-separated nodes, without the certificate", strings.Join(addrs[:3], ","), ca, false, `msg="the TLS connection to Redis failed.*tls: certificate required`},
+		{"rediss:// with addr parameters, without the certificate", "rediss://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, false, `msg="the TLS connection to Redis failed.*tls: certificate required`},
 	})
 }
 

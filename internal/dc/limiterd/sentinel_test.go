@@ -13,7 +13,6 @@ import (
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
 	"github.com/weirhq/weir/internal/platform/tlsconf"
-	"github.com/weirhq/weir/internal/testkit/certtest"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/internal/testkit/wait"
@@ -159,21 +158,13 @@ func loggedWith(logs, msg, text string) bool {
 // sentinelConfigs returns the Sentinel deployments the tests run with
 // credentials: the Sentinel and the primary each requiring a password
 // (sentinel-secret, primary-secret), and the same serving TLS alone
-// (sentinelTLS).
+// (serverTLS).
 func sentinelConfigs(t *testing.T) (passwords, withTLS redisproc.SentinelConfig) {
 	t.Helper()
 	passwords = redisproc.SentinelConfig{Password: "primary-secret", SentinelPassword: "sentinel-secret"}
 	withTLS = passwords
-	withTLS.TLS = sentinelTLS(t)
+	withTLS.TLS = serverTLS(t)
 	return passwords, withTLS
-}
-
-// sentinelTLS issues a certificate for the servers of a Sentinel
-// deployment, its own CA.
-func sentinelTLS(t *testing.T) redisproc.TLSFiles {
-	t.Helper()
-	cert := certtest.Issue(t, t.TempDir(), "redis")
-	return redisproc.TLSFiles{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CAFile: cert.CertFile}
 }
 
 // sentinelRules writes the rule file of the Sentinel tests and returns
