@@ -197,6 +197,21 @@ func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (
 const RedisACL = "resetkeys ~weir:* resetchannels -@all +@connection +evalsha +eval +script|load +info +config|get +cluster|shards " +
 	"+get +set +del +pexpire +pttl +zadd +zcard +zcount +zrange +zrem +zremrangebyscore"
 
+// RedisSentinelACL is what a Redis Sentinel's ACL user (Redis 6.2) is
+// allowed for a limiter that asks it for the primary, as go-redis's
+// client of the Sentinels uses it: the connection's own commands, the
+// primary's address, the other Sentinels' (go-redis adds those it did
+// not know to the ones it asks), and the channels on which the Sentinel
+// announces a failover (go-redis then drops its connections to the old
+// primary at once). Only the primary's address is indispensable: without
+// the rest go-redis logs the refusal, keeps to the Sentinels named, and
+// finds the new primary when its connections to the old one fail (as
+// they do when it dies). As RedisACL's, after the user's name,
+// "on" and its password; the user the limiter decides as is another, of
+// the primary and its replicas (RedisACL).
+const RedisSentinelACL = "resetchannels &+switch-master &+replica-reconf-done -@all +@connection +subscribe " +
+	"+sentinel|get-master-addr-by-name +sentinel|sentinels"
+
 // withTLS returns the TLS configuration of a Redis client: fromURL,
 // what go-redis made of a rediss:// URL (nil for no TLS), when files is
 // nil (no --redis-ca, --redis-cert or --redis-key); else files, which

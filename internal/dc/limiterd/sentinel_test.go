@@ -18,49 +18,69 @@ import (
 	"github.com/weirhq/weir/internal/testkit/wait"
 )
 
-// TestRedisSentinel runs a limiter on the primary that a Redis Sentinel
-// watches (--redis redis://SENTINEL?master_name=NAME, as
+// TestRedisSentinel runs a limiter on the primary that Redis Sentinels
+// watch (--redis redis://SENTINEL?master_name=NAME, as
 // envoyproxy/ratelimit's REDIS_TYPE=sentinel): without credentials; with
 // a Sentinel and a primary that each require a password, given in the
 // URL's userinfo (the Sentinel's) and its password parameter (the
-// primary's); and with those passwords over TLS alone (rediss://), the
-// servers' CA given (--redis-ca) or certificates not checked. Its
-// decisions are made on the store; when the primary dies, the Sentinel
-// promotes the replica and the limiter's decisions go back to the store,
-// on the new primary.
+// primary's); with those passwords over TLS alone (rediss://), the
+// servers' CA given (--redis-ca) or certificates not checked; as ACL
+// users, the Sentinel's (limiterd.RedisSentinelACL) in the userinfo and
+// the primary's (limiterd.RedisACL) in the username and password
+// parameters, neither the default user; and through three
+// Sentinels (quorum 2) named in one URL, the first of them down from
+// before the limiter starts. Its decisions are made on the store; when
+// the primary dies, the Sentinels promote the replica and the limiter's
+// decisions go back to the store, on the new primary.
 func TestRedisSentinel(t *testing.T) {
 	passwords, withTLS := sentinelConfigs(t)
+	aclUsers := passwords
+	aclUsers.Users = []string{"weir on >weir-pw " + limiterd.RedisACL}
+	aclUsers.SentinelUsers = []string{"limiter on >limiter-pw " + limiterd.RedisSentinelACL}
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
-		// redis is the --redis URL for the Sentinel at addr watching
-		// master.
-		redis func(addr, master string) string
+		// redis is the --redis URL for the Sentinels of s.
+		redis func(s *redistest.Sentinel) string
 		tls   tlsconf.ClientFiles // --redis-ca
+		// firstDown stops the first Sentinel before the limiter starts.
+		firstDown bool
 	}{
-		{"without credentials", redisproc.SentinelConfig{}, func(addr, master string) string {
-			return "redis://" + addr + "?master_name=" + master
-		}, tlsconf.ClientFiles{}},
-		{"passwords of the Sentinel and the primary", passwords, func(addr, master string) string {
-			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, tlsconf.ClientFiles{}},
+		{"without credentials", redisproc.SentinelConfig{}, func(s *redistest.Sentinel) string {
+			return "redis://" + s.Sentinel.Addr + "?master_name=" + s.MasterName
+		}, tlsconf.ClientFiles{}, false},
+		{"passwords of the Sentinel and the primary", passwords, func(s *redistest.Sentinel) string {
+			return "redis://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+		}, tlsconf.ClientFiles{}, false},
 		// The servers' certificate is of a CA of its own: trusted with
 		// --redis-ca (or, cmd/limiter's TestRedisSentinelPrivateCA,
 		// SSL_CERT_FILE); TestRedisSentinelRefused shows it refused
 		// without. skip_verify=true encrypts without checking it.
-		{"passwords and TLS, the CA given", withTLS, func(addr, master string) string {
-			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, tlsconf.ClientFiles{CA: withTLS.TLS.CAFile}},
-		{"passwords and TLS, certificates not checked", withTLS, func(addr, master string) string {
-			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret&skip_verify=true"
-		}, tlsconf.ClientFiles{}},
+		{"passwords and TLS, the CA given", withTLS, func(s *redistest.Sentinel) string {
+			return "rediss://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+		}, tlsconf.ClientFiles{CA: withTLS.TLS.CAFile}, false},
+		{"passwords and TLS, certificates not checked", withTLS, func(s *redistest.Sentinel) string {
+			return "rediss://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret&skip_verify=true"
+		}, tlsconf.ClientFiles{}, false},
+		// The default users still require sentinel-secret and
+		// primary-secret: a limiter that did not log in as the users
+		// named would be refused.
+		{"ACL users of the Sentinel and the primary", aclUsers, func(s *redistest.Sentinel) string {
+			return "redis://limiter:limiter-pw@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&username=weir&password=weir-pw"
+		}, tlsconf.ClientFiles{}, false},
+		{"three Sentinels, the first down", redisproc.SentinelConfig{Sentinels: 3}, func(s *redistest.Sentinel) string {
+			return "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&addr=" + s.Sentinels[1].Addr + "&addr=" + s.Sentinels[2].Addr
+		}, tlsconf.ClientFiles{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
+			if tc.firstDown {
+				s.Sentinel.Stop()
+			}
 			// A store timeout far above the default: this test is about
 			// where decisions go, and a loaded machine's slow reply would
 			// be decided by the failure mode too.
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinel.Addr, s.MasterName), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
 			postChecks(t, base, "before", 10)
 			if got := decisionsBySource(t, base)["store"]; got != 10 {
 				t.Fatalf("decisions on the store through the Sentinel: got %d, want 10 (all: %v)", got, decisionsBySource(t, base))
@@ -86,7 +106,8 @@ func TestRedisSentinel(t *testing.T) {
 }
 
 // TestRedisSentinelRefused: a limiter that the Sentinel or the primary
-// refuses (a wrong or missing password), or that refuses their TLS
+// refuses (a wrong or missing password, a Sentinel ACL user that may not
+// ask for the primary), or that refuses their TLS
 // certificate (signed by a CA of its own, which go-redis's rediss:// does
 // not trust), still starts, and decides every check by its rule's failure
 // mode (local, the default); its log says why, with what it was answered,
@@ -115,6 +136,11 @@ func TestRedisSentinelRefused(t *testing.T) {
 		{"wrong Sentinel password", passwords, func(addr, master string) string {
 			return "redis://:not-the-sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
 		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair", wrongPassword},
+		// A Sentinel's ACL user that may log in but not ask for the
+		// primary.
+		{"Sentinel ACL user without SENTINEL rights", redisproc.SentinelConfig{SentinelUsers: []string{"limiter on >limiter-pw -@all +@connection"}}, func(addr, master string) string {
+			return "redis://limiter:limiter-pw@" + addr + "?master_name=" + master
+		}, "NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command", "Redis refused the limiter a command its ACL user may not run"},
 		{"TLS with a private CA", withTLS, func(addr, master string) string {
 			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
 		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the TLS connection to Redis failed"},
