@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"net"
 	"regexp"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weirhq/weir/internal/testkit/fakeclock"
 	"github.com/weirhq/weir/internal/testkit/redistest"
 	"github.com/weirhq/weir/internal/testkit/storetest"
 	"github.com/weirhq/weir/pkg/algorithm"
@@ -501,6 +503,74 @@ func TestClusterDecisionNotResent(t *testing.T) {
 				if r.Err != nil || r.Remaining != limit-2 {
 					t.Errorf("key %d: remaining %d (err %v), want %d: the failed call counted %d times, want once", i, r.Remaining, r.Err, limit-2, limit-1-r.Remaining)
 				}
+			}
+		})
+	}
+}
+
+// dialCounter is a go-redis hook that counts dials.
+type dialCounter struct{ n atomic.Int64 }
+
+func (d *dialCounter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.n.Add(1)
+		return next(ctx, network, addr)
+	}
+}
+func (d *dialCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (d *dialCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestClusterLookupAfterFailure: a cluster the client cannot log in to
+// (a wrong password) is not dialled once per lookup of a key's node: the
+// failure answers lookups for SlotMapRetry, then the map is tried again;
+// with the right password, lookups succeed at once after the wait.
+func TestClusterLookupAfterFailure(t *testing.T) {
+	c := redistest.StartClusterPassword(t, "right")
+	clock := fakeclock.New(time.Unix(1_800_000_000, 0))
+	tests := []struct {
+		name     string
+		password string
+		wantErr  bool
+	}{
+		{"wrong password", "wrong", true},
+		{"right password", "right", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Password: tt.password, MaxRetries: -1})
+			t.Cleanup(func() { _ = rc.Close() })
+			dials := &dialCounter{}
+			rc.OnNewNode(func(n *redis.Client) { n.AddHook(dials) })
+			s, err := redisstore.New(rc, redisstore.Config{Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lookups := func() (failed int) {
+				for i := range 50 {
+					r := algorithm.Request{Key: "user-" + strconv.Itoa(i), Params: algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 1, Window: time.Second}, Cost: 1}
+					if _, err := s.Node(context.Background(), r); err != nil {
+						failed++
+					}
+				}
+				return failed
+			}
+			for round := range 2 {
+				before := dials.n.Load()
+				failed := lookups()
+				if want := map[bool]int{true: 50, false: 0}[tt.wantErr]; failed != want {
+					t.Errorf("round %d: %d of 50 lookups failed, want %d", round+1, failed, want)
+				}
+				// A load of the map dials each seed it tries at most
+				// once, or reuses the connections it has.
+				if got := dials.n.Load() - before; got > int64(len(c.Addrs())) {
+					t.Errorf("round %d: 50 lookups dialled %d times, want at most %d (one load of the map)", round+1, got, len(c.Addrs()))
+				}
+				if tt.wantErr && round == 0 && dials.n.Load() == before {
+					t.Errorf("round 1: no dial: the map was never tried")
+				}
+				clock.Advance(redisstore.SlotMapRetry)
 			}
 		})
 	}

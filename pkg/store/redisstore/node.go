@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -50,7 +51,9 @@ type singleClient interface {
 // load the map the first time); for a single *redis.Client, its address;
 // "" when the client does not say. It sends nothing to Redis once the map
 // is loaded. After a failover the map names the promoted replica once the
-// store has reloaded it (it does so when a request fails).
+// store has reloaded it (it does so when a request fails). When the map
+// could not be loaded, lookups fail with that error for slotMapRetry
+// (250 ms) before the map is tried again.
 func (s *Store) Node(ctx context.Context, r algorithm.Request) (string, error) {
 	if c, ok := s.c.(singleClient); ok {
 		return c.Options().Addr, nil // one node: no key to place
@@ -58,12 +61,37 @@ func (s *Store) Node(ctx context.Context, r algorithm.Request) (string, error) {
 	return s.node(ctx, s.RedisKey(r))
 }
 
+// slotMapRetry is how long after a cluster client failed to load its
+// slot map the store answers lookups of a key's node with that failure
+// rather than load it again. A cluster the limiter cannot reach or log
+// in to would otherwise be dialled, over TLS and with AUTH, once per
+// decision, and each decision would wait for it before the breaker of
+// its node could step in.
+const slotMapRetry = 250 * time.Millisecond
+
+// lookupFailure is the last failure to find a key's node, and when.
+type lookupFailure struct {
+	at  time.Time
+	err error
+}
+
 func (s *Store) node(ctx context.Context, key string) (string, error) {
 	switch c := s.c.(type) {
 	case clusterClient:
+		if f := s.lookupFailed.Load(); f != nil && s.now().Sub(f.at) < slotMapRetry {
+			return "", fmt.Errorf("redisstore: node of %s: %w", key, f.err)
+		}
 		n, err := c.MasterForKey(ctx, key)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() == nil:
+			// The map, not the key: every key's lookup fails alike
+			// (go-redis names a random node for a slot no node serves).
+			s.lookupFailed.Store(&lookupFailure{at: s.now(), err: err})
+			fallthrough
+		case err != nil:
 			return "", fmt.Errorf("redisstore: node of %s: %w", key, err)
+		case s.lookupFailed.Load() != nil:
+			s.lookupFailed.Store(nil)
 		}
 		return n.Options().Addr, nil
 	case singleClient:

@@ -56,6 +56,9 @@ type Config struct {
 	// client never batches), nor does a single node with cluster mode
 	// enabled (its CROSSSLOT reply turns batching off).
 	ScriptPerRequest bool
+	// Now is the clock of the store's own waits (after a Redis Cluster
+	// client failed to load its slot map, see Node). Default time.Now.
+	Now func() time.Time
 }
 
 // Validate reports whether c is usable.
@@ -140,6 +143,10 @@ type Store struct {
 	// turns batching off for good.
 	batch    script
 	batching atomic.Bool
+	now      func() time.Time
+	// lookupFailed is the last failure of a cluster client to find a
+	// key's node, until a lookup succeeds (see slotMapRetry).
+	lookupFailed atomic.Pointer[lookupFailure]
 	// callBufs holds *callBuf: the calls of a Decide or Refund, reused
 	// (a call is a few hundred bytes, a batch of them the most the store
 	// allocates per decision).
@@ -188,7 +195,10 @@ func New(c Client, cfg Config) (*Store, error) {
 		cfg.Prefix = "weir"
 	}
 	_, single := c.(singleClient)
-	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), "")}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Store{c: c, prefix: cfg.Prefix, batch: newScript(batchSource(), ""), now: cfg.Now}
 	s.batching.Store(single && !cfg.ScriptPerRequest)
 	bucket := newScript(scriptSource(packedLua, bucketLua), "b")
 	s.scripts[algorithm.TokenBucket] = bucket
