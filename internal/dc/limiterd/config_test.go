@@ -53,3 +53,25 @@ func TestValidateEnvoyHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateMergeDomains: --merge-domains merges the files of --rules;
+// with rules from etcd alone it would do nothing, and is refused.
+func TestValidateMergeDomains(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     limiterd.Config
+		wantErr bool
+	}{
+		{"with a rules directory", limiterd.Config{DC: "local", RulesFile: "rules", MergeDomains: true}, false},
+		{"with etcd alone", limiterd.Config{DC: "local", Etcd: []string{"127.0.0.1:2379"}, MergeDomains: true}, true},
+		{"off, with etcd alone", limiterd.Config{DC: "local", Etcd: []string{"127.0.0.1:2379"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if got := err != nil && strings.Contains(err.Error(), "--merge-domains"); got != tt.wantErr {
+				t.Errorf("got %v, want an error naming --merge-domains: %v", err, tt.wantErr)
+			}
+		})
+	}
+}

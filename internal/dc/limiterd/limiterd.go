@@ -100,7 +100,7 @@ type Config struct {
 	// shares its domain with no other file. Default false: a domain
 	// repeated across files is refused, its first file in force
 	// (fileRules.domains says exactly which). Rules from etcd have
-	// nothing to merge: there it has no effect.
+	// nothing to merge: Validate refuses it without RulesFile.
 	MergeDomains bool
 	// DefaultDomain, if set, is the rule domain of check and status
 	// requests that name none (limiter.Config.DefaultDomain). Default "":
@@ -284,6 +284,9 @@ func (c Config) Validate() error {
 		if err := c.etcdClient().Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.MergeDomains && c.RulesFile == "" {
+		errs = append(errs, errors.New("--merge-domains merges the files of a rules directory (--rules); rules from etcd have none to merge"))
 	}
 	if c.StateDir != "" && len(c.Etcd) == 0 {
 		errs = append(errs, errors.New("a state directory (--state-dir) keeps what the limiter reads from etcd: it needs --etcd"))
