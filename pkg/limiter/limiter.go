@@ -575,8 +575,9 @@ type RuleResult struct {
 	// Hits is the cost the rule was asked for.
 	Hits int64
 	// Refunded is true when the rule admitted the request but another
-	// rule rejected it, so that the admission was given back (Remaining
-	// counts it as given back).
+	// rule rejected it (or, with Request.RefundOnReject, another item of
+	// the request was rejected), so that the admission was given back
+	// (Remaining counts it as given back).
 	Refunded bool
 	// req is what the store was asked, for a refund.
 	req algorithm.Request

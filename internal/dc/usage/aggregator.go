@@ -302,10 +302,12 @@ func (a *Aggregator) count(st *ruleStats, r *limiter.RuleResult, itemAllowed boo
 	case !r.Allowed:
 		c = classRejected
 		st.rejected.Add(hits)
-	case itemAllowed:
+	case itemAllowed && !r.Refunded:
 		c = classAdmitted
 		st.admitted.Add(hits)
 	default:
+		// Allowed, and given back: its item was rejected, or another item
+		// of its request (limiter.Request.RefundOnReject).
 		c = classPassed
 		st.passed.Add(hits)
 	}

@@ -617,6 +617,42 @@ rules:
 	}
 }
 
+// TestAggregatorRefundOnReject: with limiter.Request.RefundOnReject, an
+// item under its limit in a rejected request is allowed and given back:
+// its hits are reported passed, not admitted.
+func TestAggregatorRefundOnReject(t *testing.T) {
+	set := rulesettest.Compile(t, `
+domain: api
+rules:
+  - {rule_id: per-user, key_type: user_id, limit: 1, window_seconds: 60, algorithm: FixedWindow}
+`)
+	agg := newAggregator(t, usage.AggregatorConfig{TopK: -1})
+	store, err := memstore.New(memstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l, err := limiter.New(limiter.Config{Store: store, Observer: agg, CacheKeys: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetRules(set); err != nil {
+		t.Fatal(err)
+	}
+	user := func(u string) limiter.Item { return limiter.Item{Attributes: map[string]string{"user_id": u}} }
+	for i, items := range [][]limiter.Item{{user("alice")}, {user("alice"), user("bob")}} {
+		if _, err := l.Check(context.Background(), limiter.Request{Items: items, RefundOnReject: true}); err != nil {
+			t.Fatalf("check %d: %v", i+1, err)
+		}
+	}
+	// alice: 1 admitted, then 1 rejected; bob: allowed beside her
+	// rejection, and given back: offered, not admitted.
+	if c := ruleCounts(byRule(agg.Flush())["per-user"]); c != (counts{3, 1, 1}) {
+		t.Errorf("per-user: %+v, want {3 1 1}", c)
+	}
+}
+
 func TestAggregatorIgnoresNil(t *testing.T) {
 	agg := newAggregator(t, usage.AggregatorConfig{})
 	agg.Checked("shop", nil, 0)
