@@ -523,23 +523,27 @@ func (d *dialCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 }
 
 // TestClusterLookupAfterFailure: a cluster the client cannot log in to
-// (a wrong password) is not dialled once per lookup of a key's node: the
-// failure answers lookups for SlotMapRetry, then the map is tried again;
-// with the right password, lookups succeed at once after the wait.
+// (a wrong password), or whose nodes accept connections and answer
+// nothing (each lookup bounded by a context, as the limiter bounds store
+// calls), is not dialled once per lookup of a key's node: the failure
+// answers lookups for SlotMapRetry, then the map is tried again; with
+// the right password, lookups succeed at once after the wait.
 func TestClusterLookupAfterFailure(t *testing.T) {
 	c := redistest.StartClusterPassword(t, "right")
 	clock := fakeclock.New(time.Unix(1_800_000_000, 0))
 	tests := []struct {
 		name     string
+		addrs    []string
 		password string
 		wantErr  bool
 	}{
-		{"wrong password", "wrong", true},
-		{"right password", "right", false},
+		{"wrong password", c.Addrs(), "wrong", true},
+		{"right password", c.Addrs(), "right", false},
+		{"no node answers", silentNodes(t, 3), "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Password: tt.password, MaxRetries: -1})
+			rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: tt.addrs, Password: tt.password, MaxRetries: -1, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = rc.Close() })
 			dials := &dialCounter{}
 			rc.OnNewNode(func(n *redis.Client) { n.AddHook(dials) })
@@ -550,9 +554,11 @@ func TestClusterLookupAfterFailure(t *testing.T) {
 			lookups := func() (failed int) {
 				for i := range 50 {
 					r := algorithm.Request{Key: "user-" + strconv.Itoa(i), Params: algorithm.Params{Algorithm: algorithm.FixedWindow, Limit: 1, Window: time.Second}, Cost: 1}
-					if _, err := s.Node(context.Background(), r); err != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+					if _, err := s.Node(ctx, r); err != nil {
 						failed++
 					}
+					cancel()
 				}
 				return failed
 			}
@@ -564,8 +570,8 @@ func TestClusterLookupAfterFailure(t *testing.T) {
 				}
 				// A load of the map dials each seed it tries at most
 				// once, or reuses the connections it has.
-				if got := dials.n.Load() - before; got > int64(len(c.Addrs())) {
-					t.Errorf("round %d: 50 lookups dialled %d times, want at most %d (one load of the map)", round+1, got, len(c.Addrs()))
+				if got := dials.n.Load() - before; got > int64(len(tt.addrs)) {
+					t.Errorf("round %d: 50 lookups dialled %d times, want at most %d (one load of the map)", round+1, got, len(tt.addrs))
 				}
 				if tt.wantErr && round == 0 && dials.n.Load() == before {
 					t.Errorf("round 1: no dial: the map was never tried")
@@ -574,4 +580,43 @@ func TestClusterLookupAfterFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentNodes returns the addresses of n listeners on loopback that
+// accept connections and never answer, closed when t ends.
+func silentNodes(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		var mu sync.Mutex
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				conns = append(conns, conn)
+				mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			_ = ln.Close()
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		})
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs
 }

@@ -83,9 +83,12 @@ func (s *Store) node(ctx context.Context, key string) (string, error) {
 		}
 		n, err := c.MasterForKey(ctx, key)
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case err != nil && !errors.Is(err, context.Canceled):
 			// The map, not the key: every key's lookup fails alike
 			// (go-redis names a random node for a slot no node serves).
+			// A caller gone says nothing of the map; a caller's deadline
+			// that passed while the map loaded does: it did not load
+			// within a store call's bound.
 			s.lookupFailed.Store(&lookupFailure{at: s.now(), err: err})
 			fallthrough
 		case err != nil:
