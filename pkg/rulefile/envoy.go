@@ -60,8 +60,8 @@ import (
 // value_to_metric and metadata are ignored, and a requests_per_unit of 0
 // or above algorithm.MaxLimit gives no rule; ParseEnvoyConfig returns the
 // descriptor tree by which Weir's Envoy API applies all of them as
-// envoyproxy/ratelimit does, a limit's metadata (an object: a repeated
-// key, or a number that is not finite, is refused) with it. docs/envoy.md and docs/rules.md describe both.
+// envoyproxy/ratelimit does, a limit's metadata (an object, read as the
+// peer reads it) with it. docs/envoy.md and docs/rules.md describe both.
 //
 // Errors are those of Parse for malformed documents; any other problem
 // gives a *rule.ValidationError listing every problem with the path of
@@ -368,15 +368,20 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 
 // metadata converts a descriptor's metadata at path, an object, into what
 // the Envoy API's answers carry in their dynamic metadata, as
-// envoyproxy/ratelimit converts it (structpb.NewStruct of its YAML); nil
-// after reporting why it cannot.
+// envoyproxy/ratelimit converts it (structpb.NewStruct of what its YAML
+// reader makes of it): a repeated key keeps its last value, and numbers
+// are kept whatever they are (.inf, .nan). nil after reporting that it is
+// not an object, which the peer refuses too.
 func (c *envoyConverter) metadata(path string, v *document.Node) *structpb.Struct {
-	if document.OpenAs(&c.rep, path, v, "an object") == nil { // reports repeated keys
+	if v.Kind != document.Object {
+		document.Mismatch(&c.rep, path, "an object", v)
 		return nil
 	}
 	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(v.Fields))}
-	for _, f := range v.Fields {
-		out.Fields[f.Key] = c.metadataValue(fielderr.Key(path, f.Key), f.Value)
+	for _, fs := range [][]document.Field{v.Fields, v.Repeats} {
+		for _, f := range fs {
+			out.Fields[f.Key] = c.metadataValue(fielderr.Key(path, f.Key), f.Value)
+		}
 	}
 	return out
 }
@@ -387,12 +392,7 @@ func (c *envoyConverter) metadataValue(path string, v *document.Node) *structpb.
 	case document.Bool:
 		return structpb.NewBoolValue(v.Text == "true")
 	case document.Number:
-		f, err := strconv.ParseFloat(v.Text, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			c.rep.Fail(path, "%s is not a finite number", v.Text)
-			return nil
-		}
-		return structpb.NewNumberValue(f)
+		return structpb.NewNumberValue(yamlFloat(v.Text))
 	case document.String:
 		return structpb.NewStringValue(v.Text)
 	case document.List:
@@ -405,6 +405,22 @@ func (c *envoyConverter) metadataValue(path string, v *document.Node) *structpb.
 		return structpb.NewStructValue(c.metadata(path, v))
 	}
 	return structpb.NewNullValue()
+}
+
+// yamlFloat returns the value of a number as the YAML parser read it:
+// decimal, or YAML's .inf, -.inf and .nan; one out of float64's range is
+// infinite, as strconv.ParseFloat makes it.
+func yamlFloat(text string) float64 {
+	switch strings.ToLower(strings.TrimPrefix(text, "+")) {
+	case ".inf":
+		return math.Inf(1)
+	case "-.inf":
+		return math.Inf(-1)
+	case ".nan":
+		return math.NaN()
+	}
+	f, _ := strconv.ParseFloat(text, 64)
+	return f
 }
 
 // scalar reads a domain, key or value: a string, or a number or boolean

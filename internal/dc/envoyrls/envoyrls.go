@@ -65,7 +65,8 @@ type Config struct {
 	// every domain (envoyproxy/ratelimit's
 	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; limiter.Request.
 	// RefundOnReject): a rejected call spends nothing of the limits it
-	// was under. The answers do not change. Default off: every
+	// was under, whose limit_remaining (and headers) are then as before
+	// the call; the codes are as without it. Default off: every
 	// descriptor's hits are counted.
 	StopIncrementWhenOverLimit bool
 	// DynamicMetadata sets the dynamic metadata of every answer on a

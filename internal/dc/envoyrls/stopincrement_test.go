@@ -42,6 +42,26 @@ func TestStopIncrementWhenOverLimit(t *testing.T) {
 			})
 		}
 	}
+	// A descriptor over its limit in shadow_mode or quota_mode stops the
+	// others' counting too, as the peer's check of the counters ignores
+	// both: big (5,000,000 a minute) keeps its remaining.
+	for _, ps := range peerStores {
+		for _, over := range []string{"watched", "quota"} {
+			t.Run(fmt.Sprintf("%s/beside %s", ps.name, over), func(t *testing.T) {
+				svc, _ := peerServiceWith(t, ps.open(t), envoyrls.Config{StopIncrementWhenOverLimit: true}, peerMixed)
+				for i, want := range []uint32{4_999_999, 4_999_999, 4_999_999} {
+					resp, err := svc.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "mixed",
+						Descriptors: []*rlcommonv3.RateLimitDescriptor{desc(over, "v"), desc("big", "v")}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := resp.GetStatuses()[1].GetLimitRemaining(); got != want {
+						t.Errorf("call %d: big's remaining: got %d, want %d", i+1, got, want)
+					}
+				}
+			})
+		}
+	}
 	// On a domain of Weir rules too: c (5 a minute) beside a (1 a minute)
 	// stops counting once a is over.
 	for _, stop := range []bool{false, true} {
