@@ -189,6 +189,10 @@ type Envoy struct {
 	// in a rate_limit): it ignores them, and so does Weir, which a
 	// loader should say.
 	Ignored []string
+	// SharedNames, for a merge (MergeEnvoy), are the rate_limit.names
+	// given in more than one of its files, whose rules' ids are made
+	// unique in file order; empty otherwise.
+	SharedNames []string
 	// nodes are the checked top descriptors, which MergeEnvoy merges;
 	// never changed once read.
 	nodes []*envoyNode

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/weirhq/weir/pkg/fielderr"
 	"github.com/weirhq/weir/pkg/rule"
 )
 
@@ -32,12 +31,12 @@ type EnvoyFile struct {
 // Two files conflict when a top descriptor of the later one has the
 // composite key (key, or key_value) of a top descriptor of an earlier one,
 // which envoyproxy/ratelimit refuses too ("duplicate descriptor composite
-// key"), or when both give a rate_limit.name, which it allows but Weir
-// does not: the name is the id of the rule converted from the limit, and
-// one file's rule would take the id, the other a suffix that changes as
-// files come and go. (A name given twice within one file is made unique,
-// as ParseEnvoy does.) Deeper descriptors never conflict: each file's lie
-// below its own top ones.
+// key"). Deeper descriptors never conflict: each file's lie below its own
+// top ones. A rate_limit.name given in two files, which the peer allows,
+// merges as one file holding both gives it: the first rule takes the name
+// as its id, the others a suffix. Those ids change as files come and go,
+// so the merged Envoy lists such names in SharedNames, for the loader to
+// warn of.
 //
 // The error of conflicting files joins, for each later file of a
 // conflict, "merge NAME into domain D: " and a *rule.ValidationError with
@@ -49,7 +48,8 @@ type EnvoyFile struct {
 // domains than the first, or none at all, are an error of the caller.
 //
 // The merged Envoy's Ignored lists each file's, prefixed with its name
-// and ": ".
+// and ": "; SharedNames lists the names given in more than one file, in
+// the order first met.
 func MergeEnvoy(files ...EnvoyFile) (Envoy, error) {
 	if len(files) == 0 {
 		return Envoy{}, errors.New("merge configurations of envoyproxy/ratelimit: none given")
@@ -66,6 +66,7 @@ func MergeEnvoy(files ...EnvoyFile) (Envoy, error) {
 	if err := mergeConflicts(domain, files); err != nil {
 		return Envoy{}, err
 	}
+	shared := sharedNames(files)
 	var nodes []*envoyNode
 	var ignored []string
 	fileOf := map[*envoyNode]string{}
@@ -83,8 +84,30 @@ func MergeEnvoy(files ...EnvoyFile) (Envoy, error) {
 	if err != nil {
 		return Envoy{}, fmt.Errorf("merge %s into domain %q: %w", strings.Join(names, ", "), domain, err)
 	}
-	e.Ignored = ignored
+	e.Ignored, e.SharedNames = ignored, shared
 	return e, nil
+}
+
+// sharedNames returns the rate_limit.names that more than one of files
+// gives, in the order first met.
+func sharedNames(files []EnvoyFile) []string {
+	fileOf := map[string]int{}
+	var shared []string
+	for i, f := range files {
+		walkEnvoy(f.Config.nodes, func(n *envoyNode) {
+			if n.limit == nil || n.limit.name == "" {
+				return
+			}
+			switch first, seen := fileOf[n.limit.name]; {
+			case !seen:
+				fileOf[n.limit.name] = i
+			case first != i && first >= 0:
+				shared = append(shared, n.limit.name)
+				fileOf[n.limit.name] = -1 // listed
+			}
+		})
+	}
+	return shared
 }
 
 // mergeConflicts returns the conflicts of files (MergeEnvoy), or nil.
@@ -93,7 +116,7 @@ func mergeConflicts(domain string, files []EnvoyFile) error {
 		file int
 		path string
 	}
-	keys, names := map[string]at{}, map[string]at{}
+	keys := map[string]at{}
 	var errs []error
 	for i, f := range files {
 		var rep rule.Report
@@ -108,18 +131,6 @@ func mergeConflicts(domain string, files []EnvoyFile) error {
 				keys[key] = at{i, n.path}
 			}
 		}
-		walkEnvoy(f.Config.nodes, func(n *envoyNode) {
-			if n.limit == nil || n.limit.name == "" {
-				return
-			}
-			path := fielderr.Field(fielderr.Field(n.path, "rate_limit"), "name")
-			switch first, dup := names[n.limit.name]; {
-			case !dup:
-				names[n.limit.name] = at{i, path}
-			case first.file != i:
-				rep.Fail(path, "%q is the name at %s of %s too; a name is a rule's id, which files merged into one domain may not share", n.limit.name, first.path, files[first.file].Name)
-			}
-		})
 		if err := rep.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("merge %s into domain %q: %w", f.Name, domain, err))
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +37,7 @@ func TestMergeEnvoyAsOneFile(t *testing.T) {
 		header string   // the files' domain line
 		parts  []string // each file's descriptors
 		lookup [][]envoyconf.Entry
+		shared []string          // SharedNames
 		want   map[string]uint32 // entries (k=v,...) → requests_per_unit found, 0: none
 	}{
 		{
@@ -67,6 +69,17 @@ func TestMergeEnvoyAsOneFile(t *testing.T) {
 			},
 			want: map[string]uint32{"path=/api/v2/y": 5, "path=/api/x": 5, "other=o": 3},
 		},
+		{
+			// The peer allows one name in two files; so does one file.
+			name:   "one name in two files",
+			header: "domain: shop\n",
+			parts: []string{
+				"  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 1, name: login}\n",
+				"  - key: b\n    descriptors:\n      - key: c\n        rate_limit: {unit: minute, requests_per_unit: 2, name: login}\n",
+			},
+			shared: []string{"login"},
+			want:   map[string]uint32{"a=x": 1, "b=y,c=z": 2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +97,9 @@ func TestMergeEnvoyAsOneFile(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Rules, one.Rules) {
 				t.Errorf("rules:\ngot  %+v\nwant %+v (one file's)", got.Rules, one.Rules)
+			}
+			if !slices.Equal(got.SharedNames, tt.shared) {
+				t.Errorf("shared names: got %v, want %v", got.SharedNames, tt.shared)
 			}
 			for desc, want := range tt.want {
 				var entries []envoyconf.Entry
@@ -140,14 +156,6 @@ func TestMergeEnvoyConflicts(t *testing.T) {
 			name: "the third file repeats the first's",
 			docs: []string{"domain: shop\ndescriptors:\n  - key: a\n" + limit, "domain: shop\ndescriptors:\n  - key: b\n" + limit, "domain: shop\ndescriptors:\n  - key: a\n" + limit},
 			want: []string{`merge 2.yaml into domain "shop"`, `descriptors[0] of 0.yaml has it`},
-		},
-		{
-			name: "one name in two files",
-			docs: []string{
-				"domain: shop\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 1, name: login}\n",
-				"domain: shop\ndescriptors:\n  - key: b\n    descriptors:\n      - key: c\n        rate_limit: {unit: minute, requests_per_unit: 2, name: login}\n",
-			},
-			want: []string{`merge 1.yaml into domain "shop": descriptors[0].descriptors[0].rate_limit.name: "login" is the name at descriptors[0].rate_limit.name of 0.yaml too`},
 		},
 		{
 			name: "one name twice in one file: made unique, as in one file",

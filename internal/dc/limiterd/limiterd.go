@@ -95,8 +95,8 @@ type Config struct {
 	// MergeDomains merges the configurations of envoyproxy/ratelimit in
 	// RulesFile that name one domain into that domain, in path order, as
 	// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true does: a top
-	// descriptor, or a rate_limit.name, in two of them refuses them all,
-	// and the domain keeps the rules it had. A Weir rule file still
+	// descriptor in two of them refuses them all, and the domain keeps
+	// the rules it had. A Weir rule file still
 	// shares its domain with no other file. Default false: a domain
 	// repeated across files is refused, its first file in force
 	// (fileRules.domains says exactly which). Rules from etcd have

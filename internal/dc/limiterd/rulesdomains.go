@@ -25,10 +25,10 @@ import (
 //     A Weir rule file merges with no other: when it is the domain's
 //     first file, the others are refused, else it is.
 //
-// Files that do not merge (a top descriptor, or a rate_limit.name, in
-// two of them) are all refused, and the domain keeps what was in force
-// for it (f.inForce): a change that breaks the merge never makes the
-// limiter enforce less than it did. A domain that had nothing in force
+// Files that do not merge (a top descriptor in two of them) are all
+// refused, and the domain keeps what was in force for it (f.inForce): a
+// change that breaks the merge never makes the limiter enforce less than
+// it did. A domain that had nothing in force
 // has nothing until its files merge; at start the error stops the
 // limiter.
 func (f *fileRules) domains(paths []string, next map[string]loadedFile) ([]loadedFile, []error) {
@@ -137,5 +137,9 @@ func (f *fileRules) mergeDomain(d string, paths []string, next map[string]loaded
 	sum := sha256.Sum256([]byte(m.key))
 	m.lf = loadedFile{digest: hex.EncodeToString(sum[:8]), conf: conf, set: set}
 	f.log.Info("rules merged", "domain", d, "files", paths, "rules", len(conf.Rules.Rules), "version", m.lf.digest)
+	if len(conf.SharedNames) > 0 {
+		f.log.Warn("a rate_limit.name is given in several files of a domain: its rules' ids are the name and the name with a suffix, in path order, and change as files come and go (weirctl, the metrics and the DC shares know rules by id)",
+			"domain", d, "names", conf.SharedNames)
+	}
 	return m
 }

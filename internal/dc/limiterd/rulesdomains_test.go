@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirhq/weir/internal/dc/envoyrls"
 	"github.com/weirhq/weir/internal/dc/metrics"
+	"github.com/weirhq/weir/internal/testkit/syncbuf"
 	"github.com/weirhq/weir/pkg/envoyconf"
 	"github.com/weirhq/weir/pkg/limiter"
 	"github.com/weirhq/weir/pkg/store/memstore"
@@ -151,15 +152,11 @@ func TestMergeDomainsEnvoyAPI(t *testing.T) {
 
 // TestMergeDomainsRefused checks, at start (the first load), the files
 // that do not merge: a top descriptor of one repeated in another (as
-// envoyproxy/ratelimit's TestDuplicateKeyDomainMerge), one
-// rate_limit.name in two files, and a Weir rule file beside a
-// configuration of envoyproxy/ratelimit. The error names both files and
+// envoyproxy/ratelimit's TestDuplicateKeyDomainMerge), and a Weir rule
+// file beside a configuration of envoyproxy/ratelimit. The error names both files and
 // what they share; none of a refused merge's rules is in force.
 func TestMergeDomainsRefused(t *testing.T) {
 	const weir = "domain: shop\nrules:\n  - {rule_id: r, key_type: user, limit: 5, window_seconds: 60}\n"
-	named := func(body, name string) string {
-		return strings.Replace(body, "requests_per_unit: ", "name: "+name+", requests_per_unit: ", 1)
-	}
 	tests := []struct {
 		name    string
 		files   map[string]string
@@ -168,8 +165,6 @@ func TestMergeDomainsRefused(t *testing.T) {
 	}{
 		{"one top descriptor in two files", map[string]string{"a.yaml": shopCheckout, "b.yaml": shopBoth},
 			[]string{`merge {dir}/b.yaml into domain "shop": descriptors[0]: duplicate descriptor composite key 'shop.route_checkout': descriptors[0] of {dir}/a.yaml has it`}, ""},
-		{"one name in two files", map[string]string{"a.yaml": named(shopCheckout, "orders"), "b.yaml": named(shopSearch, "orders")},
-			[]string{`merge {dir}/b.yaml into domain "shop": descriptors[0].rate_limit.name: "orders" is the name at descriptors[0].rate_limit.name of {dir}/a.yaml too`}, ""},
 		{"a Weir rule file after", map[string]string{"a.yaml": shopCheckout, "b.yaml": weir},
 			[]string{`load rules from {dir}/b.yaml: domain "shop" is already that of {dir}/a.yaml; only configurations of envoyproxy/ratelimit merge`}, "a.yaml"},
 		{"a Weir rule file first", map[string]string{"a.yaml": weir, "b.yaml": shopCheckout, "c.yaml": shopSearch},
@@ -193,6 +188,35 @@ func TestMergeDomainsRefused(t *testing.T) {
 				t.Errorf("shop: got %v in force (%v), want %s's rules", f.inForce["shop"].digest, rerr, tt.inForce)
 			}
 		})
+	}
+}
+
+// TestMergeDomainsSharedName: one rate_limit.name in two files, which
+// envoyproxy/ratelimit loads, merges as one file holding both would: the
+// rules are in force, their ids the name and the name with a suffix, and
+// the limiter warns that those ids follow the files' order.
+func TestMergeDomainsSharedName(t *testing.T) {
+	named := func(body string) string {
+		return strings.Replace(body, "requests_per_unit: ", "name: orders, requests_per_unit: ", 1)
+	}
+	var logs syncbuf.Buffer
+	f, _, _ := newRulesDir(t, true, map[string]string{"a.yaml": named(shopCheckout), "b.yaml": named(shopSearch)}, &logs)
+	if err := f.load(); err != nil {
+		t.Fatalf("load: got %v, want none", err)
+	}
+	set, err := f.lim.Rules("shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range set.Rules() {
+		ids = append(ids, r.Spec.ID)
+	}
+	if len(ids) != 2 || ids[0] != "orders" || !strings.HasPrefix(ids[1], "orders") || ids[1] == "orders" {
+		t.Errorf("rule ids: got %v, want orders and orders with a suffix", ids)
+	}
+	if !strings.Contains(logs.String(), "a rate_limit.name is given in several files of a domain") || !strings.Contains(logs.String(), "orders") {
+		t.Errorf("logs: got\n%s\nwant a warning naming orders", logs.String())
 	}
 }
 
