@@ -36,6 +36,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, err error) bool
 	return true
 }
 
+// Forwarder returns the Forwarder that carries the requests this server
+// forwards to the leader (Config.Forward), nil without one: for other
+// handlers of the process to forward with, so that its warnings share one
+// rate limit.
+func (s *Server) Forwarder() *Forwarder { return s.fwd }
+
 // ForwardFailLogEvery is how often, at most, a Forwarder logs that one
 // leader URL did not answer.
 const ForwardFailLogEvery = 10 * time.Second
@@ -56,8 +62,11 @@ type Forwarder struct {
 
 // NewForwarder returns a Forwarder whose requests rt carries, marked with
 // ForwardedHeader naming name, to leader URLs that peers allow (nil:
-// every URL); its warnings go to log.
+// every URL); its warnings go to log (nil: nowhere).
 func NewForwarder(rt http.RoundTripper, peers *PeerURLs, name string, log *slog.Logger) *Forwarder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Forwarder{rt: rt, peers: peers, name: name, log: log, failed: logthrottle.NewKeyed(ForwardFailLogEvery, maxWarned, nil)}
 }
 

@@ -362,7 +362,7 @@ func adminMux(cfg Config, cli *clientv3.Client, layout etcdlayout.Layout, co *co
 	if err != nil {
 		return nil, nil, fmt.Errorf("coordinatord: %w", err)
 	}
-	views = leaderViews(co, views, adminserver.NewForwarder(rt, peers, cfg.Name, log))
+	views = leaderViews(co, views, api.Forwarder())
 	mux.Handle("/v1/", auth.Middleware(tokens, views))
 	for _, pattern := range APIPatterns() {
 		mux.Handle(pattern, auth.Middleware(tokens, api))
