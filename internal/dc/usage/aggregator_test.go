@@ -560,21 +560,8 @@ rules:
   - {rule_id: per-tenant, key_type: tenant, limit: 4, window_seconds: 60, algorithm: FixedWindow}
   - {rule_id: local, scope: local, key_type: user_id, limit: 100, window_seconds: 60}
 `
-	set := rulesettest.Compile(t, yaml)
 	agg := newAggregator(t, usage.AggregatorConfig{TopK: -1})
-	store, err := memstore.New(memstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l, err := limiter.New(limiter.Config{Store: store, Observer: agg, CacheKeys: -1, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.SetRules(set); err != nil {
-		t.Fatal(err)
-	}
+	l := observedLimiter(t, agg, yaml)
 	check := func(user string) bool {
 		resp, err := l.Check(context.Background(), limiter.Request{Items: []limiter.Item{{Attributes: map[string]string{"user_id": user, "tenant": "acme"}}}})
 		if err != nil {
@@ -617,16 +604,10 @@ rules:
 	}
 }
 
-// TestAggregatorRefundOnReject: with limiter.Request.RefundOnReject, an
-// item under its limit in a rejected request is allowed and given back:
-// its hits are reported passed, not admitted.
-func TestAggregatorRefundOnReject(t *testing.T) {
-	set := rulesettest.Compile(t, `
-domain: api
-rules:
-  - {rule_id: per-user, key_type: user_id, limit: 1, window_seconds: 60, algorithm: FixedWindow}
-`)
-	agg := newAggregator(t, usage.AggregatorConfig{TopK: -1})
+// observedLimiter returns a limiter on a memory store, at a fixed time,
+// with the rules of yaml and agg as its observer.
+func observedLimiter(t *testing.T, agg *usage.Aggregator, yaml string) *limiter.Limiter {
+	t.Helper()
 	store, err := memstore.New(memstore.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -636,10 +617,23 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	if err := l.SetRules(set); err != nil {
+	t.Cleanup(l.Close)
+	if err := l.SetRules(rulesettest.Compile(t, yaml)); err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+// TestAggregatorRefundOnReject: with limiter.Request.RefundOnReject, an
+// item under its limit in a rejected request is allowed and given back:
+// its hits are reported passed, not admitted.
+func TestAggregatorRefundOnReject(t *testing.T) {
+	agg := newAggregator(t, usage.AggregatorConfig{TopK: -1})
+	l := observedLimiter(t, agg, `
+domain: api
+rules:
+  - {rule_id: per-user, key_type: user_id, limit: 1, window_seconds: 60, algorithm: FixedWindow}
+`)
 	user := func(u string) limiter.Item { return limiter.Item{Attributes: map[string]string{"user_id": u}} }
 	for i, items := range [][]limiter.Item{{user("alice")}, {user("alice"), user("bob")}} {
 		if _, err := l.Check(context.Background(), limiter.Request{Items: items, RefundOnReject: true}); err != nil {
