@@ -740,7 +740,7 @@ func (l *Limiter) Check(ctx context.Context, req Request) (Response, error) {
 			return Response{}, err
 		}
 	}
-	l.finish(ctx, now, resp, storeRefunds, req.RefundOnReject)
+	l.finish(ctx, now, &req, resp, storeRefunds)
 	l.obs.Checked(set.Domain(), resp, l.now().Sub(start))
 	return *resp, nil
 }
@@ -1261,10 +1261,10 @@ func failAll(n int, err error) []algorithm.Result {
 	return out
 }
 
-// finish combines each item's rule results and gives back what the rules
-// that allowed a rejected item took (every item's, when together and any
-// item is rejected: Request.RefundOnReject), and storeRefunds.
-func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, storeRefunds []algorithm.Request, together bool) {
+// finish combines each item's rule results, gives back what the rules
+// that allowed a rejected item took (and, with req.RefundOnReject, what
+// every item took when any is rejected), and storeRefunds.
+func (l *Limiter) finish(ctx context.Context, now time.Time, req *Request, resp *Response, storeRefunds []algorithm.Request) {
 	var localRefunds []algorithm.Request
 	for i := range resp.Items {
 		it := &resp.Items[i]
@@ -1277,34 +1277,13 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 		it.Decisive = decisive(it)
 		if !it.Allowed {
 			resp.Allowed = false
+			storeRefunds, localRefunds = l.giveBack(now, it, storeRefunds, localRefunds)
 		}
 	}
-	for i := range resp.Items {
-		it := &resp.Items[i]
-		if !it.Allowed || together && !resp.Allowed {
-			for j := range it.Results {
-				r := &it.Results[j]
-				if !r.Allowed {
-					continue
-				}
-				switch r.Source {
-				case SourceStore:
-					r.Refunded = true
-					storeRefunds = append(storeRefunds, r.req)
-					if r.lreq != nil {
-						localRefunds = append(localRefunds, *r.lreq)
-					}
-					if l.shadow && r.req.Cost > 0 {
-						// A no-op for keys shadowCount did not count.
-						l.admitted.add(r.req.Key, now.UnixMilli(), r.req.Params.Memory().Milliseconds(), -r.req.Cost)
-					}
-				case SourceFailureLocal:
-					r.Refunded = true
-					localRefunds = append(localRefunds, r.req)
-				default:
-					continue
-				}
-				r.Remaining = min(r.Limit, r.Remaining+r.Hits)
+	if req.RefundOnReject && !resp.Allowed {
+		for i := range resp.Items {
+			if it := &resp.Items[i]; it.Allowed {
+				storeRefunds, localRefunds = l.giveBack(now, it, storeRefunds, localRefunds)
 			}
 		}
 	}
@@ -1319,6 +1298,37 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, resp *Response, sto
 	if len(localRefunds) > 0 {
 		_ = l.local.Refund(ctx, now, l.now(), localRefunds)
 	}
+}
+
+// giveBack marks what the rules that allowed it took of item it as given
+// back, and appends it to the refunds of the store and of the local
+// store.
+func (l *Limiter) giveBack(now time.Time, it *ItemResult, store, local []algorithm.Request) ([]algorithm.Request, []algorithm.Request) {
+	for j := range it.Results {
+		r := &it.Results[j]
+		if !r.Allowed {
+			continue
+		}
+		switch r.Source {
+		case SourceStore:
+			r.Refunded = true
+			store = append(store, r.req)
+			if r.lreq != nil {
+				local = append(local, *r.lreq)
+			}
+			if l.shadow && r.req.Cost > 0 {
+				// A no-op for keys shadowCount did not count.
+				l.admitted.add(r.req.Key, now.UnixMilli(), r.req.Params.Memory().Milliseconds(), -r.req.Cost)
+			}
+		case SourceFailureLocal:
+			r.Refunded = true
+			local = append(local, r.req)
+		default:
+			continue
+		}
+		r.Remaining = min(r.Limit, r.Remaining+r.Hits)
+	}
+	return store, local
 }
 
 // decisive returns the index of an item's most constraining enforcing

@@ -359,7 +359,7 @@ type requestParser struct {
 // or entries than the limiter takes gets checkBounds' InvalidArgument.
 func (p *requestParser) ParseWire(b []byte, depth int) error {
 	if r := &p.fast; r.read(b) {
-		if tree := p.svc.configs(r.domain); tree == nil {
+		if tree := p.svc.cfg.Configs(r.domain); tree == nil {
 			if items, ok := r.items(); ok {
 				p.domain, p.items = r.domain, items
 				return nil

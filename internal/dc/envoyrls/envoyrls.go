@@ -93,14 +93,9 @@ var PeerHeaders = Headers{Limit: "RateLimit-Limit", Remaining: "RateLimit-Remain
 // concurrent use; create it with NewService.
 type Service struct {
 	rlsv3.UnimplementedRateLimitServiceServer
-	lim      *limiter.Limiter
-	now      func() time.Time
-	configs  func(string) *envoyconf.Domain
-	headers  Headers
-	shadow   bool // Config.ShadowMode
-	quota    bool // Config.QuotaMode
-	together bool // Config.StopIncrementWhenOverLimit
-	metadata bool // Config.DynamicMetadata
+	lim *limiter.Limiter
+	// cfg is the Config given, Now and Configs defaulted.
+	cfg      Config
 	units    unitRules
 	prefixes map[envoyconf.Unit]string
 	// decoders pools the ShouldRateLimit handler's requestDecoders: a
@@ -114,14 +109,14 @@ var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
 
 // NewService returns the service for lim.
 func NewService(lim *limiter.Limiter, cfg Config) *Service {
-	s := &Service{lim: lim, now: cfg.Now, configs: cfg.Configs, headers: cfg.Headers, shadow: cfg.ShadowMode, quota: cfg.QuotaMode, together: cfg.StopIncrementWhenOverLimit, metadata: cfg.DynamicMetadata, units: newUnitRules(), prefixes: storePrefixes()}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Configs == nil {
+		cfg.Configs = func(string) *envoyconf.Domain { return nil }
+	}
+	s := &Service{lim: lim, cfg: cfg, units: newUnitRules(), prefixes: storePrefixes()}
 	s.decoders.New = s.newDecoder
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.configs == nil {
-		s.configs = func(string) *envoyconf.Domain { return nil }
-	}
 	return s
 }
 
@@ -150,7 +145,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	case len(req.GetDescriptors()) == 0:
 		return nil, status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
 	}
-	if tree := s.configs(req.GetDomain()); tree != nil {
+	if tree := s.cfg.Configs(req.GetDomain()); tree != nil {
 		return s.answerPeer(ctx, peerRequestOf(req), tree)
 	}
 	items, err := toItems(req)
@@ -177,7 +172,7 @@ func (s *Service) answerPeer(ctx context.Context, req *peerRequest, tree *envoyc
 // shadowOverride answers out OK, and counts it, when Config.ShadowMode is
 // set and out is OVER_LIMIT.
 func (s *Service) shadowOverride(out *rlsv3.RateLimitResponse) {
-	if s.shadow && out.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+	if s.cfg.ShadowMode && out.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
 		out.OverallCode = rlsv3.RateLimitResponse_OK
 		s.overridden.Add(1)
 	}
@@ -190,7 +185,7 @@ func (s *Service) ShadowOverrides() uint64 { return s.overridden.Load() }
 // decideItems answers the items of a request to a domain of Weir's rules,
 // one per descriptor.
 func (s *Service) decideItems(ctx context.Context, domain string, items []limiter.Item) (*rlsv3.RateLimitResponse, error) {
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items, RefundOnReject: s.together})
+	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items, RefundOnReject: s.cfg.StopIncrementWhenOverLimit})
 	switch {
 	case errors.Is(err, limiter.ErrUnknownDomain):
 		// envoyproxy/ratelimit: a domain it has no configuration for
@@ -203,8 +198,8 @@ func (s *Service) decideItems(ctx context.Context, domain string, items []limite
 	case err != nil:
 		return nil, grpcapi.Status(err)
 	}
-	out := toResponse(&resp, s.now())
-	s.addHeaders(out, nil, s.now().Unix()) // Weir's rules have no quota_mode
+	out := toResponse(&resp, s.cfg.Now())
+	s.addHeaders(out, nil, s.cfg.Now().Unix()) // Weir's rules have no quota_mode
 	s.shadowOverride(out)
 	return out, nil
 }

@@ -188,12 +188,12 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	var resp limiter.Response
 	if len(items) > 0 {
 		var err error
-		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.domain, Items: items, RefundOnReject: s.together})
+		resp, err = s.lim.Check(ctx, limiter.Request{Domain: req.domain, Items: items, RefundOnReject: s.cfg.StopIncrementWhenOverLimit})
 		if err != nil {
 			return nil, grpcapi.Status(err)
 		}
 	}
-	now := s.now().Unix()
+	now := s.cfg.Now().Unix()
 	out, statuses, current, resets := newPeerAnswer(len(ds), len(itemOf))
 	for i := range ds {
 		out.Statuses[i] = &statuses[i]
@@ -203,7 +203,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		}
 	}
 	failed, quotas, quotasFailed := 0, 0, 0
-	if s.quota {
+	if s.cfg.QuotaMode {
 		// Every descriptor not unlimited is in quota_mode, those without
 		// a limit too (OK, so never all over), as the peer counts them.
 		for i := range limits {
@@ -229,7 +229,7 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 		if over && !l.ShadowMode {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
-		if l.QuotaMode || s.quota {
+		if l.QuotaMode || s.cfg.QuotaMode {
 			quotas++
 			if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
 				quotasFailed++
@@ -242,8 +242,8 @@ func (s *Service) shouldRateLimitPeer(ctx context.Context, req *peerRequest, tre
 	if failed > 0 || quotas > 0 && quotas == quotasFailed {
 		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	s.addHeaders(out, func(i int) bool { return s.quota || limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
-	if s.metadata {
+	s.addHeaders(out, func(i int) bool { return s.cfg.QuotaMode || limits[i].limit != nil && limits[i].limit.QuotaMode }, now)
+	if s.cfg.DynamicMetadata {
 		out.DynamicMetadata = dynamicMetadata(req, limits, out.Statuses)
 	}
 	return out, nil
@@ -303,7 +303,7 @@ func (s *Service) match(set *ruleset.Set, domain string, p *peerLimit) ruleset.M
 // addHeaders adds the rate limit headers, when configured, that describe
 // the limit of headerStatus(out.Statuses, quotaMode).
 func (s *Service) addHeaders(out *rlsv3.RateLimitResponse, quotaMode func(i int) bool, now int64) {
-	h := s.headers
+	h := s.cfg.Headers
 	if h.Limit == "" && h.Remaining == "" && h.Reset == "" {
 		return
 	}
