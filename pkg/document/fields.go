@@ -121,6 +121,23 @@ func AsFloat(rep Reporter, path string, n *Node) (float64, bool) {
 	return 0, false
 }
 
+// NumberValue returns the value of n, a Number, whatever it is: YAML's
+// .inf, -.inf and .nan as the parser writes them (Node.Text), and one out
+// of float64's range as infinite. Use AsFloat to refuse what is not a
+// finite number.
+func NumberValue(n *Node) float64 {
+	switch n.Text {
+	case ".inf":
+		return math.Inf(1)
+	case "-.inf":
+		return math.Inf(-1)
+	case ".nan":
+		return math.NaN()
+	}
+	x, _ := strconv.ParseFloat(n.Text, 64)
+	return x
+}
+
 func isRange(err error) bool {
 	ne, ok := err.(*strconv.NumError)
 	return ok && ne.Err == strconv.ErrRange

@@ -373,58 +373,48 @@ func (c *envoyConverter) descriptor(path string, v *document.Node, depth int) *e
 // metadata converts a descriptor's metadata at path, an object, into what
 // the Envoy API's answers carry in their dynamic metadata, as
 // envoyproxy/ratelimit converts it (structpb.NewStruct of what its YAML
-// reader makes of it): a repeated key keeps its last value, and numbers
-// are kept whatever they are (.inf, .nan). nil after reporting that it is
-// not an object, which the peer refuses too.
+// reader makes of it); nil after reporting that it is not an object,
+// which the peer refuses too.
 func (c *envoyConverter) metadata(path string, v *document.Node) *structpb.Struct {
 	if v.Kind != document.Object {
 		document.Mismatch(&c.rep, path, "an object", v)
 		return nil
 	}
+	return metadataStruct(v)
+}
+
+// metadataStruct converts an object of a descriptor's metadata: a
+// repeated key keeps its last value, as the peer's YAML reader keeps it.
+func metadataStruct(v *document.Node) *structpb.Struct {
 	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(v.Fields))}
 	for _, fs := range [][]document.Field{v.Fields, v.Repeats} {
 		for _, f := range fs {
-			out.Fields[f.Key] = c.metadataValue(fielderr.Key(path, f.Key), f.Value)
+			out.Fields[f.Key] = metadataValue(f.Value)
 		}
 	}
 	return out
 }
 
-// metadataValue converts one value of a descriptor's metadata.
-func (c *envoyConverter) metadataValue(path string, v *document.Node) *structpb.Value {
+// metadataValue converts one value of a descriptor's metadata; numbers
+// are kept whatever they are (.inf, .nan), as the peer keeps them.
+func metadataValue(v *document.Node) *structpb.Value {
 	switch v.Kind {
 	case document.Bool:
 		return structpb.NewBoolValue(v.Text == "true")
 	case document.Number:
-		return structpb.NewNumberValue(yamlFloat(v.Text))
+		return structpb.NewNumberValue(document.NumberValue(v))
 	case document.String:
 		return structpb.NewStringValue(v.Text)
 	case document.List:
 		l := &structpb.ListValue{Values: make([]*structpb.Value, len(v.Items))}
 		for i, it := range v.Items {
-			l.Values[i] = c.metadataValue(fielderr.Index(path, i), it)
+			l.Values[i] = metadataValue(it)
 		}
 		return structpb.NewListValue(l)
 	case document.Object:
-		return structpb.NewStructValue(c.metadata(path, v))
+		return structpb.NewStructValue(metadataStruct(v))
 	}
 	return structpb.NewNullValue()
-}
-
-// yamlFloat returns the value of a number as the YAML parser read it:
-// decimal, or YAML's .inf, -.inf and .nan; one out of float64's range is
-// infinite, as strconv.ParseFloat makes it.
-func yamlFloat(text string) float64 {
-	switch strings.ToLower(strings.TrimPrefix(text, "+")) {
-	case ".inf":
-		return math.Inf(1)
-	case "-.inf":
-		return math.Inf(-1)
-	case ".nan":
-		return math.NaN()
-	}
-	f, _ := strconv.ParseFloat(text, 64)
-	return f
 }
 
 // scalar reads a domain, key or value: a string, or a number or boolean

@@ -2,6 +2,7 @@ package yamldoc_test
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,4 +126,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("JSON: got %s, want %s", flat(n), flat(j))
 		}
 	})
+}
+
+// TestNumberValue: document.NumberValue reads back every number as this
+// parser writes it, infinities and NaN included.
+func TestNumberValue(t *testing.T) {
+	n, err := yamldoc.Parse([]byte("{a: .inf, b: -.inf, c: .nan, d: 2.5, e: 1e400, f: 0x1F, g: .Inf}"), document.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"a": math.Inf(1), "b": math.Inf(-1), "d": 2.5, "e": math.Inf(1), "f": 31, "g": math.Inf(1)}
+	for _, f := range n.Fields {
+		got := document.NumberValue(f.Value)
+		if w, ok := want[f.Key]; ok && got != w || !ok && !math.IsNaN(got) {
+			t.Errorf("%s (%q): got %v, want %v (NaN for c)", f.Key, f.Value.Text, got, w)
+		}
+	}
 }
