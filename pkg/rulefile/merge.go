@@ -3,6 +3,7 @@ package rulefile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirhq/weir/pkg/rule"
@@ -66,17 +67,27 @@ func MergeEnvoy(files ...EnvoyFile) (Envoy, error) {
 	if err := mergeConflicts(domain, files); err != nil {
 		return Envoy{}, err
 	}
-	shared := sharedNames(files)
 	var nodes []*envoyNode
-	var ignored []string
+	var ignored, shared []string
 	fileOf := map[*envoyNode]string{}
+	nameFile := map[string]int{} // the file that first gives each rate_limit.name
 	names := make([]string, len(files))
 	for i, f := range files {
 		nodes = append(nodes, f.Config.nodes...)
 		for _, p := range f.Config.Ignored {
 			ignored = append(ignored, f.Name+": "+p)
 		}
-		walkEnvoy(f.Config.nodes, func(n *envoyNode) { fileOf[n] = f.Name })
+		walkEnvoy(f.Config.nodes, func(n *envoyNode) {
+			fileOf[n] = f.Name
+			if n.limit == nil || n.limit.name == "" {
+				return
+			}
+			if first, seen := nameFile[n.limit.name]; !seen {
+				nameFile[n.limit.name] = i
+			} else if first != i && !slices.Contains(shared, n.limit.name) {
+				shared = append(shared, n.limit.name)
+			}
+		})
 		names[i] = f.Name
 	}
 	var c envoyConverter
@@ -86,28 +97,6 @@ func MergeEnvoy(files ...EnvoyFile) (Envoy, error) {
 	}
 	e.Ignored, e.SharedNames = ignored, shared
 	return e, nil
-}
-
-// sharedNames returns the rate_limit.names that more than one of files
-// gives, in the order first met.
-func sharedNames(files []EnvoyFile) []string {
-	fileOf := map[string]int{}
-	var shared []string
-	for i, f := range files {
-		walkEnvoy(f.Config.nodes, func(n *envoyNode) {
-			if n.limit == nil || n.limit.name == "" {
-				return
-			}
-			switch first, seen := fileOf[n.limit.name]; {
-			case !seen:
-				fileOf[n.limit.name] = i
-			case first != i && first >= 0:
-				shared = append(shared, n.limit.name)
-				fileOf[n.limit.name] = -1 // listed
-			}
-		})
-	}
-	return shared
 }
 
 // mergeConflicts returns the conflicts of files (MergeEnvoy), or nil.

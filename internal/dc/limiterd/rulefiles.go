@@ -119,22 +119,20 @@ func (f *fileRules) load() error {
 		sets := make([]*ruleset.Set, len(inForce))
 		trees := map[string]*envoyconf.Domain{}
 		byDomain := make(map[string]loadedFile, len(inForce))
+		versions := make(map[string]string, len(inForce))
 		for i, lf := range inForce {
 			sets[i] = lf.set
 			if lf.conf.Tree != nil {
 				trees[lf.set.Domain()] = lf.conf.Tree
 			}
 			byDomain[lf.set.Domain()] = lf
+			versions[lf.set.Domain()] = lf.digest
 		}
 		if err := f.lim.SetRules(sets...); err != nil {
 			return fmt.Errorf("load rules from %s: %w", f.path, err)
 		}
 		f.inForce = byDomain
 		f.trees.Store(&trees)
-		versions := make(map[string]string, len(inForce))
-		for _, lf := range inForce {
-			versions[lf.set.Domain()] = lf.digest
-		}
 		f.met.RulesLoaded(versions, time.Now())
 	}
 	f.files = next
