@@ -29,7 +29,7 @@ func TestRedisSentinelPrivateCA(t *testing.T) {
 	})
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	writeFile(t, rules, "domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 1000000\n    window_seconds: 600\n")
-	redisURL := "rediss://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+	redisURL := "rediss://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
 	const checks = 5
 	for _, tc := range []struct {
 		name string

@@ -2,6 +2,10 @@ package envoyrls_test
 
 import (
 	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	rlcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -111,4 +115,28 @@ func ask(t *testing.T, svc *envoyrls.Service, wire bool, req *rlsv3.RateLimitReq
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestDynamicMetadataNotFinite: a number in a descriptor's metadata that
+// is not finite (.inf) goes out over gRPC as it is, as the peer sends it;
+// the /json endpoint cannot write it in JSON and answers 500, as
+// docs/envoy.md says.
+func TestDynamicMetadataNotFinite(t *testing.T) {
+	svc, _ := peerServiceWith(t, redisStore(t), envoyrls.Config{DynamicMetadata: true}, `
+domain: meta
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 10}
+    metadata: {weight: .inf}
+`)
+	req := &rlsv3.RateLimitRequest{Domain: "meta", Descriptors: []*rlcommonv3.RateLimitDescriptor{desc("k", "1")}}
+	got := ask(t, svc, true, req).GetDynamicMetadata().GetFields()["metadata"].GetStructValue().GetFields()["weight"].GetNumberValue()
+	if !math.IsInf(got, 1) {
+		t.Errorf("over gRPC: got weight %v, want +Inf", got)
+	}
+	rec := httptest.NewRecorder()
+	envoyrls.JSONHandler(svc).ServeHTTP(rec, httptest.NewRequest("POST", "/json", strings.NewReader(`{"domain":"meta","descriptors":[{"entries":[{"key":"k","value":"1"}]}]}`)))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("/json: got %d %s, want 500", rec.Code, rec.Body)
+	}
 }

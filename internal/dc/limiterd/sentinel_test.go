@@ -47,26 +47,26 @@ func TestRedisSentinel(t *testing.T) {
 		firstDown bool
 	}{
 		{"without credentials", redisproc.SentinelConfig{}, func(s *redistest.Sentinel) string {
-			return "redis://" + s.Sentinel.Addr + "?master_name=" + s.MasterName
+			return "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName
 		}, tlsconf.ClientFiles{}, false},
 		{"passwords of the Sentinel and the primary", passwords, func(s *redistest.Sentinel) string {
-			return "redis://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+			return "redis://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
 		}, tlsconf.ClientFiles{}, false},
 		// The servers' certificate is of a CA of its own: trusted with
 		// --redis-ca (or, cmd/limiter's TestRedisSentinelPrivateCA,
 		// SSL_CERT_FILE); TestRedisSentinelRefused shows it refused
 		// without. skip_verify=true encrypts without checking it.
 		{"passwords and TLS, the CA given", withTLS, func(s *redistest.Sentinel) string {
-			return "rediss://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+			return "rediss://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
 		}, tlsconf.ClientFiles{CA: withTLS.TLS.CAFile}, false},
 		{"passwords and TLS, certificates not checked", withTLS, func(s *redistest.Sentinel) string {
-			return "rediss://:sentinel-secret@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&password=primary-secret&skip_verify=true"
+			return "rediss://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret&skip_verify=true"
 		}, tlsconf.ClientFiles{}, false},
 		// The default users still require sentinel-secret and
 		// primary-secret: a limiter that did not log in as the users
 		// named would be refused.
 		{"ACL users of the Sentinel and the primary", aclUsers, func(s *redistest.Sentinel) string {
-			return "redis://limiter:limiter-pw@" + s.Sentinel.Addr + "?master_name=" + s.MasterName + "&username=weir&password=weir-pw"
+			return "redis://limiter:limiter-pw@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&username=weir&password=weir-pw"
 		}, tlsconf.ClientFiles{}, false},
 		{"three Sentinels, the first down", redisproc.SentinelConfig{Sentinels: 3}, func(s *redistest.Sentinel) string {
 			return "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&addr=" + s.Sentinels[1].Addr + "&addr=" + s.Sentinels[2].Addr
@@ -75,7 +75,7 @@ func TestRedisSentinel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
 			if tc.firstDown {
-				s.Sentinel.Stop()
+				s.Sentinels[0].Stop()
 			}
 			// A store timeout far above the default: this test is about
 			// where decisions go, and a loaded machine's slow reply would
@@ -148,7 +148,7 @@ func TestRedisSentinelRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
 			var logs syncbuf.Buffer
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinel.Addr, s.MasterName), RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinels[0].Addr, s.MasterName), RulesFile: sentinelRules(t), StoreTimeout: time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			const checks = 5
 			postChecks(t, base, "someone", checks)

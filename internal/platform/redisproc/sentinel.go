@@ -18,8 +18,6 @@ import (
 // the Sentinels fail the primary over to the replica.
 type Sentinel struct {
 	Primary, Replica *Server
-	// Sentinel is the first of Sentinels.
-	Sentinel *Server
 	// Sentinels are every Sentinel watching the primary, in start order.
 	Sentinels []*Server
 	// MasterName is the name the Sentinels monitor the primary under.
@@ -157,7 +155,6 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 		}
 		out.Sentinels = append(out.Sentinels, s)
 	}
-	out.Sentinel = out.Sentinels[0]
 	if err := out.waitAcquainted(); err != nil {
 		return nil, err
 	}

@@ -99,10 +99,8 @@ func (s *Server) Flush(ctx context.Context, t testing.TB) {
 // them under MasterName.
 type Sentinel struct {
 	Primary, Replica *Server
-	// Sentinel is the first of Sentinels.
-	Sentinel   *Server
-	Sentinels  []*Server
-	MasterName string
+	Sentinels        []*Server
+	MasterName       string
 }
 
 // StartSentinel starts, for t, a primary, its replica and the Redis
@@ -122,6 +120,5 @@ func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 	for _, srv := range s.Sentinels {
 		out.Sentinels = append(out.Sentinels, &Server{srv})
 	}
-	out.Sentinel = out.Sentinels[0]
 	return out
 }
