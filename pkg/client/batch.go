@@ -152,7 +152,8 @@ func (b *batcher) expire(bt *batch) {
 // waiting need the answer), until the client closes.
 func (b *batcher) flush(bt *batch) {
 	defer b.inflight.Done()
-	bt.results, bt.err = b.c.rpc(b.c.base, bt.domain, bt.items)
+	req := &weirv1.CheckRequest{Domain: bt.domain, Items: bt.items}
+	bt.results, bt.err = b.c.rpc(b.c.base, req)
 	switch {
 	case bt.err == nil:
 	case b.c.base.Err() != nil:
@@ -166,7 +167,7 @@ func (b *batcher) flush(bt *batch) {
 		// fail for one item. Encoding again tells this failure from an
 		// Internal the limiter answered (after it may have spent quota,
 		// when resending would spend it twice).
-		_, merr := proto.Marshal(&weirv1.CheckRequest{Domain: bt.domain, Items: bt.items})
+		_, merr := proto.Marshal(req)
 		bt.alone = merr != nil
 	}
 	close(bt.done)

@@ -163,7 +163,10 @@ type Site struct {
 // that is not valid UTF-8 (the in-process limiter takes any bytes).
 // Requests of more items than
 // Config.MaxBatch are split over several RPCs, sent together; their items
-// are independent, and when one RPC fails the others' quota is spent.
+// are independent, and when one RPC fails the others' quota is spent. A
+// request with RefundOnReject (weir.v1's all_or_nothing) goes in one RPC
+// of its own, never batched with other checks' items nor split: more
+// than limiter.MaxItems items are refused as invalid.
 //
 // When the limiter cannot decide, the site's policy answers (the error is
 // then nil, unless the policy is Fail). An invalid request, an unknown
@@ -184,6 +187,10 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 	if err != nil {
 		return limiter.Response{}, err
 	}
+	if req.RefundOnReject && len(items) > limiter.MaxItems {
+		return limiter.Response{}, fmt.Errorf("client: %w: RefundOnReject with %d items: weir.v1 decides at most %d in one Check, and items of several cannot be given back together",
+			limiter.ErrInvalid, len(items), limiter.MaxItems)
+	}
 	// A caller that gave up already gets its context's error and spends
 	// nothing: gRPC sends nothing for it, and it must not join a batch,
 	// which would be sent whatever its context.
@@ -194,16 +201,20 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 	// the caller's to answer for, even when the server, which has it too,
 	// reports it first.
 	// (Batched RPCs do not carry the callers' deadlines.)
-	batched := c.batch != nil && len(items) <= c.cfg.MaxBatch
+	// Items given back together go in one RPC of their own.
+	batched := c.batch != nil && len(items) <= c.cfg.MaxBatch && !req.RefundOnReject
 	dl, callerFirst := ctx.Deadline()
 	callerFirst = callerFirst && !batched && !dl.After(time.Now().Add(c.cfg.Timeout))
 	var results []*weirv1.ItemResult
-	if batched {
+	switch {
+	case req.RefundOnReject:
+		results, err = c.rpc(ctx, &weirv1.CheckRequest{Domain: req.Domain, Items: items, AllOrNothing: true})
+	case batched:
 		results, err = c.batch.check(ctx, req.Domain, items)
 		if errors.Is(err, errAlone) {
 			results, err = c.send(ctx, req.Domain, items)
 		}
-	} else {
+	default:
 		results, err = c.send(ctx, req.Domain, items)
 	}
 	if err != nil {
@@ -259,7 +270,7 @@ func (s *Site) failed(ctx context.Context, req limiter.Request, err error) (limi
 func (c *Client) send(ctx context.Context, domain string, items []*weirv1.CheckItem) ([]*weirv1.ItemResult, error) {
 	size := c.cfg.MaxBatch
 	if len(items) <= size {
-		return c.rpc(ctx, domain, items)
+		return c.rpc(ctx, &weirv1.CheckRequest{Domain: domain, Items: items})
 	}
 	out := make([]*weirv1.ItemResult, len(items))
 	errs := make([]error, (len(items)+size-1)/size)
@@ -267,7 +278,7 @@ func (c *Client) send(ctx context.Context, domain string, items []*weirv1.CheckI
 	for i := 0; i < len(items); i += size {
 		chunk := items[i:min(i+size, len(items))]
 		wg.Go(func() {
-			res, err := c.rpc(ctx, domain, chunk)
+			res, err := c.rpc(ctx, &weirv1.CheckRequest{Domain: domain, Items: chunk})
 			if err != nil {
 				errs[i/size] = err
 				return
@@ -284,19 +295,19 @@ func (c *Client) send(ctx context.Context, domain string, items []*weirv1.CheckI
 	return out, nil
 }
 
-// rpc sends one weir.v1 Check under Config.Timeout.
-func (c *Client) rpc(ctx context.Context, domain string, items []*weirv1.CheckItem) ([]*weirv1.ItemResult, error) {
+// rpc sends req, one weir.v1 Check, under Config.Timeout.
+func (c *Client) rpc(ctx context.Context, req *weirv1.CheckRequest) ([]*weirv1.ItemResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	c.stats.rpcs.Add(1)
-	resp, err := c.api.Check(ctx, &weirv1.CheckRequest{Domain: domain, Items: items})
+	resp, err := c.api.Check(ctx, req)
 	if err != nil {
 		c.stats.rpcErrors.Add(1)
 		return nil, err
 	}
-	if len(resp.GetItems()) != len(items) {
+	if len(resp.GetItems()) != len(req.GetItems()) {
 		c.stats.rpcErrors.Add(1)
-		return nil, fmt.Errorf("client: the limiter answered %d items for %d", len(resp.GetItems()), len(items))
+		return nil, fmt.Errorf("client: the limiter answered %d items for %d", len(resp.GetItems()), len(req.GetItems()))
 	}
 	return resp.GetItems(), nil
 }

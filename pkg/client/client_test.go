@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,15 +66,33 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 func fixed() time.Time { return t0 }
 
 // counter counts the weir.v1 Check RPCs a server receives and the items
-// in them.
-type counter struct{ rpcs, items atomic.Int64 }
+// in them, and keeps the item count of each all_or_nothing one.
+type counter struct {
+	rpcs, items atomic.Int64
+	mu          sync.Mutex
+	allOrNone   []int
+}
 
 func (c *counter) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if info.FullMethod == "/weir.v1.Limiter/Check" {
+		r := req.(*weirv1.CheckRequest)
 		c.rpcs.Add(1)
-		c.items.Add(int64(len(req.(*weirv1.CheckRequest).GetItems())))
+		c.items.Add(int64(len(r.GetItems())))
+		if r.GetAllOrNothing() {
+			c.mu.Lock()
+			c.allOrNone = append(c.allOrNone, len(r.GetItems()))
+			c.mu.Unlock()
+		}
 	}
 	return h(ctx, req)
+}
+
+// allOrNothingRPCs returns the item count of each all_or_nothing Check
+// received.
+func (c *counter) allOrNothingRPCs() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.allOrNone)
 }
 
 // serve starts a limiter with rules behind a weir.v1 server that counts
@@ -125,9 +144,9 @@ func describe(resp limiter.Response) string {
 			if r.Limited() {
 				reset = r.ResetAt.UTC().Format(time.RFC3339Nano)
 			}
-			fmt.Fprintf(&b, "\n  %s key=%q allowed=%v limit=%d remaining=%d reset=%s retry=%v source=%v shadow=%v hits=%d window=%d advice=%s msg=%q",
+			fmt.Fprintf(&b, "\n  %s key=%q allowed=%v limit=%d remaining=%d reset=%s retry=%v source=%v shadow=%v hits=%d window=%d advice=%s msg=%q refunded=%v",
 				spec.ID, r.Match.Key, r.Allowed, r.Limit, r.Remaining, reset, r.RetryAfter,
-				r.Source, r.Shadow(), r.Hits, spec.WindowSeconds, spec.RetryAdvice, msg)
+				r.Source, r.Shadow(), r.Hits, spec.WindowSeconds, spec.RetryAdvice, msg, r.Refunded)
 		}
 	}
 	return b.String()
@@ -154,6 +173,11 @@ func TestCheckAnswersAsTheLimiter(t *testing.T) {
 				{Items: []limiter.Item{item("a", long, "b", long, "c", "1", "d", "2", "e", "3")}},
 				// ZeroHits changes nothing when Hits is above 0.
 				{Items: []limiter.Item{{Attributes: map[string]string{"user_id": "erin"}, Hits: 2, ZeroHits: true}}},
+				// alice is over per-user: frank's hit is given back, and
+				// without RefundOnReject spent.
+				{Items: []limiter.Item{item("user_id", "frank"), item("user_id", "alice")}, RefundOnReject: true},
+				{Items: []limiter.Item{item("user_id", "frank"), item("user_id", "alice")}},
+				{Items: []limiter.Item{item("user_id", "frank"), item("user_id", "gina")}, RefundOnReject: true},
 			} {
 				want, err := local.Check(ctx(t), req)
 				if err != nil {
@@ -167,8 +191,8 @@ func TestCheckAnswersAsTheLimiter(t *testing.T) {
 					t.Errorf("request %d:\ngot  %s\nwant %s", i, g, w)
 				}
 			}
-			if s := c.Stats(); s.Checks != 9 || s.Items != 12 || s.RPCs != 9 || s.RPCErrors != 0 {
-				t.Errorf("stats: got %+v, want 9 checks, 12 items, 9 RPCs, no errors", s)
+			if s := c.Stats(); s.Checks != 12 || s.Items != 18 || s.RPCs != 12 || s.RPCErrors != 0 {
+				t.Errorf("stats: got %+v, want 12 checks, 18 items, 12 RPCs, no errors", s)
 			}
 		})
 	}
@@ -398,6 +422,65 @@ func TestSplit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A check with RefundOnReject goes in one RPC of its own, with
+// all_or_nothing: never split at MaxBatch, never batched with concurrent
+// checks; past what one Check holds it is refused before anything is sent.
+func TestRefundOnRejectAlone(t *testing.T) {
+	addr, n := serve(t, rulesYAML)
+	c := newClient(t, client.Config{Addrs: []string{addr}, Linger: 50 * time.Millisecond, MaxBatch: 10, Timeout: 5 * time.Second})
+	var many limiter.Request
+	for i := range 25 {
+		many.Items = append(many.Items, item("user_id", fmt.Sprint("many-", i)))
+	}
+	many.RefundOnReject = true
+	var wg sync.WaitGroup
+	errs := make(chan error, 21)
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", fmt.Sprint("plain-", i))}})
+			errs <- err
+		})
+	}
+	wg.Go(func() {
+		_, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "alone")}, RefundOnReject: true})
+		errs <- err
+	})
+	resp, err := c.Check(ctx(t), many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(resp.Items) != 25 || !resp.Allowed {
+		t.Fatalf("25 items under their limits: %s", describe(resp))
+	}
+	got := n.allOrNothingRPCs()
+	slices.Sort(got)
+	if !slices.Equal(got, []int{1, 25}) {
+		t.Errorf("all_or_nothing RPCs of %v items, want one of 1 and one of 25", got)
+	}
+	if sent := n.items.Load(); sent != 46 {
+		t.Errorf("%d items sent, want 46", sent)
+	}
+
+	before := n.rpcs.Load()
+	many.Items = append(many.Items, make([]limiter.Item, limiter.MaxItems+1-len(many.Items))...)
+	for i := range many.Items {
+		many.Items[i] = item("user_id", fmt.Sprint("over-", i))
+	}
+	if _, err := c.Check(ctx(t), many); !errors.Is(err, limiter.ErrInvalid) || !strings.Contains(err.Error(), "RefundOnReject with 257 items") {
+		t.Errorf("257 items with RefundOnReject: got %v, want limiter.ErrInvalid naming RefundOnReject", err)
+	}
+	if n.rpcs.Load() != before {
+		t.Error("a refused check sent an RPC")
 	}
 }
 

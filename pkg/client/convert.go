@@ -114,8 +114,9 @@ func (c *Client) response(items []limiter.Item, results []*weirv1.ItemResult) (l
 					Allowed: r.GetAllowed(), Limit: r.GetLimit(), Remaining: r.GetRemaining(),
 					ResetAt: r.GetResetAt().AsTime(), RetryAfter: r.GetRetryAfter().AsDuration(),
 				},
-				Source: source(r.GetSource()),
-				Hits:   hits,
+				Source:   source(r.GetSource()),
+				Hits:     hits,
+				Refunded: r.GetRefunded(),
 			}
 		}
 		resp.Allowed = resp.Allowed && it.Allowed

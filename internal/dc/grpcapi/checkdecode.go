@@ -36,12 +36,13 @@ import (
 
 // Field numbers of weir.v1 CheckRequest, CheckItem and its map entry.
 const (
-	fieldDomain     protowire.Number = 1
-	fieldItems      protowire.Number = 2
-	fieldAttributes protowire.Number = 1
-	fieldHits       protowire.Number = 2
-	fieldEntryKey   protowire.Number = 1
-	fieldEntryValue protowire.Number = 2
+	fieldDomain       protowire.Number = 1
+	fieldItems        protowire.Number = 2
+	fieldAllOrNothing protowire.Number = 3
+	fieldAttributes   protowire.Number = 1
+	fieldHits         protowire.Number = 2
+	fieldEntryKey     protowire.Number = 1
+	fieldEntryValue   protowire.Number = 2
 )
 
 var errNotUTF8 = errors.New("string field contains invalid UTF-8")
@@ -53,8 +54,11 @@ var errNotUTF8 = errors.New("string field contains invalid UTF-8")
 type checkRequest struct {
 	domain string
 	items  []limiter.Item
-	buf    [16]limiter.Item // most requests fit: no allocation for the list
-	last   string           // the domain of an earlier decode, reused when repeated (ReuseString)
+	// allOrNothing is the request's all_or_nothing: limiter.Request's
+	// RefundOnReject.
+	allOrNothing bool
+	buf          [16]limiter.Item // most requests fit: no allocation for the list
+	last         string           // the domain of an earlier decode, reused when repeated (ReuseString)
 }
 
 // decode parses b, the wire form of a CheckRequest, into r, which must be
@@ -92,6 +96,8 @@ func (r *checkRequest) decode(b []byte) error {
 				return false
 			}
 			r.items = append(r.items, it)
+		case f.Num == fieldAllOrNothing && f.Type == protowire.VarintType:
+			r.allOrNothing = f.Varint != 0
 		}
 		return true
 	})
@@ -99,6 +105,11 @@ func (r *checkRequest) decode(b []byte) error {
 		return ferr
 	}
 	return err
+}
+
+// request returns r as the limiter's request; its items are r's.
+func (r *checkRequest) request() limiter.Request {
+	return limiter.Request{Domain: r.domain, Items: r.items, RefundOnReject: r.allOrNothing}
 }
 
 // reset empties r for another decode, keeping the attribute maps of its
@@ -115,7 +126,7 @@ func (r *checkRequest) reset() {
 		clear(m)
 		r.buf[i] = limiter.Item{Attributes: m}
 	}
-	r.domain, r.items = "", nil
+	r.domain, r.items, r.allOrNothing = "", nil, false
 }
 
 // decodeItem parses a CheckItem, into reuse if it is a map (empty), or
@@ -233,7 +244,7 @@ func (s *Service) CheckWire(ctx context.Context, req []byte) ([]byte, error) {
 	if err := r.decode(req); err != nil {
 		return nil, parseStatus(err)
 	}
-	resp, err := s.check(ctx, r.domain, r.items)
+	resp, err := s.check(ctx, r.request())
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +268,7 @@ func checkHandler(generated grpc.MethodHandler) grpc.MethodHandler {
 		if err := Decode(dec, &d.WireMessage); err != nil {
 			return nil, err
 		}
-		resp, err := s.check(ctx, d.req.domain, d.req.items)
+		resp, err := s.check(ctx, d.req.request())
 		if err != nil {
 			return nil, err
 		}

@@ -49,33 +49,37 @@ func checkSeeds(t testing.TB) map[string][]byte {
 	item := msg(nil, 1, entry("user_id", "bob"))
 	item = protowire.AppendVarint(tag(item, 2, protowire.VarintType), 5)
 	return map[string][]byte{
-		"empty":                 nil,
-		"valid":                 valid,
-		"unknown fields":        append(append([]byte(nil), unknown...), msg(str(nil, 1, "d"), 2, append(append([]byte(nil), unknown...), item...))...),
-		"unknown in entry":      msg(nil, 2, msg(nil, 1, append(entry("k", "v"), unknown...))),
-		"fields repeated":       msg(str(str(nil, 1, "first"), 1, "last"), 2, append(append(append([]byte(nil), item...), msg(nil, 1, entry("user_id", "cat"))...), protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 9)...)),
-		"entry without key":     msg(nil, 2, msg(nil, 1, str(nil, 2, "v"))),
-		"entry without value":   msg(nil, 2, msg(nil, 1, str(nil, 1, "k"))),
-		"entry fields repeated": msg(nil, 2, msg(nil, 1, append(entry("a", "1"), entry("b", "2")...))),
-		"domain as varint":      msg(protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1), 2, item),
-		"items as varint":       protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 1),
-		"hits as bytes":         msg(nil, 2, str(nil, 2, "5")),
-		"attributes as fixed":   msg(nil, 2, protowire.AppendFixed32(tag(nil, 1, protowire.Fixed32Type), 1)),
-		"entry key as varint":   msg(nil, 2, msg(nil, 1, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1))),
-		"negative hits":         msg(nil, 2, protowire.AppendVarint(tag(nil, 2, protowire.VarintType), uint64(1<<64-1))),
-		"domain not UTF-8":      str(nil, 1, "\xff"),
-		"key not UTF-8":         msg(nil, 2, msg(nil, 1, entry("\xc3", "v"))),
-		"value not UTF-8":       msg(nil, 2, msg(nil, 1, entry("k", "\xed\xa0\x80"))),
-		"truncated":             valid[:len(valid)-3],
-		"truncated item":        msg(nil, 2, item[:len(item)-1]),
-		"length past the end":   append(tag(nil, 2, protowire.BytesType), 0x7f, 1),
-		"field number 0":        protowire.AppendVarint(nil, 0),
-		"lone end group":        tag(nil, 5, protowire.EndGroupType),
-		"group in item":         msg(nil, 2, tag(tag(nil, 7, protowire.StartGroupType), 7, protowire.EndGroupType)),
-		"unclosed group":        tag(nil, 7, protowire.StartGroupType),
-		"reserved wire type":    protowire.AppendVarint(nil, 1<<3|6),
-		"items at the limit":    bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems),
-		"items past the limit":  bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems+1),
+		"empty":                   nil,
+		"valid":                   valid,
+		"unknown fields":          append(append([]byte(nil), unknown...), msg(str(nil, 1, "d"), 2, append(append([]byte(nil), unknown...), item...))...),
+		"unknown in entry":        msg(nil, 2, msg(nil, 1, append(entry("k", "v"), unknown...))),
+		"fields repeated":         msg(str(str(nil, 1, "first"), 1, "last"), 2, append(append(append([]byte(nil), item...), msg(nil, 1, entry("user_id", "cat"))...), protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 9)...)),
+		"entry without key":       msg(nil, 2, msg(nil, 1, str(nil, 2, "v"))),
+		"entry without value":     msg(nil, 2, msg(nil, 1, str(nil, 1, "k"))),
+		"entry fields repeated":   msg(nil, 2, msg(nil, 1, append(entry("a", "1"), entry("b", "2")...))),
+		"domain as varint":        msg(protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1), 2, item),
+		"items as varint":         protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 1),
+		"hits as bytes":           msg(nil, 2, str(nil, 2, "5")),
+		"attributes as fixed":     msg(nil, 2, protowire.AppendFixed32(tag(nil, 1, protowire.Fixed32Type), 1)),
+		"entry key as varint":     msg(nil, 2, msg(nil, 1, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1))),
+		"negative hits":           msg(nil, 2, protowire.AppendVarint(tag(nil, 2, protowire.VarintType), uint64(1<<64-1))),
+		"all or nothing":          marshal(&weirv1.CheckRequest{Items: []*weirv1.CheckItem{{Hits: 2}}, AllOrNothing: true}),
+		"all or nothing large":    protowire.AppendVarint(tag(msg(nil, 2, nil), 3, protowire.VarintType), 1<<40),
+		"all or nothing then not": protowire.AppendVarint(tag(protowire.AppendVarint(tag(nil, 3, protowire.VarintType), 1), 3, protowire.VarintType), 0),
+		"all or nothing as bytes": str(msg(nil, 2, nil), 3, "\x01"),
+		"domain not UTF-8":        str(nil, 1, "\xff"),
+		"key not UTF-8":           msg(nil, 2, msg(nil, 1, entry("\xc3", "v"))),
+		"value not UTF-8":         msg(nil, 2, msg(nil, 1, entry("k", "\xed\xa0\x80"))),
+		"truncated":               valid[:len(valid)-3],
+		"truncated item":          msg(nil, 2, item[:len(item)-1]),
+		"length past the end":     append(tag(nil, 2, protowire.BytesType), 0x7f, 1),
+		"field number 0":          protowire.AppendVarint(nil, 0),
+		"lone end group":          tag(nil, 5, protowire.EndGroupType),
+		"group in item":           msg(nil, 2, tag(tag(nil, 7, protowire.StartGroupType), 7, protowire.EndGroupType)),
+		"unclosed group":          tag(nil, 7, protowire.StartGroupType),
+		"reserved wire type":      protowire.AppendVarint(nil, 1<<3|6),
+		"items at the limit":      bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems),
+		"items past the limit":    bytes.Repeat(msg(nil, 2, nil), limiter.MaxItems+1),
 		"attributes at the limit": msg(nil, 2, func() (b []byte) {
 			for i := range limiter.MaxAttributes {
 				b = msg(b, 1, entry(strconv.Itoa(i), "v"))
@@ -144,6 +148,9 @@ func decodeLikeProto(t *testing.T, got *checkRequest, b []byte) {
 	}
 	if got.domain != want.GetDomain() {
 		t.Fatalf("domain: got %q, want %q", got.domain, want.GetDomain())
+	}
+	if got.allOrNothing != want.GetAllOrNothing() {
+		t.Fatalf("all_or_nothing: got %v, want %v", got.allOrNothing, want.GetAllOrNothing())
 	}
 	if len(got.items) != len(want.GetItems()) {
 		t.Fatalf("items: got %d, want %d", len(got.items), len(want.GetItems()))

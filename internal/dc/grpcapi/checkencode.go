@@ -22,6 +22,7 @@ import (
 type ruleFields struct {
 	ruleID, key, message  string
 	allowed, shadow       bool
+	refunded              bool
 	windowSeconds         int64
 	source                weirv1.Source
 	limited               bool // else no_limit, and none of the fields below
@@ -36,7 +37,7 @@ func fieldsOf(r *limiter.RuleResult) ruleFields {
 	f := ruleFields{
 		ruleID: spec.ID, key: r.Match.Key, allowed: r.Allowed,
 		windowSeconds: spec.WindowSeconds, shadow: r.Shadow(), source: source(r.Source),
-		limited: r.Limited(),
+		limited: r.Limited(), refunded: r.Refunded,
 	}
 	if !f.limited {
 		return f
@@ -75,6 +76,7 @@ const (
 	ruleMessage       protowire.Number = 11
 	ruleRetryAdvice   protowire.Number = 12
 	ruleNoLimit       protowire.Number = 13
+	ruleRefunded      protowire.Number = 14
 
 	timeSeconds protowire.Number = 1
 	timeNanos   protowire.Number = 2
@@ -152,7 +154,7 @@ func (f *ruleFields) size() int {
 	} else {
 		n += sizeVarint(1)
 	}
-	return n
+	return n + sizeVarint(boolVarint(f.refunded))
 }
 
 func (f *ruleFields) append(b []byte) []byte {
@@ -174,7 +176,7 @@ func (f *ruleFields) append(b []byte) []byte {
 	} else {
 		b = appendVarint(b, ruleNoLimit, 1)
 	}
-	return b
+	return appendVarint(b, ruleRefunded, boolVarint(f.refunded))
 }
 
 // itemSize is the size of it's ItemResult; sizes gets the size of each of

@@ -17,7 +17,7 @@ import (
 
 // randomResponse is a limiter response of random shape and values: every
 // source (and one out of range), allowed or not, shadow or not, numbers
-// zero, negative and large, strings empty and long enough for two-byte
+// zero, negative and large, refunded or not, strings empty and long enough for two-byte
 // lengths, times before 1970 and with nanoseconds.
 func randomResponse(rng *rand.Rand) limiter.Response {
 	pick := func(vs ...int64) int64 { return vs[rng.IntN(len(vs))] }
@@ -40,8 +40,9 @@ func randomResponse(rng *rand.Rand) limiter.Response {
 				RejectionMessage: str(), RetryAdvice: advices[rng.IntN(len(advices))],
 			}
 			r := limiter.RuleResult{
-				Match:  ruleset.Match{Rule: &ruleset.Rule{Spec: spec}, Key: str()},
-				Source: limiter.Source(pick(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200)),
+				Match:    ruleset.Match{Rule: &ruleset.Rule{Spec: spec}, Key: str()},
+				Source:   limiter.Source(pick(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200)),
+				Refunded: rng.IntN(3) == 0,
 				Decision: algorithm.Decision{
 					Allowed:    rng.IntN(2) == 0,
 					Limit:      pick(0, 1, 100, -5, 1<<62),

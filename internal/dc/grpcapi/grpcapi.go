@@ -241,16 +241,16 @@ func (s *Service) Check(ctx context.Context, req *weirv1.CheckRequest) (*weirv1.
 	for _, it := range req.GetItems() {
 		items = append(items, limiter.Item{Attributes: it.GetAttributes(), Hits: it.GetHits()})
 	}
-	resp, err := s.check(ctx, req.GetDomain(), items)
+	resp, err := s.check(ctx, limiter.Request{Domain: req.GetDomain(), Items: items, RefundOnReject: req.GetAllOrNothing()})
 	if err != nil {
 		return nil, err
 	}
 	return checkResponse(&resp), nil
 }
 
-// check decides items in domain; its error is a gRPC status.
-func (s *Service) check(ctx context.Context, domain string, items []limiter.Item) (limiter.Response, error) {
-	resp, err := s.lim.Check(ctx, limiter.Request{Domain: domain, Items: items})
+// check decides req; its error is a gRPC status.
+func (s *Service) check(ctx context.Context, req limiter.Request) (limiter.Response, error) {
+	resp, err := s.lim.Check(ctx, req)
 	if err != nil {
 		return limiter.Response{}, Status(err)
 	}
@@ -371,7 +371,7 @@ func RuleResult(r *limiter.RuleResult) *weirv1.RuleResult {
 func fillRuleResult(out *weirv1.RuleResult, resetAt *timestamppb.Timestamp, retryAfter *durationpb.Duration, r *limiter.RuleResult) {
 	f := fieldsOf(r)
 	out.RuleId, out.Key, out.Allowed = f.ruleID, f.key, f.allowed
-	out.WindowSeconds, out.Shadow, out.Source = f.windowSeconds, f.shadow, f.source
+	out.WindowSeconds, out.Shadow, out.Source, out.Refunded = f.windowSeconds, f.shadow, f.source, f.refunded
 	if !f.limited {
 		out.NoLimit = true
 		return

@@ -85,10 +85,10 @@ var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 var compile = rulesettest.Compile
 
-// serve starts a real gRPC server on loopback with the service, health
-// and reflection registered, over a limiter on a memory store and a fake
-// clock, and returns a connection to it.
-func serve(t testing.TB, rules string) *grpc.ClientConn {
+// serve starts a real gRPC server on loopback, with opts, the service,
+// health and reflection registered, over a limiter on a memory store and
+// a fake clock, and returns a connection to it.
+func serve(t testing.TB, rules string, opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
 	store, err := memstore.New(memstore.Config{})
 	if err != nil {
@@ -109,7 +109,7 @@ func serve(t testing.TB, rules string) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	grpcapi.Register(srv, grpcapi.NewService(lim))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -166,6 +166,7 @@ func TestCheck(t *testing.T) {
 		return &weirv1.RuleResult{RuleId: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: 10, Remaining: remaining, ResetAt: minute,
 			RetryAfter: none, WindowSeconds: 60, Source: weirv1.Source_SOURCE_STORE, RetryAdvice: weirv1.RetryAdvice_RETRY_ADVICE_RETRY_AFTER}
 	}
+	refunded := func(r *weirv1.RuleResult) *weirv1.RuleResult { r.Refunded = true; return r }
 	loginItem := item(1, "ip", "192.0.2.1", "username", "john", "path", "/auth/login", "method", "POST")
 	req := &weirv1.CheckRequest{Domain: "shop", Items: []*weirv1.CheckItem{
 		loginItem, loginItem, loginItem,
@@ -182,7 +183,7 @@ func TestCheck(t *testing.T) {
 		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{login(true, 1), perIP(9)}},
 		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{login(true, 0), perIP(8)}},
 		// Rejected by login: per-ip gets its unit back.
-		{Allowed: false, Decisive: 0, Results: []*weirv1.RuleResult{login(false, 0), perIP(8)}},
+		{Allowed: false, Decisive: 0, Results: []*weirv1.RuleResult{login(false, 0), refunded(perIP(8))}},
 		{Allowed: true, Decisive: -1, Results: []*weirv1.RuleResult{}},
 		// No limit: no_limit, and no limit, remaining, times or advice.
 		{Allowed: true, Decisive: 0, Results: []*weirv1.RuleResult{{RuleId: "health", Allowed: true, Source: weirv1.Source_SOURCE_UNLIMITED, NoLimit: true}}},
@@ -221,6 +222,83 @@ func TestCheck(t *testing.T) {
 	}
 	if !got.Allowed {
 		t.Errorf("two allowed items: got allowed=false, want true")
+	}
+}
+
+// With all_or_nothing, a request of which an item is rejected spends
+// nothing: the other items stay allowed, their admissions given back and
+// marked refunded. Without it, they spend. Both ways Check is served:
+// decoded straight from the wire, and through the generated messages (as
+// with an interceptor).
+func TestCheckAllOrNothing(t *testing.T) {
+	passThrough := grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(ctx, req)
+	})
+	for _, way := range []struct {
+		name string
+		opts []grpc.ServerOption
+	}{{"wire", nil}, {"generated", []grpc.ServerOption{passThrough}}} {
+		t.Run(way.name, func(t *testing.T) {
+			client := weirv1.NewLimiterClient(serve(t, rulesYAML, way.opts...))
+			check := func(all bool, items ...*weirv1.CheckItem) *weirv1.CheckResponse {
+				t.Helper()
+				resp, err := client.Check(ctx(t), &weirv1.CheckRequest{Items: items, AllOrNothing: all})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp
+			}
+			remaining := func(user string) int64 {
+				t.Helper()
+				resp, err := client.Status(ctx(t), &weirv1.StatusRequest{RuleId: "tenant-user", Key: "acme|" + user})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.GetResult().GetRemaining()
+			}
+			// tenant-user is a bucket of 3 tokens: "full" spends them all.
+			user := func(name string, hits int64) *weirv1.CheckItem { return item(hits, "tenant", "acme", "user_id", name) }
+			if !check(false, user("full", 3)).GetAllowed() {
+				t.Fatal("the first 3 hits of full were rejected")
+			}
+
+			// A request all of whose items pass spends as without the flag.
+			if resp := check(true, user("ann", 1), user("bob", 1)); !resp.GetAllowed() || resp.GetItems()[0].GetResults()[0].GetRefunded() {
+				t.Fatalf("two items under their limits: %v", resp)
+			}
+			if r := remaining("ann"); r != 2 {
+				t.Fatalf("ann after an allowed all-or-nothing request: remaining %d, want 2", r)
+			}
+
+			// cat and dan pass, full does not: nothing is spent.
+			resp := check(true, user("cat", 1), user("full", 1), user("dan", 2))
+			if resp.GetAllowed() {
+				t.Fatal("a request with a rejected item was allowed")
+			}
+			for i, want := range []struct {
+				allowed, refunded bool
+				remaining         int64
+			}{{true, true, 3}, {false, false, 0}, {true, true, 3}} {
+				it := resp.GetItems()[i]
+				r := it.GetResults()[0]
+				if it.GetAllowed() != want.allowed || r.GetAllowed() != want.allowed || r.GetRefunded() != want.refunded || r.GetRemaining() != want.remaining {
+					t.Errorf("item %d: allowed %v, refunded %v, remaining %d; want %v, %v, %d", i, it.GetAllowed(), r.GetRefunded(), r.GetRemaining(),
+						want.allowed, want.refunded, want.remaining)
+				}
+			}
+			if c, d := remaining("cat"), remaining("dan"); c != 3 || d != 3 {
+				t.Fatalf("after a rejected all-or-nothing request: cat %d, dan %d remaining, want 3 and 3", c, d)
+			}
+
+			// The same request without the flag: cat and dan spend.
+			resp = check(false, user("cat", 1), user("full", 1), user("dan", 2))
+			if resp.GetAllowed() || resp.GetItems()[0].GetResults()[0].GetRefunded() {
+				t.Fatalf("without all_or_nothing: %v", resp)
+			}
+			if c, d := remaining("cat"), remaining("dan"); c != 2 || d != 1 {
+				t.Fatalf("without all_or_nothing: cat %d, dan %d remaining, want 2 and 1", c, d)
+			}
+		})
 	}
 }
 

@@ -385,6 +385,9 @@ type RuleResult struct {
 	Shadow            bool   `json:"shadow,omitempty"`
 	Source            string `json:"source"`
 	RetryAdvice       string `json:"retry_advice,omitempty"`
+	// Refunded is true when the rule admitted the request but gave the
+	// admission back, because another rule rejected it.
+	Refunded bool `json:"refunded,omitempty"`
 }
 
 // CheckResponse is the body answering POST /v1/check. The top-level rule
@@ -409,6 +412,7 @@ func ruleResult(r *limiter.RuleResult) RuleResult {
 	out := RuleResult{
 		RuleID: r.Match.Rule.Spec.ID, Key: r.Match.Key, Allowed: r.Allowed,
 		WindowSeconds: r.Match.Rule.Spec.WindowSeconds, Shadow: r.Shadow(), Source: r.Source.String(),
+		Refunded: r.Refunded,
 	}
 	if r.Limited() {
 		retry := httplimit.CeilSeconds(r.RetryAfter)

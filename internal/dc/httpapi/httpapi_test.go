@@ -356,6 +356,7 @@ func TestCheck(t *testing.T) {
 	perIP := func(remaining int64) httpapi.RuleResult {
 		return httpapi.RuleResult{RuleID: "per-ip", Key: "192.0.2.1", Allowed: true, Limit: n(10), Remaining: n(remaining), ResetAt: rfc3339(minute), WindowSeconds: 60, Source: "store"}
 	}
+	refunded := func(r httpapi.RuleResult) httpapi.RuleResult { r.Refunded = true; return r }
 	policy := `"login";q=2;w=300, "per-ip";q=10;w=60`
 	steps := []checkStep{
 		{
@@ -382,7 +383,7 @@ func TestCheck(t *testing.T) {
 			resp: httpapi.CheckResponse{Allowed: false, Matched: true, RuleID: "login", Key: "john", Limit: n(2), Remaining: n(0), RetryAfterSeconds: n(300),
 				Error: "RATE_LIMIT_EXCEEDED", Message: "Too many login attempts."},
 			resetAt: loginReset,
-			results: []httpapi.RuleResult{loginResult(false, 0, 300), perIP(8)},
+			results: []httpapi.RuleResult{loginResult(false, 0, 300), refunded(perIP(8))},
 			headers: map[string]string{
 				"Retry-After": "300", "X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": unix(loginReset),
 				"RateLimit-Policy": policy, "RateLimit": `"login";r=0;t=300`,

@@ -164,7 +164,17 @@ type CheckRequest struct {
 	// The rule domain; may be empty when the limiter has exactly one.
 	Domain string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
 	// The requests to decide; at least one, at most 256.
-	Items         []*CheckItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Items []*CheckItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// When true and any item is rejected, every item's hits are given back
+	// (the request spends nothing of any limit it was under), as the rules
+	// that allowed a rejected item always give back theirs. Each item keeps
+	// its own answer: an item under its limits is still allowed, its
+	// remaining as before the request, and its results marked refunded;
+	// the response's allowed is false. A rule that rejected spends what it
+	// spends without this. Default false: each item is spent on its own.
+	// envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, per
+	// request.
+	AllOrNothing  bool `protobuf:"varint,3,opt,name=all_or_nothing,json=allOrNothing,proto3" json:"all_or_nothing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +221,13 @@ func (x *CheckRequest) GetItems() []*CheckItem {
 		return x.Items
 	}
 	return nil
+}
+
+func (x *CheckRequest) GetAllOrNothing() bool {
+	if x != nil {
+		return x.AllOrNothing
+	}
+	return false
 }
 
 // CheckItem describes one request by its attributes (descriptors).
@@ -416,7 +433,11 @@ type RuleResult struct {
 	// unlimited rule, a disabled rule (see source). limit, remaining,
 	// reset_at and retry_after are then unset and mean nothing. A deny
 	// (SOURCE_OVERRIDE_DENY) is for good: no retry_after is promised.
-	NoLimit       bool `protobuf:"varint,13,opt,name=no_limit,json=noLimit,proto3" json:"no_limit,omitempty"`
+	NoLimit bool `protobuf:"varint,13,opt,name=no_limit,json=noLimit,proto3" json:"no_limit,omitempty"`
+	// True when the rule admitted the request but gave the admission back,
+	// because another rule rejected the item or, with all_or_nothing,
+	// another item was rejected: remaining counts it as given back.
+	Refunded      bool `protobuf:"varint,14,opt,name=refunded,proto3" json:"refunded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -542,6 +563,13 @@ func (x *RuleResult) GetNoLimit() bool {
 	return false
 }
 
+func (x *RuleResult) GetRefunded() bool {
+	if x != nil {
+		return x.Refunded
+	}
+	return false
+}
+
 type StatusRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Domain string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
@@ -652,10 +680,11 @@ var File_weir_v1_limiter_proto protoreflect.FileDescriptor
 
 const file_weir_v1_limiter_proto_rawDesc = "" +
 	"\n" +
-	"\x15weir/v1/limiter.proto\x12\aweir.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"P\n" +
+	"\x15weir/v1/limiter.proto\x12\aweir.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"v\n" +
 	"\fCheckRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12(\n" +
-	"\x05items\x18\x02 \x03(\v2\x12.weir.v1.CheckItemR\x05items\"\xa2\x01\n" +
+	"\x05items\x18\x02 \x03(\v2\x12.weir.v1.CheckItemR\x05items\x12$\n" +
+	"\x0eall_or_nothing\x18\x03 \x01(\bR\fallOrNothing\"\xa2\x01\n" +
 	"\tCheckItem\x12B\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2\".weir.v1.CheckItem.AttributesEntryR\n" +
@@ -671,7 +700,7 @@ const file_weir_v1_limiter_proto_rawDesc = "" +
 	"ItemResult\x12\x18\n" +
 	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x1a\n" +
 	"\bdecisive\x18\x02 \x01(\x05R\bdecisive\x12-\n" +
-	"\aresults\x18\x03 \x03(\v2\x13.weir.v1.RuleResultR\aresults\"\xce\x03\n" +
+	"\aresults\x18\x03 \x03(\v2\x13.weir.v1.RuleResultR\aresults\"\xea\x03\n" +
 	"\n" +
 	"RuleResult\x12\x17\n" +
 	"\arule_id\x18\x01 \x01(\tR\x06ruleId\x12\x10\n" +
@@ -688,7 +717,8 @@ const file_weir_v1_limiter_proto_rawDesc = "" +
 	" \x01(\x0e2\x0f.weir.v1.SourceR\x06source\x12\x18\n" +
 	"\amessage\x18\v \x01(\tR\amessage\x127\n" +
 	"\fretry_advice\x18\f \x01(\x0e2\x14.weir.v1.RetryAdviceR\vretryAdvice\x12\x19\n" +
-	"\bno_limit\x18\r \x01(\bR\anoLimit\"R\n" +
+	"\bno_limit\x18\r \x01(\bR\anoLimit\x12\x1a\n" +
+	"\brefunded\x18\x0e \x01(\bR\brefunded\"R\n" +
 	"\rStatusRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\arule_id\x18\x02 \x01(\tR\x06ruleId\x12\x10\n" +

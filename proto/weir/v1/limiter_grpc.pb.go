@@ -33,7 +33,8 @@ const (
 // Limiter is served by every regional limiter.
 type LimiterClient interface {
 	// Check decides every item and consumes quota for those allowed. Items
-	// are independent requests decided together in one store round trip.
+	// are independent requests decided together in one store round trip,
+	// unless the request asks for all_or_nothing.
 	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
 	// Status returns the quota a key has left under one rule, consuming
 	// nothing.
@@ -75,7 +76,8 @@ func (c *limiterClient) Status(ctx context.Context, in *StatusRequest, opts ...g
 // Limiter is served by every regional limiter.
 type LimiterServer interface {
 	// Check decides every item and consumes quota for those allowed. Items
-	// are independent requests decided together in one store round trip.
+	// are independent requests decided together in one store round trip,
+	// unless the request asks for all_or_nothing.
 	Check(context.Context, *CheckRequest) (*CheckResponse, error)
 	// Status returns the quota a key has left under one rule, consuming
 	// nothing.
