@@ -58,7 +58,10 @@ type checkRequest struct {
 	// RefundOnReject.
 	allOrNothing bool
 	buf          [16]limiter.Item // most requests fit: no allocation for the list
-	last         string           // the domain of an earlier decode, reused when repeated (ReuseString)
+	// touched is how many of buf's items decode has filled, or begun to
+	// fill, since the last reset: the ones reset empties.
+	touched int
+	last    string // the domain of an earlier decode, reused when repeated (ReuseString)
 }
 
 // decode parses b, the wire form of a CheckRequest, into r, which must be
@@ -86,7 +89,7 @@ func (r *checkRequest) decode(b []byte) error {
 			}
 			var reuse map[string]string
 			if i := len(r.items); i < len(r.buf) {
-				reuse = r.buf[i].Attributes
+				reuse, r.touched = r.buf[i].Attributes, i+1
 			}
 			var it limiter.Item
 			if it, err = decodeItem(f.Bytes, reuse); err != nil {
@@ -118,7 +121,10 @@ func (r *checkRequest) request() limiter.Request {
 // past): a pooled request holds no more than len(buf) maps of
 // limiter.MaxAttributes+1 entries.
 func (r *checkRequest) reset() {
-	for i := range r.buf {
+	// Only the items decode touched: the others were emptied by an
+	// earlier reset (a single-item request would otherwise pay for
+	// sixteen maps).
+	for i := range r.buf[:r.touched] {
 		m := r.buf[i].Attributes
 		if len(m) > limiter.MaxAttributes {
 			m = nil
@@ -126,7 +132,7 @@ func (r *checkRequest) reset() {
 		clear(m)
 		r.buf[i] = limiter.Item{Attributes: m}
 	}
-	r.domain, r.items, r.allOrNothing = "", nil, false
+	r.domain, r.items, r.allOrNothing, r.touched = "", nil, false, 0
 }
 
 // decodeItem parses a CheckItem, into reuse if it is a map (empty), or
