@@ -80,6 +80,9 @@ type fastRequest struct {
 
 	last    string // the domain of an earlier read, reused when repeated (grpcapi.ReuseString)
 	itemBuf []limiter.Item
+	// touched is how many of itemBuf's items have been filled since the
+	// last reset: the ones reset empties.
+	touched int
 	peerBuf peerRequest
 	hitBuf  []uint64
 	entries []envoyconf.Entry
@@ -117,11 +120,15 @@ func (r *fastRequest) read(b []byte) bool {
 func (r *fastRequest) reset() {
 	r.domain, r.hits = "", 0
 	r.descriptors = emptied(r.descriptors, maxPooled)
-	for i := range r.itemBuf {
+	// Only the items filled: the others were emptied by an earlier reset
+	// (a single-descriptor request would otherwise pay for as many maps
+	// as the largest request this one served).
+	for i := range r.itemBuf[:r.touched] {
 		m := r.itemBuf[i].Attributes
 		clear(m)
 		r.itemBuf[i] = limiter.Item{Attributes: m}
 	}
+	r.touched = 0
 	if cap(r.itemBuf) > maxPooled {
 		r.itemBuf = nil
 	}
@@ -158,6 +165,7 @@ func (r *fastRequest) items() ([]limiter.Item, bool) {
 		r.itemBuf = make([]limiter.Item, len(r.descriptors))
 	}
 	items := r.itemBuf[:len(r.descriptors)]
+	r.touched = max(r.touched, len(items))
 	for i, d := range r.descriptors {
 		it := &items[i]
 		kept := it.Attributes // empty: a reset's, or new
