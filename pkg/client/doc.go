@@ -13,7 +13,10 @@
 // within the linger share one weir.v1 Check of several items (split at
 // the server's limit of items per call), and each caller gets its own
 // items' results. A busy service then pays one round trip for many
-// decisions, at the price of up to Linger of added latency.
+// decisions, at the price of up to Linger of added latency. A Check with
+// limiter.Request.RefundOnReject (weir.v1's all_or_nothing) never
+// batches: its items are given back together, and go in one call of
+// their own.
 //
 // When the limiter cannot decide — unreachable, too slow, or answering
 // Unavailable — a Check takes its failure Policy: allow, reject, decide
