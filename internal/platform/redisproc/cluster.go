@@ -41,6 +41,14 @@ type ClusterConfig struct {
 	// (masterauth); redis-cli creates the cluster with it, and the
 	// Cluster's own clients use it. The default: none.
 	Password string
+	// Users are ACL users (Redis 6) every node has besides the default
+	// user, each as a `user` line of redis.conf without the word user:
+	// "name on >password rules…", words separated by spaces, none
+	// containing one. ACL users are not replicated: every node gets them
+	// all, so that they still log in on a promoted replica. The
+	// Cluster's own clients, and redis-cli, use the default user. The
+	// default: none.
+	Users []string
 	// Extra arguments go to every redis-server.
 	Extra []string
 }
@@ -111,6 +119,9 @@ func StartCluster(ctx context.Context, dir string, cfg ClusterConfig) (*Cluster,
 	if cfg.Password != "" {
 		extra = append([]string{"--masterauth", cfg.Password}, extra...)
 		cliArgs = []string{"-a", cfg.Password, "--no-auth-warning"}
+	}
+	for _, u := range cfg.Users {
+		extra = append(append(extra, "--user"), strings.Fields(u)...)
 	}
 	if cfg.TLS.CertFile != "" {
 		opt.tls = &cfg.TLS

@@ -196,3 +196,65 @@ func (s *Sentinel) Stop() {
 		}
 	}
 }
+
+// Failover has the Sentinels fail the primary over to the replica while
+// both run (SENTINEL FAILOVER, asked of the first Sentinel running): a
+// planned switchover. The Sentinels promote the replica, name it as the
+// primary, and some seconds later demote the old primary to a replica of
+// it. Failover first waits until the replica has what the primary had
+// written when it was called (a Sentinel would promote a replica that has
+// not yet made its first copy, and lose it all); then, as a Sentinel
+// refuses (NOGOODSLAVE) until it has seen the replica, it asks every 20ms
+// until one accepts or ctx ends, and returns once one has accepted.
+// Primary and Replica keep naming the servers they were started as.
+func (s *Sentinel) Failover(ctx context.Context) error {
+	var srv *Server
+	for _, c := range s.Sentinels {
+		if c.Running() {
+			srv = c
+			break
+		}
+	}
+	if srv == nil {
+		return fmt.Errorf("redisproc: no Sentinel running")
+	}
+	written, err := replOffset(ctx, s.Primary, "master_repl_offset")
+	if err != nil {
+		return err
+	}
+	if err := poll(ctx, "the replica in sync", func() error {
+		got, err := replOffset(ctx, s.Replica, "slave_repl_offset")
+		if err == nil && got < written {
+			err = fmt.Errorf("replica at offset %d, primary at %d", got, written)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	c := redis.NewSentinelClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	return poll(ctx, "a Sentinel that accepts SENTINEL FAILOVER", func() error {
+		return c.Failover(ctx, s.MasterName).Err()
+	})
+}
+
+// replOffset returns the replication offset named field (INFO
+// replication) of srv: a replica's is -1 until its link to the primary
+// is up.
+func replOffset(ctx context.Context, srv *Server, field string) (int64, error) {
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redisproc: INFO replication of %s: %w", srv.Addr, err)
+	}
+	if field == "slave_repl_offset" && !strings.Contains(info, "master_link_status:up") {
+		return -1, nil
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redisproc: INFO replication of %s has no %s", srv.Addr, field)
+}

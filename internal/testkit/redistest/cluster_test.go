@@ -38,16 +38,23 @@ func TestClusterTLS(t *testing.T) {
 }
 
 // TestClusterPassword is TestCluster on a cluster whose nodes require a
-// password, of clients and of each other; its nodes refuse a client
-// without it.
+// password, of clients and of each other, and have an ACL user
+// (ClusterConfig.Users): its nodes refuse a client without the password,
+// and let the user in.
 func TestClusterPassword(t *testing.T) {
-	c := redistest.StartClusterPassword(t, "cluster-secret")
+	c := redistest.StartClusterWith(t, redisproc.ClusterConfig{Password: "cluster-secret", Users: []string{"app on >app-pw ~* +@all"}})
 	for _, s := range c.Nodes {
 		anon := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 		err := anon.Set(t.Context(), "{x}", "1", 0).Err()
 		_ = anon.Close()
 		if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 			t.Errorf("SET without the password on %s: got %v, want NOAUTH", s.Addr, err)
+		}
+		app := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "app", Password: "app-pw", MaxRetries: -1})
+		user, err := app.Do(t.Context(), "acl", "whoami").Text()
+		_ = app.Close()
+		if err != nil || user != "app" {
+			t.Errorf("ACL WHOAMI on %s as app: got %q %v, want app", s.Addr, user, err)
 		}
 	}
 	checkCluster(t, c)

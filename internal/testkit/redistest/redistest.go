@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -77,6 +78,16 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 	return c
 }
 
+// SentinelClient returns a go-redis client of the server as a Redis
+// Sentinel (SENTINEL commands), with its password when it requires one
+// and over TLS when it serves TLS, closed when t ends.
+func (s *Server) SentinelClient(t testing.TB) *redis.SentinelClient {
+	t.Helper()
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Password: s.Password, TLSConfig: s.TLS})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // Restart starts the server again on the same port after Stop.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
@@ -101,6 +112,7 @@ type Sentinel struct {
 	Primary, Replica *Server
 	Sentinels        []*Server
 	MasterName       string
+	s                *redisproc.Sentinel
 }
 
 // StartSentinel starts, for t, a primary, its replica and the Redis
@@ -116,9 +128,23 @@ func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stop)
-	out := &Sentinel{Primary: &Server{s.Primary}, Replica: &Server{s.Replica}, MasterName: s.MasterName}
+	out := &Sentinel{Primary: &Server{s.Primary}, Replica: &Server{s.Replica}, MasterName: s.MasterName, s: s}
 	for _, srv := range s.Sentinels {
 		out.Sentinels = append(out.Sentinels, &Server{srv})
 	}
 	return out
+}
+
+// Failover has the Sentinels fail the primary over to the replica while
+// both run (redisproc.Sentinel.Failover: SENTINEL FAILOVER, a planned
+// switchover), asking again for up to 15 s until a Sentinel accepts, and
+// returns once one has. Primary and Replica keep naming the servers they
+// were started as.
+func (s *Sentinel) Failover(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s.s.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -121,3 +121,30 @@ func TestStartSentinel(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelFailover checks Sentinel.Failover against Redis itself:
+// once it returns, the Sentinel names the replica as the primary within
+// seconds, and the replica, a primary now, holds what the old primary
+// was written before.
+func TestSentinelFailover(t *testing.T) {
+	s := redistest.StartSentinel(t, redisproc.SentinelConfig{})
+	ctx := t.Context()
+	if err := s.Primary.Client(t).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.Failover(t)
+	sentinel := s.Sentinels[0].SentinelClient(t)
+	wait.For(t, 15*time.Second, "the Sentinel to name the replica", func() bool {
+		addr, err := sentinel.GetMasterAddrByName(ctx, s.MasterName).Result()
+		return err == nil && strings.Join(addr, ":") == s.Replica.Addr
+	})
+	t.Logf("the Sentinel names the replica %v after SENTINEL FAILOVER was asked", time.Since(start).Round(10*time.Millisecond))
+	replica := s.Replica.Client(t)
+	if r, err := replica.Do(ctx, "role").Slice(); err != nil || len(r) == 0 || r[0] != "master" {
+		t.Errorf("ROLE of the replica: got %v %v, want master", r, err)
+	}
+	if got, err := replica.Get(ctx, "k").Result(); err != nil || got != "v" {
+		t.Errorf("k on the promoted replica: got %q %v, want v", got, err)
+	}
+}
