@@ -152,30 +152,41 @@ func TestRedisClusterTLS(t *testing.T) {
 			`msg="could not load scripts into Redis at start.*if it serves TLS alone`},
 	})
 
-	t.Run("failover", func(t *testing.T) {
-		base := startLimiter(t, limiterd.Config{DC: "a", Redis: strings.Join(addrs, ","), RedisTLS: ca, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
-		const user = "failover"
+	t.Run("failover", func(t *testing.T) { clusterFailover(t, cluster, strings.Join(addrs, ","), ca) })
+}
+
+// clusterFailover starts a limiter on cluster (--redis redis, over TLS
+// with tls when set), decides a user on the store, kills (SIGKILL) the
+// primary of the user's slot, and waits until the user's decisions are
+// made on the store again, on the promoted replica, which then holds the
+// user's key; it logs how long after the kill.
+func clusterFailover(t *testing.T, cluster *redistest.Cluster, redis string, tls tlsconf.ClientFiles) {
+	t.Helper()
+	base := startLimiter(t, limiterd.Config{DC: "a", Redis: redis, RedisTLS: tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
+	const user = "failover"
+	postChecks(t, base, user, 1)
+	if got := decisionsBySource(t, base)["store"]; got != 1 {
+		t.Fatalf("decisions on the store before the kill: got %d, want 1 (all: %v)", got, decisionsBySource(t, base))
+	}
+	var key string
+	for _, k := range keysByPrimary(t, cluster, "*"+user+"*") {
+		key = k[0]
+	}
+	slot := redistest.Slot(key)
+	killed := time.Now()
+	dead := cluster.KillPrimaryOf(t, slot)
+	wait.For(t, 30*time.Second, "decisions on the store again, on the promoted replica", func() bool {
+		before := decisionsBySource(t, base)["store"]
 		postChecks(t, base, user, 1)
-		if got := decisionsBySource(t, base)["store"]; got != 1 {
-			t.Fatalf("decisions on the store before the kill: got %d, want 1 (all: %v)", got, decisionsBySource(t, base))
-		}
-		var key string
-		for _, k := range keysByPrimary(t, cluster, "*"+user+"*") {
-			key = k[0]
-		}
-		slot := redistest.Slot(key)
-		killed := time.Now()
-		dead := cluster.KillPrimaryOf(t, slot)
-		wait.For(t, 30*time.Second, "decisions on the store again, on the promoted replica", func() bool {
-			before := decisionsBySource(t, base)["store"]
-			postChecks(t, base, user, 1)
-			return decisionsBySource(t, base)["store"] == before+1
-		})
-		t.Logf("primary %s killed; decisions of slot %d on the store again %v later", dead, slot, time.Since(killed).Round(100*time.Millisecond))
-		// The nodes the limiter did not ask may learn of the promotion a
-		// little later.
-		t.Logf("replica %s promoted", cluster.WaitPromoted(t, slot, dead))
+		return decisionsBySource(t, base)["store"] == before+1
 	})
+	t.Logf("primary %s killed; decisions of slot %d on the store again %v later", dead, slot, time.Since(killed).Round(100*time.Millisecond))
+	// The nodes the limiter did not ask may learn of the promotion a
+	// little later.
+	promoted := cluster.WaitPromoted(t, slot, dead)
+	if got := keysByPrimary(t, cluster, "*"+user+"*")[promoted]; len(got) != 1 || got[0] != key {
+		t.Errorf("keys of user %s on the promoted replica %s: got %v, want [%s]", user, promoted, got, key)
+	}
 }
 
 // keysByPrimary returns the keys matching pattern on each primary of c
@@ -280,7 +291,8 @@ const refusedPassword = `msg="Redis refused the limiter's password or user`
 // parameters or of one node, every decision is made on the store; a
 // wrong password, or none (comma-separated host:port), decides by the
 // failure mode, and the log's error at start says the password was
-// refused.
+// refused. Last, a primary is killed: a user's decisions come back to
+// the store, over TLS with the password, on the promoted replica.
 func TestRedisClusterTLSPassword(t *testing.T) {
 	files := serverTLS(t)
 	cluster := redistest.StartClusterWith(t, redisproc.ClusterConfig{TLS: files, Password: "cluster-secret"})
@@ -291,6 +303,9 @@ func TestRedisClusterTLSPassword(t *testing.T) {
 		{"rediss:// of one node", "rediss://:cluster-secret@" + addrs[1], ca, true, ""},
 		{"wrong password", "rediss://:wrong@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], ca, false, refusedPassword},
 		{"comma-separated nodes, no password", strings.Join(addrs[:3], ","), ca, false, refusedPassword},
+	})
+	t.Run("failover", func(t *testing.T) {
+		clusterFailover(t, cluster, "rediss://:cluster-secret@"+addrs[0]+"?addr="+addrs[1]+"&addr="+addrs[2], ca)
 	})
 }
 
