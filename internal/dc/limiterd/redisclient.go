@@ -191,10 +191,12 @@ func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (
 
 // RedisACL is the least a Redis ACL user must be allowed for a limiter
 // with the default key prefix: its keys (weir:*), the connection's own
-// commands, the scripts' calls and loading, and what the limiter reads of
-// the server at start (INFO, CONFIG GET, CLUSTER SHARDS). As the rules of
-// ACL SETUSER, after the user's name, "on" and its password.
-const RedisACL = "resetkeys ~weir:* resetchannels -@all +@connection +evalsha +eval +script|load +info +config|get +cluster|shards " +
+// commands, the scripts' calls and loading, what the limiter reads of
+// the server at start (INFO, CONFIG GET, CLUSTER SHARDS), and, on a Redis
+// Cluster, the slot map go-redis reads (CLUSTER SLOTS): without it,
+// every decision on a cluster fails. As the rules of ACL SETUSER, after
+// the user's name, "on" and its password.
+const RedisACL = "resetkeys ~weir:* resetchannels -@all +@connection +evalsha +eval +script|load +info +config|get +cluster|slots +cluster|shards " +
 	"+get +set +del +pexpire +pttl +zadd +zcard +zcount +zrange +zrem +zremrangebyscore"
 
 // RedisSentinelACL is what a Redis Sentinel's ACL user (Redis 6.2) is

@@ -281,6 +281,28 @@ func TestRedisClusterPassword(t *testing.T) {
 	})
 }
 
+// TestRedisClusterACL runs a limiter on a Redis Cluster as an ACL user
+// that every node has, with the rights limiterd.RedisACL lists, while the
+// default user requires another password: given in a URL, with addr
+// parameters or of one node (which the limiter finds to be a cluster's
+// seed), every decision is made on the store, over all three primaries;
+// a wrong password decides by the failure mode, and the log's error at
+// start says the password or user was refused. Last, a primary is
+// killed: a user's decisions come back to the store, as the same ACL
+// user, on the promoted replica.
+func TestRedisClusterACL(t *testing.T) {
+	cluster := redistest.StartClusterWith(t, redisproc.ClusterConfig{Password: "cluster-secret", Users: []string{"weir on >weir-pw " + limiterd.RedisACL}})
+	addrs := cluster.Addrs()
+	runClusterCases(t, cluster, []clusterCase{
+		{"URL with addr parameters", "redis://weir:weir-pw@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, true, ""},
+		{"URL of one node", "redis://weir:weir-pw@" + addrs[1], tlsconf.ClientFiles{}, true, ""},
+		{"wrong password", "redis://weir:wrong@" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2], tlsconf.ClientFiles{}, false, refusedPassword},
+	})
+	t.Run("failover", func(t *testing.T) {
+		clusterFailover(t, cluster, "redis://weir:weir-pw@"+addrs[0]+"?addr="+addrs[1]+"&addr="+addrs[2], tlsconf.ClientFiles{})
+	})
+}
+
 // refusedPassword matches the error a limiter logs at start when Redis
 // refuses its password or user.
 const refusedPassword = `msg="Redis refused the limiter's password or user`
