@@ -613,8 +613,9 @@ type openedStore struct {
 	// later are what Redis did not answer at start, to be done when it
 	// answers: load the scripts and check the server (loadScriptsLater),
 	// find out whether the one node named is a cluster's
-	// (checkSeedLater). The caller runs each, and ends them through
-	// their context.
+	// (checkSeedLater); and, for Redis Sentinels, following the primary
+	// they name (followPrimary). The caller runs each, and ends them
+	// through their context.
 	later []func(ctx context.Context)
 }
 
@@ -642,8 +643,8 @@ func openStore(cfg Config) (openedStore, error) {
 	}
 	c, closeFn := oc.client, oc.close
 	var later []func(context.Context)
-	if oc.checkLater != nil {
-		later = append(later, oc.checkLater)
+	if oc.later != nil {
+		later = append(later, oc.later)
 	}
 	s, err := redisstore.New(c, redisstore.Config{ScriptPerRequest: cfg.RedisScriptPerRequest})
 	if err != nil {

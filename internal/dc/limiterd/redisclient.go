@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -20,11 +21,13 @@ import (
 type openedClient struct {
 	client redisstore.Client
 	close  func() error
-	// checkLater, when not nil, finds out what the one node named did
-	// not answer at start: whether it is one of a Redis Cluster's
-	// several primaries (checkSeedLater). The caller runs it, and ends
-	// it through its context.
-	checkLater func(ctx context.Context)
+	// later, when not nil, is what the client needs done beside the
+	// decisions while the limiter runs: for the one node named that did
+	// not answer at start, finding out whether it is one of a Redis
+	// Cluster's several primaries (checkSeedLater); for Redis Sentinels,
+	// following the primary they name (followPrimary). The caller runs
+	// it, and ends it through its context.
+	later func(ctx context.Context)
 }
 
 // redisClient returns the go-redis client for --redis, tuned for a
@@ -45,7 +48,7 @@ func redisClient(addr string, tlsCfg *tls.Config, timeout time.Duration, log *sl
 	}
 	switch {
 	case urlHas(addr, "master_name"):
-		return newSentinelClient(addr, tlsCfg, timeout)
+		return newSentinelClient(addr, tlsCfg, timeout, log)
 	case urlHas(addr, "addr"):
 		return newClusterClient(addr, tlsCfg, timeout)
 	case strings.Contains(addr, ","):
@@ -73,7 +76,7 @@ func redisClient(addr string, tlsCfg *tls.Config, timeout time.Duration, log *sl
 	case err != nil:
 		// No answer yet: a client of the one node, checked when it
 		// answers.
-		return openedClient{client: rc, close: rc.Close, checkLater: func(ctx context.Context) { checkSeedLater(ctx, rc, log) }}, nil
+		return openedClient{client: rc, close: rc.Close, later: func(ctx context.Context) { checkSeedLater(ctx, rc, log) }}, nil
 	case primaries < 2:
 		// One Redis, or a cluster of one primary (all slots here:
 		// batching works).
@@ -177,8 +180,9 @@ func tuneCluster(opt *redis.ClusterOptions, timeout time.Duration) {
 // newSentinelClient returns a client of the primary that the Redis
 // Sentinels of a redis:// URL with a master_name parameter watch (the
 // URL's host and its addr parameters): go-redis asks them for the
-// primary, and follows it when they fail it over.
-func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (openedClient, error) {
+// primary, and follows it when they fail it over; so does the client's
+// later function (followPrimary), should go-redis not hear of it.
+func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration, log *slog.Logger) (openedClient, error) {
 	opt, err := redis.ParseFailoverURL(addr)
 	if err != nil {
 		return openedClient{}, fmt.Errorf("limiterd: --redis: %w", err)
@@ -186,7 +190,99 @@ func newSentinelClient(addr string, tlsCfg *tls.Config, timeout time.Duration) (
 	opt.TLSConfig = withTLS(opt.TLSConfig, tlsCfg)
 	tune(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled, timeout)
 	rc := redis.NewFailoverClient(opt)
-	return openedClient{client: rc, close: rc.Close}, nil
+	return openedClient{client: rc, close: rc.Close, later: func(ctx context.Context) { followPrimary(ctx, rc, opt, log) }}, nil
+}
+
+// sentinelPoll is how often a limiter on Redis Sentinels asks them for
+// the primary's address (followPrimary).
+const sentinelPoll = time.Second
+
+// followAgain is how many polls after the Sentinels named another
+// primary followPrimary has the client follow it again: go-redis asks the
+// Sentinel it picked, which may learn of the new primary a little later
+// than the one that answered the poll (the Sentinel that failed over
+// tells the others at once, and every 2 s).
+const followAgain = 2
+
+// followPrimary asks the Sentinels of opt for the primary's address
+// every sentinelPoll until ctx ends, and when the answer changes (the
+// first included) has rc follow it (follow), then again on the next
+// followAgain polls.
+//
+// go-redis follows a failover when a Sentinel announces it on a channel
+// go-redis subscribes to (+switch-master), or when a connection to the
+// old primary fails. A planned switchover (SENTINEL FAILOVER), or a
+// primary the Sentinels cannot reach but the limiter can, leaves the old
+// primary up and taking writes until the Sentinels reach it and demote it
+// (some ten seconds after the switch; never, while they cannot reach it):
+// a client that did not hear the announcement — a Sentinel user without
+// the rights to subscribe (RedisSentinelACL), a subscription that was
+// down at the time — decides there all that while, and the admissions it
+// counts are thrown away at the demotion, with no error to tell. Asking
+// bounds that time by sentinelPoll.
+func followPrimary(ctx context.Context, rc *redis.Client, opt *redis.FailoverOptions, log *slog.Logger) {
+	sentinels := make([]*redis.SentinelClient, len(opt.SentinelAddrs))
+	defer func() {
+		for _, s := range sentinels {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+	}()
+	known := "" // the primary's address, as the Sentinels last named it
+	first := 0  // the Sentinel asked first: the last that answered
+	again := 0  // polls left that follow again
+	tick := time.NewTicker(sentinelPoll)
+	defer tick.Stop()
+	for {
+		for i := range sentinels {
+			j := (first + i) % len(sentinels)
+			if sentinels[j] == nil {
+				sentinels[j] = redis.NewSentinelClient(&redis.Options{
+					Addr: opt.SentinelAddrs[j], Username: opt.SentinelUsername, Password: opt.SentinelPassword, TLSConfig: opt.TLSConfig,
+					DialTimeout: opt.DialTimeout, ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout,
+					PoolSize: 1, MaxRetries: -1, DialerRetries: 1,
+				})
+			}
+			actx, cancel := context.WithTimeout(ctx, sentinelPoll)
+			addr, err := sentinels[j].GetMasterAddrByName(actx, opt.MasterName).Result()
+			cancel()
+			if err != nil || len(addr) != 2 {
+				continue
+			}
+			first = j
+			if primary := net.JoinHostPort(addr[0], addr[1]); primary != known {
+				if known != "" {
+					log.Info("the Redis Sentinels name another primary: the limiter decides there from now on", "primary", primary, "was", known)
+				}
+				known, again = primary, followAgain+1
+			}
+			if again > 0 {
+				again--
+				fctx, cancel := context.WithTimeout(ctx, sentinelPoll)
+				follow(fctx, rc)
+				cancel()
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// follow has rc, a client of the primary Redis Sentinels name
+// (redis.NewFailoverClient), move to the primary they name now. It makes
+// rc dial one connection, which it then closes: go-redis asks the
+// Sentinels for the primary at each dial, and when the address is not the
+// one it dialled last, it closes its connections to any other, as when it
+// hears +switch-master. (go-redis offers no call to ask for that alone.)
+func follow(ctx context.Context, rc *redis.Client) {
+	ps := rc.Subscribe(ctx) // no channel: it dials on first use
+	_ = ps.Ping(ctx)
+	_ = ps.Close()
 }
 
 // RedisACL is the least a Redis ACL user must be allowed for a limiter
@@ -206,9 +302,10 @@ const RedisACL = "resetkeys ~weir:* resetchannels -@all +@connection +evalsha +e
 // not know to the ones it asks), and the channels on which the Sentinel
 // announces a failover (go-redis then drops its connections to the old
 // primary at once). Only the primary's address is indispensable: without
-// the rest go-redis logs the refusal, keeps to the Sentinels named, and
-// finds the new primary when its connections to the old one fail (as
-// they do when it dies). As RedisACL's, after the user's name,
+// the rest go-redis logs the refusal and keeps to the Sentinels named,
+// and the limiter follows a new primary when it asks them for it, every
+// second (followPrimary), or when its connections to the old one fail
+// (as they do when it dies). As RedisACL's, after the user's name,
 // "on" and its password; the user the limiter decides as is another, of
 // the primary and its replicas (RedisACL).
 const RedisSentinelACL = "resetchannels &+switch-master &+replica-reconf-done -@all +@connection +subscribe " +

@@ -65,7 +65,7 @@ func TestClusterSeedCheckedLater(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = oc.close() })
-			if got := oc.checkLater != nil; got != tc.later {
+			if got := oc.later != nil; got != tc.later {
 				t.Fatalf("a later check: %v, want %v", got, tc.later)
 			}
 			if !tc.later {
@@ -73,7 +73,7 @@ func TestClusterSeedCheckedLater(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { oc.checkLater(ctx); close(done) }()
+			go func() { oc.later(ctx); close(done) }()
 			defer func() { cancel(); <-done }()
 			answer()
 			wait.For(t, 30*time.Second, "the later check to end once the node answers", func() bool {

@@ -1,14 +1,18 @@
 package limiterd_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/weirhq/weir/internal/dc/limiterd"
 	"github.com/weirhq/weir/internal/platform/redisproc"
@@ -214,5 +218,211 @@ func postChecks(t *testing.T, base, user string, n int) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("check of %s: status %d %s, want 200", user, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestRedisSentinelSwitchover has the Sentinels fail the primary over
+// while it keeps running (SENTINEL FAILOVER: a planned switchover), under
+// a limiter that decides a new user every few milliseconds, as ACL users:
+// one of the Sentinels that may hear of the failover
+// (limiterd.RedisSentinelACL), and one that may only ask for the primary,
+// of one Sentinel and of three.
+// The old primary stays a writable primary until the Sentinels demote it,
+// some ten seconds later: a client that keeps deciding there counts
+// admissions that the demotion throws away, with no error to show it.
+// Each time, within a bounded time of the Sentinels naming the new
+// primary, every decision is made on the store there, and none on the old
+// one; the counts made before the switchover continue there. The test
+// logs what it measures: the replica's promotion and the Sentinels'
+// switch after SENTINEL FAILOVER, the decisions the old primary counted
+// in between (lost), and those decided by the failure mode.
+func TestRedisSentinelSwitchover(t *testing.T) {
+	// follow bounds how long after the Sentinels name the new primary a
+	// decision may still go elsewhere.
+	const follow = 2 * time.Second
+	const limit = 1000000
+	rules := ruleFile(t, fmt.Sprintf("domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    algorithm: FixedWindow\n    limit: %d\n    window_seconds: 3600\n", limit))
+	const askOnly = "resetchannels -@all +@connection +sentinel|get-master-addr-by-name"
+	for _, tc := range []struct {
+		name        string
+		sentinelACL string // the rules of the Sentinels' ACL user
+		sentinels   int    // how many, all named in the URL
+	}{
+		{"the Sentinel user hears of the failover", limiterd.RedisSentinelACL, 1},
+		{"the Sentinel user may only ask for the primary", askOnly, 1},
+		{"three Sentinels, whose user may only ask for the primary", askOnly, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := sentinelConfigs(t)
+			cfg.Sentinels = tc.sentinels
+			cfg.Users = []string{"weir on >weir-pw " + limiterd.RedisACL}
+			cfg.SentinelUsers = []string{"limiter on >limiter-pw " + tc.sentinelACL}
+			s := redistest.StartSentinel(t, cfg)
+			url := "redis://limiter:limiter-pw@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&username=weir&password=weir-pw"
+			for _, other := range s.Sentinels[1:] {
+				url += "&addr=" + other.Addr
+			}
+			var logs syncbuf.Buffer
+			base := startLimiter(t, limiterd.Config{DC: "a", RulesFile: rules, StoreTimeout: time.Second, Redis: url,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			const before = 10
+			postChecks(t, base, "before", before)
+			if got := decisionsBySource(t, base)["store"]; got != before {
+				t.Fatalf("decisions on the store before the switchover: got %d, want %d (all: %v)", got, before, decisionsBySource(t, base))
+			}
+			sentinel, primary, replica := s.Sentinels[0].SentinelClient(t), s.Primary.Client(t), s.Replica.Client(t)
+
+			type decision struct {
+				at     time.Duration // after SENTINEL FAILOVER
+				user   string
+				source string
+			}
+			var decisions []decision
+			var promoted, switched time.Duration // replica's role master; the Sentinel names it
+			s.Failover(t)
+			start := time.Now()
+			for i := 0; switched == 0 || time.Since(start) < switched+follow+time.Second; i++ {
+				if time.Since(start) > 20*time.Second {
+					t.Fatalf("the Sentinel did not name the replica as the primary within 20 s (promoted after %v)", promoted)
+				}
+				user := fmt.Sprintf("during-%d", i)
+				source, _ := checkSource(t, base, user)
+				decisions = append(decisions, decision{time.Since(start), user, source})
+				if promoted == 0 && role(t, replica) == "master" {
+					promoted = time.Since(start)
+				}
+				if addr, err := sentinel.GetMasterAddrByName(t.Context(), s.MasterName).Result(); switched == 0 && err == nil && strings.Join(addr, ":") == s.Replica.Addr {
+					switched = time.Since(start)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			oldRole := role(t, primary)
+
+			// Where each decision on the store was counted: the replica
+			// holds what the primary counted before its promotion, and
+			// what the limiter counted on it since; what the old primary
+			// counted after it is lost when the Sentinels demote it.
+			onNew, onOld := keySet(t, replica, "*during-*"), keySet(t, primary, "*during-*")
+			var lost, byFailureMode int
+			var lastAway, lastLost time.Duration
+			for _, d := range decisions {
+				key := "weir:{api/per-user/" + d.user + "}:fw3"
+				switch {
+				case d.source != "store":
+					byFailureMode++
+					lastAway = d.at
+				case onNew[key]:
+				case onOld[key]:
+					lost++
+					lastAway, lastLost = d.at, d.at
+				default:
+					t.Errorf("%s decided on the store %v after SENTINEL FAILOVER: key %s on neither server", d.user, d.at, key)
+				}
+			}
+			t.Logf("after SENTINEL FAILOVER: replica promoted at %v, named by the Sentinel at %v; %d decisions, %d counted by the old primary after the promotion (lost; the last at %v), %d by the failure mode; every decision on the new primary from %v; old primary's role at the end: %s",
+				promoted.Round(10*time.Millisecond), switched.Round(10*time.Millisecond), len(decisions), lost, lastLost.Round(10*time.Millisecond), byFailureMode, lastAway.Round(10*time.Millisecond), oldRole)
+			if lastAway > switched+follow {
+				t.Errorf("decisions away from the new primary (lost on the old one, or by the failure mode) until %v after SENTINEL FAILOVER, want none later than %v after the Sentinel named it (at %v)", lastAway, follow, switched)
+			}
+			if lost > 0 && oldRole != "master" {
+				t.Logf("the old primary was demoted before the test ended: the lost decisions may have been counted before its promotion")
+			}
+			// The counts made before the switchover go on on the new primary.
+			if source, remaining := checkSource(t, base, "before"); source != "store" || remaining != limit-before-1 {
+				t.Errorf("check of user before after the switchover: got source %s, remaining %d, want store, %d", source, remaining, limit-before-1)
+			}
+			if strings.Contains(logs.String(), "level=ERROR") {
+				t.Errorf("errors logged:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// checkSource makes a check of user in domain api on the limiter at base
+// and returns its one result's source and remaining quota, failing t
+// unless it answers 200 with one result.
+func checkSource(t *testing.T, base, user string) (source string, remaining int64) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user_id":%q}}`, user)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			Source    string `json:"source"`
+			Remaining int64  `json:"remaining"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || len(out.Results) != 1 {
+		t.Fatalf("check of %s: status %d, %+v, %v; want 200 and one result", user, resp.StatusCode, out, err)
+	}
+	return out.Results[0].Source, out.Results[0].Remaining
+}
+
+// role returns the role (ROLE) of the server rc is a client of: master
+// or slave.
+func role(t *testing.T, rc *redis.Client) string {
+	t.Helper()
+	r, err := rc.Do(t.Context(), "role").Slice()
+	if err != nil || len(r) == 0 {
+		t.Fatalf("ROLE of %s: %v %v", rc.Options().Addr, r, err)
+	}
+	s, _ := r[0].(string)
+	return s
+}
+
+// keySet returns the keys matching pattern on the server rc is a client
+// of.
+func keySet(t *testing.T, rc *redis.Client, pattern string) map[string]bool {
+	t.Helper()
+	keys, err := rc.Keys(t.Context(), pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out
+}
+
+// TestRedisReadOnly runs a limiter on a replica, which answers every
+// write READONLY (as a demoted primary does, to a client that kept its
+// connections): each decision is a failure of the store, decided by its
+// rule's failure mode, and counted by the node's circuit breaker, which
+// opens after three; one warning says so, quoting Redis's answer, however
+// many decisions fail within its ten seconds.
+func TestRedisReadOnly(t *testing.T) {
+	primary := redistest.Start(t)
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	replica := redistest.Start(t, "--replicaof", host, port)
+	var logs syncbuf.Buffer
+	base := startLimiter(t, limiterd.Config{DC: "a", Redis: replica.Addr, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	const checks = 20
+	postChecks(t, base, "someone", checks)
+	if got, want := decisionsBySource(t, base), map[string]int{"failure_local": checks}; !maps.Equal(got, want) {
+		t.Errorf("decisions by source: got %v, want %v", got, want)
+	}
+	var fallbacks []string
+	for _, line := range strings.Split(metricsText(t, base), "\n") {
+		if strings.HasPrefix(line, "weir_store_fallbacks_total{") && !strings.HasSuffix(line, " 0") {
+			fallbacks = append(fallbacks, line)
+		}
+	}
+	want := []string{
+		`weir_store_fallbacks_total{node="` + replica.Addr + `",reason="breaker_open"} ` + fmt.Sprint(checks-3),
+		`weir_store_fallbacks_total{node="` + replica.Addr + `",reason="error"} 3`,
+	}
+	if !slices.Equal(fallbacks, want) {
+		t.Errorf("decisions by the failure mode, by node and reason: got %q, want %q", fallbacks, want)
+	}
+	const fellBack = "rule decisions went to their failure modes instead of the store"
+	if !loggedWith(logs.String(), fellBack, "READONLY You can't write against a read only replica") {
+		t.Errorf("no line %q quoting READONLY; logs:\n%s", fellBack, logs.String())
+	}
+	if n := strings.Count(logs.String(), fellBack); n != 1 {
+		t.Errorf("lines %q: got %d, want 1; logs:\n%s", fellBack, n, logs.String())
 	}
 }
