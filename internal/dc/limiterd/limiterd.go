@@ -669,6 +669,7 @@ func openStore(cfg Config) (openedStore, error) {
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	warnEviction(lctx, c, cfg.Logger)
+	warnReplica(lctx, c, cfg.Logger)
 	cancel()
 	if cfg.StorePause != nil {
 		pause = *cfg.StorePause

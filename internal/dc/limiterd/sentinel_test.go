@@ -425,4 +425,8 @@ func TestRedisReadOnly(t *testing.T) {
 	if n := strings.Count(logs.String(), fellBack); n != 1 {
 		t.Errorf("lines %q: got %d, want 1; logs:\n%s", fellBack, n, logs.String())
 	}
+	// Said at start, naming the primary.
+	if !loggedWith(logs.String(), "the Redis --redis names is a replica", "primary="+primary.Addr) {
+		t.Errorf("no warning at start that --redis names a replica of %s; logs:\n%s", primary.Addr, logs.String())
+	}
 }
