@@ -31,6 +31,12 @@ var (
 	ErrUnavailable = errors.New("client: limiter unavailable")
 	// ErrClosed is returned by Checks after Close.
 	ErrClosed = errors.New("client: closed")
+	// ErrNotGivenBack is returned by a Check with
+	// limiter.Request.RefundOnReject that the limiter rejected without
+	// giving back what its allowed items took: a limiter older than
+	// weir.v1's all_or_nothing, which it ignores. Those items' hits are
+	// spent. Upgrade the limiters before the clients that use it.
+	ErrNotGivenBack = errors.New("client: the limiter did not give back the allowed items' hits of a rejected RefundOnReject check (a limiter without weir.v1's all_or_nothing: upgrade it)")
 )
 
 // Client asks a limiter for decisions over gRPC. Safe for concurrent use;
@@ -227,7 +233,28 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 	if err != nil {
 		return s.failed(ctx, req, err)
 	}
+	if req.RefundOnReject && !givenBack(&resp) {
+		return limiter.Response{}, ErrNotGivenBack
+	}
 	return resp, nil
+}
+
+// givenBack reports whether resp, the answer to a check with
+// RefundOnReject, is what a limiter that honours it answers: allowed, or
+// with every admission that spent (by the store, or by failure_mode
+// local) marked refunded.
+func givenBack(resp *limiter.Response) bool {
+	if resp.Allowed {
+		return true
+	}
+	for i := range resp.Items {
+		for _, r := range resp.Items[i].Results {
+			if r.Allowed && !r.Refunded && (r.Source == limiter.SourceStore || r.Source == limiter.SourceFailureLocal) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // failed answers a check whose RPC failed with err: by the policy when the

@@ -484,6 +484,37 @@ func TestRefundOnRejectAlone(t *testing.T) {
 	}
 }
 
+// A limiter that ignores all_or_nothing (one older than it: here, an
+// interceptor that clears the field) spends the allowed items of a
+// rejected check: the client says so with ErrNotGivenBack rather than
+// answer as if they were given back. A check it allows, or one without
+// RefundOnReject, is answered as ever.
+func TestRefundOnRejectIgnored(t *testing.T) {
+	ignore := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*weirv1.CheckRequest); ok {
+			r.AllOrNothing = false
+		}
+		return h(ctx, req)
+	})
+	addr := limitertest.Serve(t, limitertest.New(t, rulesYAML, fixed), ignore)
+	c := newClient(t, client.Config{Addrs: []string{addr}, Timeout: 5 * time.Second})
+	for range 2 {
+		if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "over")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Check(ctx(t), limiter.Request{Items: []limiter.Item{item("user_id", "ann")}, RefundOnReject: true}); err != nil {
+		t.Errorf("an allowed check: %v", err)
+	}
+	both := []limiter.Item{item("user_id", "bob"), item("user_id", "over")}
+	if _, err := c.Check(ctx(t), limiter.Request{Items: both, RefundOnReject: true}); !errors.Is(err, client.ErrNotGivenBack) {
+		t.Errorf("a rejected check the limiter did not give back: got %v, want ErrNotGivenBack", err)
+	}
+	if resp, err := c.Check(ctx(t), limiter.Request{Items: both}); err != nil || resp.Allowed {
+		t.Errorf("the same without RefundOnReject: %v, %s", err, describe(resp))
+	}
+}
+
 // TestBatching: concurrent checks within the linger share RPCs, and each
 // gets its own items' results.
 func TestBatching(t *testing.T) {

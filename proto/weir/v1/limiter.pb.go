@@ -169,8 +169,9 @@ type CheckRequest struct {
 	// (the request spends nothing of any limit it was under), as the rules
 	// that allowed a rejected item always give back theirs. Each item keeps
 	// its own answer: an item under its limits is still allowed, its
-	// remaining as before the request, and its results marked refunded;
-	// the response's allowed is false. A rule that rejected spends what it
+	// remaining as before the request, and its results that spent (store,
+	// failure_local) marked refunded; the response's allowed is false. A
+	// limiter older than this field ignores it. A rule that rejected spends what it
 	// spends without this. Default false: each item is spent on its own.
 	// envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, per
 	// request.
