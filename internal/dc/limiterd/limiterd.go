@@ -669,7 +669,10 @@ func openStore(cfg Config) (openedStore, error) {
 	}
 	pause, hz := expiryPause(lctx, c, cfg.Logger)
 	warnEviction(lctx, c, cfg.Logger)
-	warnReplica(lctx, c, cfg.Logger)
+	if !urlHas(cfg.Redis, "master_name") {
+		// Through Sentinels the client is wherever they name the primary.
+		warnReplica(lctx, c, cfg.Logger)
+	}
 	cancel()
 	if cfg.StorePause != nil {
 		pause = *cfg.StorePause

@@ -14,8 +14,9 @@ import (
 // decision follows its rule's failure_mode until --redis names the
 // primary. The warning names the primary the replica follows. A node that
 // does not answer INFO is logged at debug. A Redis Cluster's clients are
-// not checked: they route to the primaries themselves. (Through
-// Sentinels, c is on the node they name the primary.)
+// not checked: they route to the primaries themselves. The caller leaves
+// out a client through Sentinels, which is wherever they name the
+// primary: the advice would be wrong for it.
 func warnReplica(ctx context.Context, c any, log *slog.Logger) {
 	n, ok := c.(*redis.Client)
 	if !ok {
