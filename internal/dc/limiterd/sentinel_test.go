@@ -130,24 +130,30 @@ func TestRedisSentinelRefused(t *testing.T) {
 		// wantErr is what the log lines must quote of the error;
 		// wantStart begins the error logged at start.
 		wantErr, wantStart string
+		// wantPoll is what the warning that no Sentinel answered the
+		// limiter's poll (followPrimary) quotes; "" when they answer.
+		wantPoll string
 	}{
 		{"wrong primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=not-the-primary-secret"
-		}, "WRONGPASS invalid username-password pair", wrongPassword},
+		}, "WRONGPASS invalid username-password pair", wrongPassword, ""},
 		{"no primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master
-		}, "NOAUTH Authentication required", wrongPassword},
+		}, "NOAUTH Authentication required", wrongPassword, ""},
 		{"wrong Sentinel password", passwords, func(addr, master string) string {
 			return "redis://:not-the-sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair", wrongPassword},
+		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair", wrongPassword,
+			"WRONGPASS invalid username-password pair"},
 		// A Sentinel's ACL user that may log in but not ask for the
 		// primary.
 		{"Sentinel ACL user without SENTINEL rights", redisproc.SentinelConfig{SentinelUsers: []string{"limiter on >limiter-pw -@all +@connection"}}, func(addr, master string) string {
 			return "redis://limiter:limiter-pw@" + addr + "?master_name=" + master
-		}, "NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command", "Redis refused the limiter a command its ACL user may not run"},
+		}, "NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command", "Redis refused the limiter a command its ACL user may not run",
+			"NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command"},
 		{"TLS with a private CA", withTLS, func(addr, master string) string {
 			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
-		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the TLS connection to Redis failed"},
+		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the TLS connection to Redis failed",
+			"tls: failed to verify certificate: x509: certificate signed by unknown authority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
@@ -169,6 +175,22 @@ func TestRedisSentinelRefused(t *testing.T) {
 			}
 			if keys, err := s.Primary.Client(t).Keys(t.Context(), "*").Result(); err != nil || len(keys) != 0 {
 				t.Errorf("keys on the primary: %v %v, want none", keys, err)
+			}
+			// The poll runs beside the decisions: its first answer (or
+			// warning) comes within a second or so of the start.
+			const noAnswer = "no Redis Sentinel answered the limiter's question for the primary"
+			deadline := time.Now().Add(5 * time.Second)
+			for tc.wantPoll != "" && !loggedWith(logs.String(), noAnswer, tc.wantPoll) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if tc.wantPoll == "" {
+				time.Sleep(1500 * time.Millisecond) // past the second poll, a second after the first
+			}
+			if got := loggedWith(logs.String(), noAnswer, tc.wantPoll); got != (tc.wantPoll != "") {
+				t.Errorf("warning %q quoting %q: logged %v, want %v; logs:\n%s", noAnswer, tc.wantPoll, got, tc.wantPoll != "", logs.String())
+			}
+			if n := strings.Count(logs.String(), noAnswer); n > 1 {
+				t.Errorf("warning %q logged %d times, want at most once in its first 10 s", noAnswer, n)
 			}
 		})
 	}
