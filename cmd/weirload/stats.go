@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisinfo"
 )
 
 // counts are what weirload reads from Redis and the limiter before and
@@ -54,9 +56,8 @@ func storeCommands(ctx context.Context, addr string) (int64, error) {
 // ("cmdstat_evalsha:calls=12,usec=..."), leaving out INFO's own.
 func sumCommands(info string) int64 {
 	var n int64
-	for line := range strings.Lines(info) {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+	for name, stats := range redisinfo.Fields(info) {
+		if !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
 			continue
 		}
 		for kv := range strings.SplitSeq(stats, ",") {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisinfo"
 )
 
 // warnReplica logs a warning when c, a client of one Redis, is connected
@@ -27,21 +28,10 @@ func warnReplica(ctx context.Context, c any, log *slog.Logger) {
 		log.Debug("could not read Redis's replication role", "node", n.Options().Addr, "err", err)
 		return
 	}
-	fields := infoFields(info)
+	fields := redisinfo.Fields(info)
 	if fields["role"] != "slave" {
 		return
 	}
 	log.Warn("the Redis --redis names is a replica: it refuses the limiter's writes (READONLY), so every decision follows its rule's failure_mode; name the primary, or the Sentinels that watch it (docs/operations.md)",
 		"node", n.Options().Addr, "primary", net.JoinHostPort(fields["master_host"], fields["master_port"]))
-}
-
-// infoFields returns the name:value lines of an INFO answer.
-func infoFields(info string) map[string]string {
-	fields := map[string]string{}
-	for line := range strings.Lines(info) {
-		if name, value, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(name, "#") {
-			fields[name] = value
-		}
-	}
-	return fields
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/weirhq/weir/internal/platform/redisinfo"
 )
 
 // Sentinel is a Redis primary with one replica, watched by one or more
@@ -248,13 +250,12 @@ func replOffset(ctx context.Context, srv *Server, field string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redisproc: INFO replication of %s: %w", srv.Addr, err)
 	}
-	if field == "slave_repl_offset" && !strings.Contains(info, "master_link_status:up") {
+	fields := redisinfo.Fields(info)
+	if field == "slave_repl_offset" && fields["master_link_status"] != "up" {
 		return -1, nil
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
+	if v, ok := fields[field]; ok {
+		return strconv.ParseInt(v, 10, 64)
 	}
 	return 0, fmt.Errorf("redisproc: INFO replication of %s has no %s", srv.Addr, field)
 }

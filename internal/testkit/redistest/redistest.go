@@ -142,7 +142,7 @@ func StartSentinel(t testing.TB, cfg redisproc.SentinelConfig) *Sentinel {
 // were started as.
 func (s *Sentinel) Failover(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	if err := s.s.Failover(ctx); err != nil {
 		t.Fatal(err)
