@@ -141,6 +141,39 @@ func decodeBoth(t *testing.T, b []byte) (taken bool) {
 	return taken
 }
 
+// A pooled request read many times, of many descriptors, then few, then
+// many again, reads each as a new one would: no item keeps an attribute
+// of an earlier request (reset empties every item its last read filled,
+// and only those).
+func TestRequestReusedManyFewMany(t *testing.T) {
+	request := func(descs int, tag string) []byte {
+		req := &rlsv3.RateLimitRequest{Domain: "d"}
+		for i := range descs {
+			d := &rlcommonv3.RateLimitDescriptor{}
+			// Each request's own keys: a kept one shows in the next.
+			for _, k := range []string{tag + "x", tag + "y"} {
+				d.Entries = append(d.Entries, &rlcommonv3.RateLimitDescriptor_Entry{Key: k + strconv.Itoa(i), Value: "v"})
+			}
+			req.Descriptors = append(req.Descriptors, d)
+		}
+		b, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var r fastRequest
+	for i, step := range []struct {
+		descs int
+		tag   string
+	}{{16, "a"}, {1, "b"}, {3, "c"}, {16, "d"}, {2, "e"}, {16, "f"}} {
+		if !decodeLikeProto(t, &r, request(step.descs, step.tag)) {
+			t.Fatalf("step %d: the fast path left a plain request to proto.Unmarshal", i)
+		}
+		r.reset()
+	}
+}
+
 // decodeLikeProto reads b into r by the fast path and compares it with
 // proto.Unmarshal's, as decodeBoth.
 func decodeLikeProto(t *testing.T, r *fastRequest, b []byte) (taken bool) {
