@@ -101,7 +101,9 @@ func followPrimary(ctx context.Context, rc *redis.Client, opt *redis.FailoverOpt
 				warned = false
 			}
 			if primary := net.JoinHostPort(addr[0], addr[1]); primary != known {
-				if known != "" {
+				if known == "" {
+					log.Info("the Redis Sentinels name the primary; the limiter asks them for it every second, and follows a new one", "primary", primary)
+				} else {
 					log.Info("the Redis Sentinels name another primary: the limiter follows it", "primary", primary, "was", known)
 				}
 				known, again = primary, followAgain+1

@@ -84,7 +84,15 @@ func TestRedisSentinel(t *testing.T) {
 			// A store timeout far above the default: this test is about
 			// where decisions go, and a loaded machine's slow reply would
 			// be decided by the failure mode too.
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second})
+			var logs syncbuf.Buffer
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			// The limiter's own poll of the Sentinels (followPrimary)
+			// gets the primary too: over TLS, as the Sentinel's user,
+			// past a Sentinel that is down.
+			wait.For(t, 10*time.Second, "the limiter's poll naming the primary", func() bool {
+				return loggedWith(logs.String(), "the Redis Sentinels name the primary", "primary="+s.Primary.Addr)
+			})
 			postChecks(t, base, "before", 10)
 			if got := decisionsBySource(t, base)["store"]; got != 10 {
 				t.Fatalf("decisions on the store through the Sentinel: got %d, want 10 (all: %v)", got, decisionsBySource(t, base))
@@ -102,6 +110,12 @@ func TestRedisSentinel(t *testing.T) {
 				return decisionsBySource(t, base)["store"] == before+1
 			})
 			t.Logf("decisions on the store again %v after the primary was killed", time.Since(killed).Round(100*time.Millisecond))
+			wait.For(t, 10*time.Second, "the limiter's poll naming the promoted replica", func() bool {
+				return loggedWith(logs.String(), "the Redis Sentinels name another primary", "primary="+s.Replica.Addr)
+			})
+			if strings.Contains(logs.String(), "no Redis Sentinel answered") {
+				t.Errorf("the poll warned that no Sentinel answered; logs:\n%s", logs.String())
+			}
 			if keys, err := s.Replica.Client(t).Keys(t.Context(), "*after*").Result(); err != nil || len(keys) != 1 {
 				t.Errorf("keys of user after on the promoted replica: %v %v, want one", keys, err)
 			}
