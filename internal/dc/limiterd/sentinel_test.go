@@ -41,6 +41,9 @@ func TestRedisSentinel(t *testing.T) {
 	aclUsers := passwords
 	aclUsers.Users = []string{"weir on >weir-pw " + limiterd.RedisACL}
 	aclUsers.SentinelUsers = []string{"limiter on >limiter-pw " + limiterd.RedisSentinelACL}
+	certs, limiterCert := clientCertTLS(t)
+	clientCerts := passwords
+	clientCerts.TLS, clientCerts.Extra = certs, []string{"--tls-auth-clients", "yes"}
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -72,6 +75,12 @@ func TestRedisSentinel(t *testing.T) {
 		{"ACL users of the Sentinel and the primary", aclUsers, func(s *redistest.Sentinel) string {
 			return "redis://limiter:limiter-pw@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&username=weir&password=weir-pw"
 		}, tlsconf.ClientFiles{}, false},
+		// Every server asks clients for a certificate: the limiter's
+		// (--redis-cert, --redis-key) goes to the Sentinel and the
+		// primary alike.
+		{"passwords, TLS and client certificates", clientCerts, func(s *redistest.Sentinel) string {
+			return "rediss://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret"
+		}, limiterCert, false},
 		{"three Sentinels, the first down", redisproc.SentinelConfig{Sentinels: 3}, func(s *redistest.Sentinel) string {
 			return "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&addr=" + s.Sentinels[1].Addr + "&addr=" + s.Sentinels[2].Addr
 		}, tlsconf.ClientFiles{}, true},
@@ -135,6 +144,9 @@ func TestRedisSentinel(t *testing.T) {
 func TestRedisSentinelRefused(t *testing.T) {
 	const wrongPassword = "Redis refused the limiter's password or user"
 	passwords, withTLS := sentinelConfigs(t)
+	certs, limiterCert := clientCertTLS(t)
+	clientCerts := passwords
+	clientCerts.TLS, clientCerts.Extra = certs, []string{"--tls-auth-clients", "yes"}
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -147,32 +159,39 @@ func TestRedisSentinelRefused(t *testing.T) {
 		// wantPoll is what the warning that no Sentinel answered the
 		// limiter's poll (followPrimary) quotes; "" when they answer.
 		wantPoll string
+		tls      tlsconf.ClientFiles // --redis-ca, --redis-cert, --redis-key
 	}{
 		{"wrong primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master + "&password=not-the-primary-secret"
-		}, "WRONGPASS invalid username-password pair", wrongPassword, ""},
+		}, "WRONGPASS invalid username-password pair", wrongPassword, "", tlsconf.ClientFiles{}},
 		{"no primary password", passwords, func(addr, master string) string {
 			return "redis://:sentinel-secret@" + addr + "?master_name=" + master
-		}, "NOAUTH Authentication required", wrongPassword, ""},
+		}, "NOAUTH Authentication required", wrongPassword, "", tlsconf.ClientFiles{}},
 		{"wrong Sentinel password", passwords, func(addr, master string) string {
 			return "redis://:not-the-sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
 		}, "all sentinels specified in configuration are unreachable: WRONGPASS invalid username-password pair", wrongPassword,
-			"WRONGPASS invalid username-password pair"},
+			"WRONGPASS invalid username-password pair", tlsconf.ClientFiles{}},
 		// A Sentinel's ACL user that may log in but not ask for the
 		// primary.
 		{"Sentinel ACL user without SENTINEL rights", redisproc.SentinelConfig{SentinelUsers: []string{"limiter on >limiter-pw -@all +@connection"}}, func(addr, master string) string {
 			return "redis://limiter:limiter-pw@" + addr + "?master_name=" + master
 		}, "NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command", "Redis refused the limiter a command its ACL user may not run",
-			"NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command"},
+			"NOPERM this user has no permissions to run the 'sentinel|get-master-addr-by-name' command", tlsconf.ClientFiles{}},
 		{"TLS with a private CA", withTLS, func(addr, master string) string {
 			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
 		}, "all sentinels specified in configuration are unreachable: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the TLS connection to Redis failed",
-			"tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+			"tls: failed to verify certificate: x509: certificate signed by unknown authority", tlsconf.ClientFiles{}},
+		// Servers that ask for a client certificate, the limiter given
+		// none (its CA only).
+		{"client certificate required", clientCerts, func(addr, master string) string {
+			return "rediss://:sentinel-secret@" + addr + "?master_name=" + master + "&password=primary-secret"
+		}, "all sentinels specified in configuration are unreachable: remote error: tls: certificate required", "the TLS connection to Redis failed",
+			"remote error: tls: certificate required", tlsconf.ClientFiles{CA: limiterCert.CA}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
 			var logs syncbuf.Buffer
-			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinels[0].Addr, s.MasterName), RulesFile: sentinelRules(t), StoreTimeout: time.Second,
+			base := startLimiter(t, limiterd.Config{DC: "a", Redis: tc.redis(s.Sentinels[0].Addr, s.MasterName), RedisTLS: tc.tls, RulesFile: sentinelRules(t), StoreTimeout: time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			const checks = 5
 			postChecks(t, base, "someone", checks)

@@ -65,6 +65,11 @@ type SentinelConfig struct {
 	// replicates, and the Sentinels watch, over TLS. The default: plain
 	// TCP.
 	TLS TLSFiles
+	// Extra are redis-server arguments every server gets, the primary,
+	// the replica and the Sentinels, after the kit's own (which they
+	// override): "--tls-auth-clients", "yes" has them all ask clients for
+	// a certificate that TLS.CAFile trusts, each other included.
+	Extra []string
 }
 
 // StartSentinel starts a primary, its replica and cfg.Sentinels
@@ -108,6 +113,7 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 	for _, u := range cfg.Users {
 		args = append(append(args, "--user"), strings.Fields(u)...)
 	}
+	args = append(args, cfg.Extra...)
 	opt := serverOptions{password: cfg.Password}
 	if cfg.TLS.CertFile != "" {
 		opt.tls = &cfg.TLS
@@ -152,6 +158,7 @@ func StartSentinel(dir string, cfg SentinelConfig) (*Sentinel, error) {
 		if opt.tls != nil {
 			s.args = append(s.args, opt.tls.args()...)
 		}
+		s.args = append(s.args, cfg.Extra...)
 		if err := s.start(0); err != nil {
 			return nil, err
 		}
