@@ -44,6 +44,8 @@ func TestRedisSentinel(t *testing.T) {
 	certs, limiterCert := clientCertTLS(t)
 	clientCerts := passwords
 	clientCerts.TLS, clientCerts.Extra = certs, []string{"--tls-auth-clients", "yes"}
+	threeTLS := withTLS
+	threeTLS.Sentinels = 3
 	for _, tc := range []struct {
 		name string
 		cfg  redisproc.SentinelConfig
@@ -84,6 +86,9 @@ func TestRedisSentinel(t *testing.T) {
 		{"three Sentinels, the first down", redisproc.SentinelConfig{Sentinels: 3}, func(s *redistest.Sentinel) string {
 			return "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&addr=" + s.Sentinels[1].Addr + "&addr=" + s.Sentinels[2].Addr
 		}, tlsconf.ClientFiles{}, true},
+		{"three Sentinels with passwords over TLS, the first down", threeTLS, func(s *redistest.Sentinel) string {
+			return "rediss://:sentinel-secret@" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName + "&password=primary-secret&addr=" + s.Sentinels[1].Addr + "&addr=" + s.Sentinels[2].Addr
+		}, tlsconf.ClientFiles{CA: withTLS.TLS.CAFile}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := redistest.StartSentinel(t, tc.cfg)
