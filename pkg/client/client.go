@@ -241,15 +241,15 @@ func (s *Site) Check(ctx context.Context, req limiter.Request) (limiter.Response
 
 // givenBack reports whether resp, the answer to a check with
 // RefundOnReject, is what a limiter that honours it answers: allowed, or
-// with every admission that spent (by the store, or by failure_mode
-// local) marked refunded.
+// with every admission that spent (limiter.RuleResult.Spent) marked
+// refunded.
 func givenBack(resp *limiter.Response) bool {
 	if resp.Allowed {
 		return true
 	}
 	for i := range resp.Items {
 		for _, r := range resp.Items[i].Results {
-			if r.Allowed && !r.Refunded && (r.Source == limiter.SourceStore || r.Source == limiter.SourceFailureLocal) {
+			if r.Spent() && !r.Refunded {
 				return false
 			}
 		}

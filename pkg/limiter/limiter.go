@@ -607,6 +607,14 @@ func (r *RuleResult) Limited() bool {
 	return true
 }
 
+// Spent reports whether the rule admitted the request by counting it, in
+// the store or, by failure_mode local, in memory: an admission a refund
+// gives back (see Refunded). Overrides, unlimited and disabled rules, and
+// failure_mode open, admit without counting.
+func (r *RuleResult) Spent() bool {
+	return r.Allowed && (r.Source == SourceStore || r.Source == SourceFailureLocal)
+}
+
 // Validate checks an item against the limits on requests.
 func (it *Item) validate() error {
 	if len(it.Attributes) > MaxAttributes {
@@ -1306,12 +1314,12 @@ func (l *Limiter) finish(ctx context.Context, now time.Time, req *Request, resp 
 func (l *Limiter) giveBack(now time.Time, it *ItemResult, store, local []algorithm.Request) ([]algorithm.Request, []algorithm.Request) {
 	for j := range it.Results {
 		r := &it.Results[j]
-		if !r.Allowed {
+		if !r.Spent() {
 			continue
 		}
-		switch r.Source {
-		case SourceStore:
-			r.Refunded = true
+		if r.Source == SourceFailureLocal {
+			local = append(local, r.req)
+		} else {
 			store = append(store, r.req)
 			if r.lreq != nil {
 				local = append(local, *r.lreq)
@@ -1320,12 +1328,8 @@ func (l *Limiter) giveBack(now time.Time, it *ItemResult, store, local []algorit
 				// A no-op for keys shadowCount did not count.
 				l.admitted.add(r.req.Key, now.UnixMilli(), r.req.Params.Memory().Milliseconds(), -r.req.Cost)
 			}
-		case SourceFailureLocal:
-			r.Refunded = true
-			local = append(local, r.req)
-		default:
-			continue
 		}
+		r.Refunded = true
 		r.Remaining = min(r.Limit, r.Remaining+r.Hits)
 	}
 	return store, local
