@@ -3,7 +3,6 @@ package limiterd_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -234,6 +233,38 @@ func TestRedisSentinelRefused(t *testing.T) {
 	}
 }
 
+// TestRedisSentinelPollWarns: when the one Sentinel stops answering the
+// limiter's poll for the primary, a warning says so, once however long it
+// lasts (the poll asks every second; the warning comes at most every
+// 10 s), quoting the error; when the Sentinel answers again, an info
+// line says so.
+func TestRedisSentinelPollWarns(t *testing.T) {
+	const noAnswer = "no Redis Sentinel answered the limiter's question for the primary"
+	const again = "a Redis Sentinel answers the limiter's question for the primary again"
+	s := redistest.StartSentinel(t, redisproc.SentinelConfig{})
+	var logs syncbuf.Buffer
+	startLimiter(t, limiterd.Config{DC: "a", Redis: "redis://" + s.Sentinels[0].Addr + "?master_name=" + s.MasterName, RulesFile: sentinelRules(t),
+		StoreTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	wait.For(t, 10*time.Second, "the poll naming the primary", func() bool {
+		return loggedWith(logs.String(), "the Redis Sentinels name the primary", "primary="+s.Primary.Addr)
+	})
+	s.Sentinels[0].Stop()
+	wait.For(t, 10*time.Second, "the warning that no Sentinel answered", func() bool {
+		return loggedWith(logs.String(), noAnswer, "connection refused")
+	})
+	time.Sleep(2500 * time.Millisecond) // two more polls without an answer
+	if n := strings.Count(logs.String(), noAnswer); n != 1 {
+		t.Errorf("warning %q logged %d times in the first seconds, want once; logs:\n%s", noAnswer, n, logs.String())
+	}
+	if strings.Contains(logs.String(), again) {
+		t.Fatalf("%q logged while the Sentinel is down; logs:\n%s", again, logs.String())
+	}
+	s.Sentinels[0].Restart(t)
+	wait.For(t, 10*time.Second, "the line that a Sentinel answers again", func() bool {
+		return loggedWith(logs.String(), again, "sentinel="+s.Sentinels[0].Addr)
+	})
+}
+
 // loggedWith reports whether a line of logs has msg as its message and
 // quotes text.
 func loggedWith(logs, msg, text string) bool {
@@ -264,20 +295,12 @@ func sentinelRules(t *testing.T) string {
 	return ruleFile(t, "domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 1000000\n    window_seconds: 600\n")
 }
 
-// postChecks makes n checks of user in domain api on the limiter at base,
-// failing t unless each answers 200.
+// postChecks makes n checks of user in domain api on the limiter at base
+// (checkSource).
 func postChecks(t *testing.T, base, user string, n int) {
 	t.Helper()
 	for range n {
-		resp, err := http.Post(base+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user_id":%q}}`, user)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("check of %s: status %d %s, want 200", user, resp.StatusCode, b)
-		}
+		checkSource(t, base, user)
 	}
 }
 
