@@ -179,7 +179,7 @@ func (s *Sentinel) waitAcquainted() error {
 	defer cancel()
 	return poll(ctx, "Sentinels that know each other", func() error {
 		for _, srv := range s.Sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+			c := redis.NewSentinelClient(srv.kitOptions())
 			known, err := c.Sentinels(ctx, s.MasterName).Result()
 			_ = c.Close()
 			if err != nil {
@@ -240,7 +240,7 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	c := redis.NewSentinelClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewSentinelClient(srv.kitOptions())
 	defer c.Close()
 	return poll(ctx, "a Sentinel that accepts SENTINEL FAILOVER", func() error {
 		return c.Failover(ctx, s.MasterName).Err()
@@ -251,7 +251,7 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 // replication) of srv: a replica's is -1 until its link to the primary
 // is up.
 func replOffset(ctx context.Context, srv *Server, field string) (int64, error) {
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: srv.Password, TLSConfig: srv.TLS, MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewClient(srv.kitOptions())
 	defer c.Close()
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
@@ -265,4 +265,10 @@ func replOffset(ctx context.Context, srv *Server, field string) (int64, error) {
 		return strconv.ParseInt(v, 10, 64)
 	}
 	return 0, fmt.Errorf("redisproc: INFO replication of %s has no %s", srv.Addr, field)
+}
+
+// kitOptions are the options of the kit's own clients of s: its address,
+// password and TLS, no retries, a dial bounded by a second.
+func (s *Server) kitOptions() *redis.Options {
+	return &redis.Options{Addr: s.Addr, Password: s.Password, TLSConfig: s.TLS, MaxRetries: -1, DialTimeout: time.Second}
 }
