@@ -3,6 +3,7 @@ package limiterd_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -295,12 +296,21 @@ func sentinelRules(t *testing.T) string {
 	return ruleFile(t, "domain: api\nrules:\n  - rule_id: per-user\n    key_type: user_id\n    limit: 1000000\n    window_seconds: 600\n")
 }
 
-// postChecks makes n checks of user in domain api on the limiter at base
-// (checkSource).
+// postChecks makes n checks of user in domain api on the limiter at base,
+// failing t unless each answers 200 (with as many results as rules
+// match: checkSource wants one).
 func postChecks(t *testing.T, base, user string, n int) {
 	t.Helper()
 	for range n {
-		checkSource(t, base, user)
+		resp, err := http.Post(base+"/v1/check", "application/json", strings.NewReader(fmt.Sprintf(`{"domain":"api","attributes":{"user_id":%q}}`, user)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("check of %s: status %d %s, want 200", user, resp.StatusCode, b)
+		}
 	}
 }
 
